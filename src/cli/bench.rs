@@ -1,0 +1,135 @@
+//! `fedrun bench`: the performance workloads of docs/PERFORMANCE.md, timed round by round.
+//! Output keys match `torch_reference.py`'s: `round_s`, `train_s`, `eval_s`,
+//! `train_images_per_s`.
+
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::config::Spec;
+use crate::data;
+use crate::error::{Error, Result};
+use crate::fl::engine::Experiment;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// w1-cnn | w1-resnet | w2
+    #[arg(long, default_value = "w1-cnn")]
+    pub workload: String,
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// CIFAR-10 binary directory.
+    #[arg(long, default_value = "../shared/data/cifar10")]
+    pub data_dir: PathBuf,
+    /// Skip the test evaluation.
+    #[arg(long)]
+    pub no_eval: bool,
+    /// Extra spec overrides.
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+}
+
+/// The spec of a named workload.
+pub fn workload(name: &str) -> Result<String> {
+    let w1 = |model: &str| {
+        format!(
+            "[data]\ndataset = \"cifar10\"\npartition = \"dirichlet\"\nalpha = 0.3\nnum_clients = 100\n[model]\nkind = \"{model}\"\n[fl]\nclients_per_round = 20\n[local]\nsteps = 20\nbatch_size = 50\nlr = 0.01\nweight_decay = 0.01\nnar = true\n[run]\nname = \"bench\"\n"
+        )
+    };
+    match name {
+        "w1-cnn" => Ok(w1("cnn")),
+        "w1-resnet" => Ok(w1("resnet18")),
+        "w2" => Ok("[data]\ndataset = \"cifar10\"\npartition = \"iid\"\nnum_clients = 1000\naugmentation = \"none\"\n[model]\nkind = \"cnn\"\n[fl]\nclients_per_round = 50\neval_every = 10\n[local]\nepochs = 1\nbatch_size = 10\nlr = 0.1\nlr_decay = 1.0\nweight_decay = 0.0\nmax_norm = 0.0\n[run]\nname = \"bench\"\n".into()),
+        other => Err(Error::Config(format!("unknown workload \"{other}\"; expected w1-cnn, w1-resnet or w2"))),
+    }
+}
+
+pub fn run(a: &BenchArgs) -> Result<()> {
+    let text = workload(&a.workload)?;
+    let mut set = a.set.clone();
+    set.push(format!("fl.rounds={}", a.rounds));
+    let spec = Spec::from_str_with(&text, &format!("workload {}", a.workload), &set)?;
+    let t = Instant::now();
+    let data = data::load(&spec, Some(&a.data_dir))?;
+    eprintln!(
+        "{} (loaded in {:.2} s)",
+        data.describe(),
+        t.elapsed().as_secs_f64()
+    );
+    let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| {
+        std::thread::available_parallelism()
+            .map(|n| n.get().to_string())
+            .unwrap_or_default()
+    });
+    let mut ex = Experiment::new(&spec, data)?;
+    eprintln!(
+        "model {} with {} parameters, threads={threads}",
+        spec.model.kind, ex.layout.total
+    );
+    let mut rounds = Vec::new();
+    for r in 0..a.rounds {
+        let t0 = Instant::now();
+        let row = ex.round(r).map_err(|(_, _, m)| Error::Run(m))?;
+        let train_s = t0.elapsed().as_secs_f64();
+        let evaluate = !a.no_eval && ((r + 1) % spec.fl.eval_every == 0 || r + 1 == a.rounds);
+        let t1 = Instant::now();
+        let acc = evaluate.then(|| ex.evaluate().0);
+        let eval_s = t1.elapsed().as_secs_f64();
+        let imgs = images_of_round(&ex, r);
+        let rec = serde_json::json!({
+            "round": r,
+            "lr": row.lr,
+            "test_acc": acc,
+            "train_loss": row.train_loss,
+            "round_s": t0.elapsed().as_secs_f64(),
+            "train_s": train_s,
+            "eval_s": eval_s,
+            "train_images_per_s": imgs as f64 / train_s,
+        });
+        println!("{rec}");
+        rounds.push((t0.elapsed().as_secs_f64(), train_s, imgs as f64 / train_s));
+    }
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "{}",
+        serde_json::json!({
+            "summary": true,
+            "workload": a.workload,
+            "median_round_s": med(rounds.iter().map(|r| r.0).collect()),
+            "median_train_s": med(rounds.iter().map(|r| r.1).collect()),
+            "median_train_images_per_s": med(rounds.iter().map(|r| r.2).collect()),
+            "threads": threads,
+        })
+    );
+    Ok(())
+}
+
+/// Training images processed in round r (clients × steps × batch, short batches counted).
+fn images_of_round(ex: &Experiment, r: usize) -> usize {
+    let spec = &ex.spec;
+    let sampled = crate::fl::engine::sample_clients(
+        spec.run.seed,
+        r,
+        ex.data.clients.len(),
+        spec.fl.clients_per_round,
+    );
+    sampled
+        .iter()
+        .map(|&c| {
+            let n = ex.data.clients[c].len();
+            let k = crate::fl::client::local_steps(
+                spec.local.steps,
+                spec.local.epochs,
+                spec.local.batch_size,
+                n,
+            );
+            // k batches over reshuffled passes: full passes of n, then the rest
+            let full = k / n.div_ceil(spec.local.batch_size);
+            let rest = k % n.div_ceil(spec.local.batch_size);
+            full * n + (rest * spec.local.batch_size).min(n)
+        })
+        .sum()
+}

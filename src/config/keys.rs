@@ -1,0 +1,188 @@
+//! Key-level checks of a spec table: unknown keys (with a suggestion), types, and `--set`.
+
+use super::Spec;
+use crate::error::{Error, Result};
+
+/// Parse TOML text into a table and check every key and type against the schema.
+pub fn parse_spec_str(text: &str, origin: &str) -> Result<toml::Table> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let pos = e
+            .span()
+            .map(|s| {
+                let (line, col) = line_col(text, s.start);
+                format!(" at line {line}, column {col}")
+            })
+            .unwrap_or_default();
+        Error::Config(format!("{origin}: malformed TOML{pos}: {}", e.message()))
+    })?;
+    let schema = schema();
+    check_table(&table, &schema, "", origin)?;
+    Ok(table)
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+/// The default spec as a TOML table: it lists every key and its type.
+fn schema() -> toml::Table {
+    match toml::Value::try_from(Spec::default()).expect("spec serialises") {
+        toml::Value::Table(t) => t,
+        _ => unreachable!(),
+    }
+}
+
+fn type_name(v: &toml::Value) -> &'static str {
+    match v {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a number",
+        toml::Value::Boolean(_) => "a boolean",
+        toml::Value::Datetime(_) => "a date",
+        toml::Value::Array(_) => "an array",
+        toml::Value::Table(_) => "a table",
+    }
+}
+
+fn check_table(t: &toml::Table, schema: &toml::Table, prefix: &str, origin: &str) -> Result<()> {
+    for (k, v) in t {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        let Some(expected) = schema.get(k) else {
+            return Err(unknown_key(&path, k, schema, prefix, origin));
+        };
+        check_value(v, expected, &path, origin)?;
+    }
+    Ok(())
+}
+
+fn check_value(v: &toml::Value, expected: &toml::Value, path: &str, origin: &str) -> Result<()> {
+    use toml::Value as V;
+    match (v, expected) {
+        (V::Table(t), V::Table(s)) => check_table(t, s, path, origin),
+        (V::Integer(_), V::Float(_)) => Ok(()),
+        (V::Integer(i), V::Integer(_)) if *i < 0 => Err(Error::Config(format!(
+            "{origin}: key `{path}` must be a non-negative integer, got {i}"
+        ))),
+        (a, b) if std::mem::discriminant(a) == std::mem::discriminant(b) => Ok(()),
+        (a, b) => Err(Error::Config(format!(
+            "{origin}: key `{path}` expects {}, got {} ({a})",
+            type_name(b),
+            type_name(a)
+        ))),
+    }
+}
+
+fn unknown_key(path: &str, key: &str, schema: &toml::Table, prefix: &str, origin: &str) -> Error {
+    let best = schema
+        .keys()
+        .map(|c| (edit_distance(key, c), c))
+        .min_by_key(|(d, _)| *d);
+    let section = if prefix.is_empty() {
+        "the top level".to_string()
+    } else {
+        format!("[{prefix}]")
+    };
+    let mut msg = format!("{origin}: unknown key `{path}` in {section}");
+    if let Some((d, c)) = best
+        && d <= 3.max(key.len() / 3)
+    {
+        let full = if prefix.is_empty() {
+            c.clone()
+        } else {
+            format!("{prefix}.{c}")
+        };
+        msg.push_str(&format!("; did you mean `{full}`?"));
+    }
+    let valid: Vec<&str> = schema.keys().map(|s| s.as_str()).collect();
+    msg.push_str(&format!(" (valid keys: {})", valid.join(", ")));
+    Error::Config(msg)
+}
+
+/// Levenshtein distance.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Apply one `--set key.path=value`. The value is read as a TOML value; a bare word that is
+/// not valid TOML is taken as a string (`--set run.name=foo`).
+pub fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<()> {
+    let origin = format!("--set {assignment}");
+    let Some((key, raw)) = assignment.split_once('=') else {
+        return Err(Error::Config(format!(
+            "{origin}: expected key=value, e.g. --set local.weight_decay=0.05"
+        )));
+    };
+    let key = key.trim();
+    let raw = raw.trim();
+    let value = match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").expect("v"),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    let parts: Vec<&str> = key.split('.').collect();
+    // Check against the schema by building a one-key table.
+    let mut probe = value.clone();
+    for p in parts.iter().rev() {
+        let mut t = toml::Table::new();
+        t.insert((*p).to_string(), probe);
+        probe = toml::Value::Table(t);
+    }
+    let probe_table = match probe {
+        toml::Value::Table(t) => t,
+        _ => unreachable!(),
+    };
+    check_table(&probe_table, &schema(), "", &origin)?;
+    let mut cur = table;
+    for p in &parts[..parts.len() - 1] {
+        let entry = cur
+            .entry((*p).to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cur = match entry {
+            toml::Value::Table(t) => t,
+            _ => return Err(Error::Config(format!("{origin}: `{p}` is not a section"))),
+        };
+    }
+    cur.insert(parts[parts.len() - 1].to_string(), value);
+    Ok(())
+}
+
+/// Collect the dotted keys whose values differ.
+pub fn diff(a: &toml::Value, b: &toml::Value, prefix: &str, out: &mut Vec<String>) {
+    match (a, b) {
+        (toml::Value::Table(ta), toml::Value::Table(tb)) => {
+            for (k, va) in ta {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                match tb.get(k) {
+                    Some(vb) => diff(va, vb, &p, out),
+                    None => out.push(p),
+                }
+            }
+        }
+        _ => {
+            if a != b {
+                out.push(prefix.to_string());
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The CIFAR-10 binary version: `data_batch_1.bin` … `data_batch_5.bin` and `test_batch.bin`,
+//! each a sequence of records of 1 label byte and 3072 pixel bytes (R, G, B planes, 32×32
+//! row-major). The official files hold 10,000 records each (30,730,000 bytes).
+
+use super::{Features, Split};
+use crate::error::{Error, Result};
+use std::path::Path;
+
+pub const RECORD: usize = 1 + 3 * 32 * 32;
+pub const OFFICIAL_RECORDS: usize = 10_000;
+pub const TRAIN_FILES: [&str; 5] = [
+    "data_batch_1.bin",
+    "data_batch_2.bin",
+    "data_batch_3.bin",
+    "data_batch_4.bin",
+    "data_batch_5.bin",
+];
+pub const TEST_FILE: &str = "test_batch.bin";
+/// FedNAR / FedExP normalisation (§8.3).
+pub const MEAN: [f32; 3] = [0.491, 0.482, 0.447];
+pub const STD: [f32; 3] = [0.247, 0.243, 0.262];
+
+/// Read one file's raw bytes, checking that it is a whole number of records.
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Error::Data(format!(
+            "cannot read CIFAR-10 file {}: {e} (expected the binary version: data_batch_1..5.bin and test_batch.bin)",
+            path.display()
+        ))
+    })?;
+    if bytes.is_empty() || bytes.len() % RECORD != 0 {
+        return Err(Error::Data(format!(
+            "{}: {} bytes is not a whole number of {RECORD}-byte records (the official file has {} bytes)",
+            path.display(),
+            bytes.len(),
+            OFFICIAL_RECORDS * RECORD
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Decode and normalise records into a split.
+fn decode(bytes: &[u8], path: &Path) -> Result<Split> {
+    let n = bytes.len() / RECORD;
+    let mut x = Vec::with_capacity(n * 3072);
+    let mut y = Vec::with_capacity(n);
+    for (r, rec) in bytes.chunks_exact(RECORD).enumerate() {
+        if rec[0] >= 10 {
+            return Err(Error::Data(format!(
+                "{}: record {r} has label {} (expected 0..9)",
+                path.display(),
+                rec[0]
+            )));
+        }
+        y.push(rec[0]);
+        for c in 0..3 {
+            let (m, s) = (MEAN[c], STD[c]);
+            x.extend(
+                rec[1 + c * 1024..1 + (c + 1) * 1024]
+                    .iter()
+                    .map(|&p| (p as f32 / 255.0 - m) / s),
+            );
+        }
+    }
+    Ok(Split {
+        x: Features::Images {
+            c: 3,
+            h: 32,
+            w: 32,
+            data: x,
+        },
+        y,
+    })
+}
+
+/// Load the train and test splits from a directory of the binary files. All six files must
+/// have the same size (the official layout); an error names the file that does not.
+pub fn load_dir(dir: &Path) -> Result<(Split, Split)> {
+    if !dir.is_dir() {
+        return Err(Error::Data(format!(
+            "CIFAR-10 directory {} does not exist (pass --data-dir DIR with data_batch_1..5.bin and test_batch.bin)",
+            dir.display()
+        )));
+    }
+    let mut train_bytes = Vec::new();
+    let mut expect: Option<(usize, String)> = None;
+    let mut check = |path: &Path, len: usize| -> Result<()> {
+        match &expect {
+            None => {
+                expect = Some((len, path.display().to_string()));
+                Ok(())
+            }
+            Some((l, first)) if *l != len => Err(Error::Data(format!(
+                "{}: {len} bytes, but {first} has {l}; every CIFAR-10 file must hold the same number of records ({} bytes in the official files)",
+                path.display(),
+                OFFICIAL_RECORDS * RECORD
+            ))),
+            _ => Ok(()),
+        }
+    };
+    for f in TRAIN_FILES {
+        let p = dir.join(f);
+        let b = read_file(&p)?;
+        check(&p, b.len())?;
+        train_bytes.extend_from_slice(&b);
+    }
+    let tp = dir.join(TEST_FILE);
+    let test_bytes = read_file(&tp)?;
+    check(&tp, test_bytes.len())?;
+    Ok((
+        decode(&train_bytes, &dir.join("data_batch_*.bin"))?,
+        decode(&test_bytes, &tp)?,
+    ))
+}
+
+/// Write records in the binary layout (for tests and generated data).
+pub fn write_file(path: &Path, labels: &[u8], pixels: &[u8]) -> std::io::Result<()> {
+    assert_eq!(pixels.len(), labels.len() * 3072);
+    let mut out = Vec::with_capacity(labels.len() * RECORD);
+    for (i, &l) in labels.iter().enumerate() {
+        out.push(l);
+        out.extend_from_slice(&pixels[i * 3072..(i + 1) * 3072]);
+    }
+    std::fs::write(path, out)
+}

@@ -1,0 +1,211 @@
+//! Federated data sets held in memory: one train split, one test split, and each client's
+//! list of train indices. Images are normalised once at load time; a batch is a gather (plus
+//! the augmentation) into one host buffer and one tensor upload.
+
+pub mod augment;
+pub mod cifar;
+pub mod leaf;
+pub mod partition;
+pub mod plays;
+pub mod shakespeare;
+pub mod synthetic;
+pub mod tar;
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+use crate::config::Spec;
+use crate::error::{Error, Result};
+use crate::rng::{Rng, Stream};
+use std::path::Path;
+
+/// The input features of one split.
+#[derive(Clone, Debug)]
+pub enum Features {
+    /// `n × c × h × w` floats, already normalised.
+    Images {
+        c: usize,
+        h: usize,
+        w: usize,
+        data: Vec<f32>,
+    },
+    /// `n × len` token indices (Shakespeare characters).
+    Tokens { len: usize, data: Vec<u8> },
+}
+
+#[derive(Clone, Debug)]
+pub struct Split {
+    pub x: Features,
+    pub y: Vec<u8>,
+}
+
+impl Split {
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+}
+
+/// The input of one batch, on the device.
+#[derive(Clone, Debug)]
+pub enum Input {
+    Images(Tensor<4>),
+    Tokens(Tensor<2, Int>),
+}
+
+/// How a training batch is augmented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Augment {
+    None,
+    /// One crop offset and one flip decision for the whole batch (FedNAR code, §8.3).
+    Batch,
+    /// One crop and flip per image.
+    Sample,
+}
+
+impl Augment {
+    pub fn parse(s: &str) -> Augment {
+        match s {
+            "batch" => Augment::Batch,
+            "sample" => Augment::Sample,
+            _ => Augment::None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct FedData {
+    pub name: String,
+    pub train: Split,
+    pub test: Split,
+    /// Train indices of each client.
+    pub clients: Vec<Vec<usize>>,
+    pub num_classes: usize,
+    /// Images only: augmentation applies.
+    pub augment: Augment,
+}
+
+impl FedData {
+    pub fn client_sizes(&self) -> Vec<usize> {
+        self.clients.iter().map(|c| c.len()).collect()
+    }
+
+    /// One-line description for the log.
+    pub fn describe(&self) -> String {
+        let sizes = self.client_sizes();
+        let min = sizes.iter().min().copied().unwrap_or(0);
+        let max = sizes.iter().max().copied().unwrap_or(0);
+        format!(
+            "{}: {} train / {} test samples, {} clients ({}..{} samples each), {} classes",
+            self.name,
+            self.train.len(),
+            self.test.len(),
+            self.clients.len(),
+            min,
+            max,
+            self.num_classes
+        )
+    }
+}
+
+/// Gather rows `idx` of `split` into a batch on `device`, augmenting with `rng` when asked.
+pub fn batch(
+    split: &Split,
+    idx: &[usize],
+    aug: Augment,
+    rng: Option<&mut Rng>,
+    device: &Device,
+) -> (Input, Tensor<1, Int>) {
+    let b = idx.len();
+    let y: Vec<i64> = idx.iter().map(|&i| split.y[i] as i64).collect();
+    let y = Tensor::<1, Int>::from_data(TensorData::new(y, [b]), device);
+    let x = match &split.x {
+        Features::Images { c, h, w, data } => {
+            let per = c * h * w;
+            let mut out = vec![0f32; b * per];
+            match (aug, rng) {
+                (Augment::None, _) | (_, None) => {
+                    for (k, &i) in idx.iter().enumerate() {
+                        out[k * per..(k + 1) * per].copy_from_slice(&data[i * per..(i + 1) * per]);
+                    }
+                }
+                (Augment::Batch, Some(rng)) => {
+                    let t = augment::CropFlip::draw(rng);
+                    for (k, &i) in idx.iter().enumerate() {
+                        t.apply(
+                            &data[i * per..(i + 1) * per],
+                            &mut out[k * per..(k + 1) * per],
+                            *c,
+                            *h,
+                            *w,
+                        );
+                    }
+                }
+                (Augment::Sample, Some(rng)) => {
+                    for (k, &i) in idx.iter().enumerate() {
+                        let t = augment::CropFlip::draw(rng);
+                        t.apply(
+                            &data[i * per..(i + 1) * per],
+                            &mut out[k * per..(k + 1) * per],
+                            *c,
+                            *h,
+                            *w,
+                        );
+                    }
+                }
+            }
+            Input::Images(Tensor::<4>::from_data(
+                TensorData::new(out, [b, *c, *h, *w]),
+                device,
+            ))
+        }
+        Features::Tokens { len, data } => {
+            let mut out = Vec::with_capacity(b * len);
+            for &i in idx {
+                out.extend(data[i * len..(i + 1) * len].iter().map(|&t| t as i64));
+            }
+            Input::Tokens(Tensor::<2, Int>::from_data(
+                TensorData::new(out, [b, *len]),
+                device,
+            ))
+        }
+    };
+    (x, y)
+}
+
+/// Load the data set a spec names and partition it.
+pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
+    let path = spec.data_path(data_dir);
+    let d = &spec.data;
+    let mut part_rng = Rng::derive(spec.run.seed, Stream::Partition, &[]);
+    let fed = match d.dataset.as_str() {
+        "cifar10" => {
+            let (train, test) = cifar::load_dir(&path)?;
+            let clients = partition::partition(spec, &train.y, 10, &mut part_rng)?;
+            FedData {
+                name: "cifar10".into(),
+                train,
+                test,
+                clients,
+                num_classes: 10,
+                augment: Augment::parse(&d.augmentation),
+            }
+        }
+        "synthetic" => synthetic::build(spec, &mut part_rng)?,
+        "shakespeare" => shakespeare::from_plays(spec, &path)?,
+        "leaf" => leaf::load(spec, &path)?,
+        other => return Err(Error::Config(format!("unknown data.dataset \"{other}\""))),
+    };
+    if fed.clients.len() < spec.fl.clients_per_round {
+        return Err(Error::Config(format!(
+            "key `fl.clients_per_round` ({}) exceeds the {} clients of the data set",
+            spec.fl.clients_per_round,
+            fed.clients.len()
+        )));
+    }
+    if let Some(i) = fed.clients.iter().position(|c| c.is_empty()) {
+        return Err(Error::Data(format!("client {i} has no training samples")));
+    }
+    Ok(fed)
+}

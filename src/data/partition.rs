@@ -1,0 +1,234 @@
+//! Client partitions of a labelled train split: IID, the two Dirichlet variants, and
+//! published index files. All give equal client sizes, sampled without replacement.
+
+use crate::config::Spec;
+use crate::error::{Error, Result};
+use crate::rng::Rng;
+use std::path::Path;
+
+/// Partition `labels` (values < `classes`) as the spec says.
+pub fn partition(
+    spec: &Spec,
+    labels: &[u8],
+    classes: usize,
+    rng: &mut Rng,
+) -> Result<Vec<Vec<usize>>> {
+    let d = &spec.data;
+    let n = labels.len();
+    if d.partition != "file" && d.num_clients > n {
+        return Err(Error::Config(format!(
+            "key `data.num_clients` ({}) is larger than the {n} training samples allow (at least one each)",
+            d.num_clients
+        )));
+    }
+    match d.partition.as_str() {
+        "iid" => Ok(iid(n, d.num_clients, rng)),
+        "dirichlet" => match d.variant.as_str() {
+            "fedacg-balanced" => Ok(dirichlet_balanced(
+                labels,
+                classes,
+                d.num_clients,
+                d.alpha,
+                rng,
+            )),
+            _ => Ok(dirichlet_equal(
+                labels,
+                classes,
+                d.num_clients,
+                d.alpha,
+                rng,
+            )),
+        },
+        "file" => read_index_file(Path::new(&d.partition_file), n),
+        "natural" => Err(Error::Config(format!(
+            "data.partition = \"natural\" needs a data set with users (shakespeare, leaf), not {}",
+            d.dataset
+        ))),
+        other => Err(Error::Config(format!("unknown data.partition \"{other}\""))),
+    }
+}
+
+/// IID: a random permutation cut into `clients` equal parts (the remainder is unused).
+pub fn iid(n: usize, clients: usize, rng: &mut Rng) -> Vec<Vec<usize>> {
+    let per = n / clients;
+    let mut perm: Vec<usize> = (0..n).collect();
+    rng.shuffle(&mut perm);
+    (0..clients)
+        .map(|i| perm[i * per..(i + 1) * per].to_vec())
+        .collect()
+}
+
+/// FedExP/FedNAR "equal" Dirichlet split (§8.1): every client gets ⌊n/clients⌋ samples. Each
+/// sample goes to a uniformly chosen client that is not full, with its class drawn from that
+/// client's Dirichlet prior restricted to the classes that remain; the next unused sample of
+/// the class (dataset order) is assigned. The official code redraws while the client is full
+/// or the class is exhausted; this draws from the same distribution and cannot stall.
+pub fn dirichlet_equal(
+    labels: &[u8],
+    classes: usize,
+    clients: usize,
+    alpha: f64,
+    rng: &mut Rng,
+) -> Vec<Vec<usize>> {
+    let per = labels.len() / clients;
+    let priors: Vec<Vec<f64>> = (0..clients)
+        .map(|_| rng.dirichlet(alpha, classes))
+        .collect();
+    let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); classes];
+    for (i, &l) in labels.iter().enumerate() {
+        by_class[l as usize].push(i);
+    }
+    let mut taken = vec![0usize; classes];
+    let mut out: Vec<Vec<usize>> = vec![Vec::with_capacity(per); clients];
+    let mut open: Vec<usize> = (0..clients).collect();
+    for _ in 0..per * clients {
+        let slot = rng.below(open.len());
+        let c = open[slot];
+        let weights: Vec<f64> = (0..classes)
+            .map(|k| {
+                if taken[k] < by_class[k].len() {
+                    priors[c][k]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let k = if total > 0.0 {
+            let u = rng.uniform() * total;
+            let mut acc = 0.0;
+            let mut pick = None;
+            for (k, w) in weights.iter().enumerate() {
+                acc += w;
+                if u < acc {
+                    pick = Some(k);
+                    break;
+                }
+            }
+            // u·total rounded up to total: the last class with weight
+            pick.unwrap_or_else(|| weights.iter().rposition(|&w| w > 0.0).unwrap())
+        } else {
+            // no prior mass on any remaining class: a uniform remaining class
+            let rem: Vec<usize> = (0..classes)
+                .filter(|&k| taken[k] < by_class[k].len())
+                .collect();
+            rem[rng.below(rem.len())]
+        };
+        out[c].push(by_class[k][taken[k]]);
+        taken[k] += 1;
+        if out[c].len() == per {
+            open.swap_remove(slot);
+        }
+    }
+    for c in &mut out {
+        rng.shuffle(c);
+    }
+    out
+}
+
+/// FedACG "balanced" Dirichlet split (§8.2): clients in turn draw p ~ Dir(α) and take
+/// ⌊n/clients⌋ of the not-yet-assigned samples without replacement, with probability
+/// proportional to p[label]. Weighted sampling without replacement is done with
+/// Efraimidis–Spirakis keys u^(1/w), which has the distribution of successive draws.
+pub fn dirichlet_balanced(
+    labels: &[u8],
+    classes: usize,
+    clients: usize,
+    alpha: f64,
+    rng: &mut Rng,
+) -> Vec<Vec<usize>> {
+    let per = labels.len() / clients;
+    let mut free: Vec<usize> = (0..labels.len()).collect();
+    let mut out = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        let p = rng.dirichlet(alpha, classes);
+        let mut keyed: Vec<(f64, usize)> = free
+            .iter()
+            .map(|&i| {
+                let w = p[labels[i] as usize];
+                let u = 1.0 - rng.uniform(); // (0, 1]
+                // log key = ln(u)/w; weight 0 never drawn unless nothing else remains
+                let key = if w > 0.0 {
+                    u.ln() / w
+                } else {
+                    f64::NEG_INFINITY
+                };
+                (key, i)
+            })
+            .collect();
+        // largest keys first; ties (all -inf) keep index order for determinism
+        keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut chosen: Vec<usize> = keyed[..per].iter().map(|&(_, i)| i).collect();
+        let mut chosen_sorted = chosen.clone();
+        chosen_sorted.sort_unstable();
+        free.retain(|i| chosen_sorted.binary_search(i).is_err());
+        rng.shuffle(&mut chosen);
+        out.push(chosen);
+    }
+    out
+}
+
+/// Read a published split: one Python dict literal `{client_id: [indices], ...}` (FedACG's
+/// `client_data/*/balanced/*.txt`). Checks that indices are in range and disjoint.
+pub fn read_index_file(path: &Path, n: usize) -> Result<Vec<Vec<usize>>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::Data(format!(
+            "cannot read partition file {}: {e}",
+            path.display()
+        ))
+    })?;
+    let bad = |what: &str| {
+        Error::Data(format!(
+            "{}: {what} (expected a dict literal {{client_id: [indices], ...}})",
+            path.display()
+        ))
+    };
+    let body = text.trim();
+    let body = body
+        .strip_prefix('{')
+        .and_then(|b| b.strip_suffix('}'))
+        .ok_or_else(|| bad("no surrounding braces"))?;
+    let mut clients: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut rest = body;
+    while !rest.trim().is_empty() {
+        let (key, after) = rest.split_once(':').ok_or_else(|| bad("missing ':'"))?;
+        let key = key
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .trim_matches(['\'', '"']);
+        let id: usize = key
+            .parse()
+            .map_err(|_| bad(&format!("bad client id {key:?}")))?;
+        let open = after.find('[').ok_or_else(|| bad("missing '['"))?;
+        let close = after.find(']').ok_or_else(|| bad("missing ']'"))?;
+        let mut idx = Vec::new();
+        for tok in after[open + 1..close].split(',') {
+            let tok = tok.trim();
+            if tok.is_empty() {
+                continue;
+            }
+            let v: usize = tok
+                .parse()
+                .map_err(|_| bad(&format!("bad index {tok:?}")))?;
+            if v >= n {
+                return Err(bad(&format!(
+                    "index {v} out of range (the data set has {n} samples)"
+                )));
+            }
+            idx.push(v);
+        }
+        clients.push((id, idx));
+        rest = &after[close + 1..];
+    }
+    clients.sort_by_key(|c| c.0);
+    let mut seen = vec![false; n];
+    for (id, idx) in &clients {
+        for &i in idx {
+            if std::mem::replace(&mut seen[i], true) {
+                return Err(bad(&format!("index {i} appears twice (client {id})")));
+            }
+        }
+    }
+    Ok(clients.into_iter().map(|c| c.1).collect())
+}

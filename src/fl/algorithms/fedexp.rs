@@ -1,0 +1,90 @@
+//! FedExP (§3.4): the server step adapts to the clients' disagreement,
+//! `η_g = max(1, ½·G / (‖Δ̄‖² + |S|·ε_t))` with `G = mean ‖Δ_i‖²` and
+//! `ε_t = ε_0·decay^{2(t+1)}`. The official code has `|S|·ε`; the paper has ε
+//! (`fl.fedexp_eps_form = "paper"`). Evaluation uses the average of the last two iterates
+//! (`fl.fedexp_eval_avg`), except in round 0; training continues from x_t.
+
+use crate::config::Spec;
+use crate::error::Result;
+use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, axpy, take_state};
+
+pub struct FedExP {
+    eps0: f64,
+    decay: f64,
+    paper_eps: bool,
+    lower: f64,
+    eval_avg: bool,
+    eval: Option<Vec<f32>>,
+}
+
+impl FedExP {
+    pub fn new(spec: &Spec, _dim: usize) -> Self {
+        FedExP {
+            eps0: spec.fl.fedexp_eps,
+            decay: spec.local.lr_decay,
+            paper_eps: spec.fl.fedexp_eps_form == "paper",
+            lower: spec.fl.global_lr,
+            eval_avg: spec.fl.fedexp_eval_avg,
+            eval: None,
+        }
+    }
+
+    /// The step size for a round's aggregate.
+    pub fn step_size(&self, round: usize, agg: &Aggregate) -> f64 {
+        let eps = self.eps0 * self.decay.powi(2 * (round as i32 + 1));
+        let eps = if self.paper_eps {
+            eps
+        } else {
+            agg.clients as f64 * eps
+        };
+        let mean_sq = crate::fl::step::global_norm(&agg.mean_delta).powi(2);
+        let denom = mean_sq + eps;
+        if denom > 0.0 {
+            (0.5 * agg.mean_sq_norm / denom).max(self.lower)
+        } else {
+            self.lower
+        }
+    }
+}
+
+impl Algorithm for FedExP {
+    fn server_update(
+        &mut self,
+        info: &RoundInfo,
+        global: &mut [f32],
+        agg: &Aggregate,
+    ) -> ServerLog {
+        let eta = self.step_size(info.round, agg);
+        let prev = (self.eval_avg && info.round > 0).then(|| global.to_vec());
+        axpy(global, eta, &agg.mean_delta);
+        self.eval = prev.map(|mut p| {
+            p.iter_mut()
+                .zip(global.iter())
+                .for_each(|(p, x)| *p = 0.5 * (*p + *x));
+            p
+        });
+        ServerLog {
+            server_lr: eta,
+            state_norm: None,
+        }
+    }
+
+    fn eval_params(&self) -> Option<&[f32]> {
+        self.eval.as_deref()
+    }
+
+    fn state(&self) -> Vec<(String, Vec<f32>)> {
+        self.eval
+            .iter()
+            .map(|e| ("eval".to_string(), e.clone()))
+            .collect()
+    }
+
+    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        if let Some(i) = state.iter().position(|(n, _)| n == "eval") {
+            let len = state[i].1.len();
+            self.eval = Some(take_state(&mut state, "eval", len)?);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,114 @@
+//! SCAFFOLD, option II (§3.3), as in the FedNAR code:
+//! - every client's control variate c_i starts at 0 and persists across rounds;
+//! - at round start `c = Σ_j p_j c_j` over all N clients (p_j = n_j / Σ n);
+//! - the local gradient becomes `g + c − c_i`, clipped with g;
+//! - after K local steps at rate l_t: `c_i ← c_i − c − Δ_i/(K·l_t)`;
+//! - server as FedAvg.
+
+use crate::error::Result;
+use crate::fl::algorithm::{
+    Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, axpy, take_state,
+};
+
+pub struct Scaffold {
+    dim: usize,
+    eta: f64,
+    weights: Vec<f64>,
+    /// c_i, allocated when client i first trains (None = 0).
+    ci: Vec<Option<Vec<f32>>>,
+    c: Vec<f32>,
+}
+
+impl Scaffold {
+    pub fn new(dim: usize, client_sizes: &[usize], eta: f64) -> Self {
+        let total: usize = client_sizes.iter().sum();
+        Scaffold {
+            dim,
+            eta,
+            weights: client_sizes
+                .iter()
+                .map(|&n| n as f64 / total as f64)
+                .collect(),
+            ci: vec![None; client_sizes.len()],
+            c: vec![0.0; dim],
+        }
+    }
+
+    pub fn control_variate(&self, client: usize) -> Option<&[f32]> {
+        self.ci[client].as_deref()
+    }
+
+    pub fn server_variate(&self) -> &[f32] {
+        &self.c
+    }
+}
+
+impl Algorithm for Scaffold {
+    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) {
+        let mut acc = vec![0f64; self.dim];
+        for (j, ci) in self.ci.iter().enumerate() {
+            if let Some(ci) = ci {
+                let p = self.weights[j];
+                acc.iter_mut()
+                    .zip(ci)
+                    .for_each(|(a, c)| *a += p * *c as f64);
+            }
+        }
+        self.c
+            .iter_mut()
+            .zip(&acc)
+            .for_each(|(c, a)| *c = *a as f32);
+    }
+
+    fn local_grad(&self, client: usize, _anchor: &[f32], _x: &[f32], g: &mut [f32]) {
+        match &self.ci[client] {
+            Some(ci) => g
+                .iter_mut()
+                .zip(self.c.iter().zip(ci))
+                .for_each(|(g, (c, ci))| *g += c - ci),
+            None => g.iter_mut().zip(&self.c).for_each(|(g, c)| *g += c),
+        }
+    }
+
+    fn client_done(&mut self, client: usize, delta: &[f32], info: &ClientInfo) {
+        let scale = (1.0 / (info.steps as f64 * info.lr)) as f32;
+        let ci = self.ci[client].get_or_insert_with(|| vec![0.0; delta.len()]);
+        ci.iter_mut()
+            .zip(self.c.iter().zip(delta))
+            .for_each(|(ci, (c, d))| *ci = *ci - c - d * scale);
+    }
+
+    fn server_update(
+        &mut self,
+        _info: &RoundInfo,
+        global: &mut [f32],
+        agg: &Aggregate,
+    ) -> ServerLog {
+        axpy(global, self.eta, &agg.mean_delta);
+        ServerLog {
+            server_lr: self.eta,
+            state_norm: Some(crate::fl::step::global_norm(&self.c)),
+        }
+    }
+
+    fn state(&self) -> Vec<(String, Vec<f32>)> {
+        let mut out = vec![("c".to_string(), self.c.clone())];
+        for (i, ci) in self.ci.iter().enumerate() {
+            if let Some(ci) = ci {
+                out.push((format!("c_{i}"), ci.clone()));
+            }
+        }
+        out
+    }
+
+    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        self.c = take_state(&mut state, "c", self.dim)?;
+        for i in 0..self.ci.len() {
+            let name = format!("c_{i}");
+            if state.iter().any(|(n, _)| *n == name) {
+                self.ci[i] = Some(take_state(&mut state, &name, self.dim)?);
+            }
+        }
+        Ok(())
+    }
+}

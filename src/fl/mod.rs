@@ -1,0 +1,8 @@
+//! Federated learning: the round engine, the local (client) training loop, the local optimizer
+//! chain with the FedNAR plug-in, and one file per algorithm.
+
+pub mod algorithm;
+pub mod algorithms;
+pub mod client;
+pub mod engine;
+pub mod step;

@@ -1,0 +1,147 @@
+//! The local optimizer as a chain of small gradient transformations over flat vectors, in the
+//! style of optax. The baseline and FedNAR differ only in the order of two links:
+//!
+//! - baseline: `[clip_by_global_norm(A), add_decayed_weights(wd)]` → `x ← x − l·(clip_A(g) + wd·x)`
+//! - FedNAR:   `[add_decayed_weights(wd), clip_by_global_norm(A)]` → `x ← x − l·clip_A(g + wd·x)`
+//!
+//! followed by the SGD update `x ← x − l·u`. Algorithm terms (FedProx, SCAFFOLD, …) are added
+//! to `g` before the chain, so they are clipped with it, as in the official code (§2.2).
+
+/// What one step reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepStats {
+    /// Pre-clip global norm of the clipped vector (‖g‖ baseline, ‖g + wd·x‖ FedNAR).
+    pub pre_clip_norm: f64,
+    /// Whether the step was clipped (pre-clip norm ≥ A).
+    pub clipped: bool,
+}
+
+pub trait GradTransform: Send + Sync {
+    /// Transform the update direction `g` in place, given the current parameters `x`.
+    fn apply(&self, x: &[f32], g: &mut [f32], stats: &mut StepStats);
+}
+
+/// `g ← g + wd·x` (coupled L2 weight decay over all parameters).
+pub struct AddDecayedWeights(pub f32);
+
+impl GradTransform for AddDecayedWeights {
+    fn apply(&self, x: &[f32], g: &mut [f32], _stats: &mut StepStats) {
+        if self.0 != 0.0 {
+            let wd = self.0;
+            g.iter_mut().zip(x).for_each(|(g, x)| *g += wd * x);
+        }
+    }
+}
+
+/// Global L2 norm, accumulated in f64 in a fixed order (deterministic at any thread count).
+pub fn global_norm(v: &[f32]) -> f64 {
+    let mut acc = [0f64; 4];
+    let chunks = v.chunks_exact(4);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..4 {
+            acc[k] += c[k] as f64 * c[k] as f64;
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for &r in rest {
+        s += r as f64 * r as f64;
+    }
+    s.sqrt()
+}
+
+/// `g ← g·min(1, A/(‖g‖ + 1e-6))` with one norm over all parameters (PyTorch
+/// `clip_grad_norm_`). A = 0 disables clipping; the norm is still recorded.
+pub struct ClipByGlobalNorm(pub f32);
+
+impl GradTransform for ClipByGlobalNorm {
+    fn apply(&self, _x: &[f32], g: &mut [f32], stats: &mut StepStats) {
+        let norm = global_norm(g);
+        stats.pre_clip_norm = norm;
+        if self.0 > 0.0 {
+            stats.clipped = norm >= self.0 as f64;
+            let coef = (self.0 as f64 / (norm + 1e-6)).min(1.0) as f32;
+            if coef < 1.0 {
+                g.iter_mut().for_each(|v| *v *= coef);
+            }
+        }
+    }
+}
+
+/// The local optimizer: a chain of transforms, then SGD.
+pub struct LocalOptimizer {
+    pub chain: Vec<Box<dyn GradTransform>>,
+}
+
+impl LocalOptimizer {
+    /// The baseline (`nar = false`) or FedNAR chain for weight decay `wd` and clip `max_norm`.
+    pub fn sgd(wd: f64, max_norm: f64, nar: bool) -> Self {
+        let clip: Box<dyn GradTransform> = Box::new(ClipByGlobalNorm(max_norm as f32));
+        let decay: Box<dyn GradTransform> = Box::new(AddDecayedWeights(wd as f32));
+        let chain = if nar {
+            vec![decay, clip]
+        } else {
+            vec![clip, decay]
+        };
+        LocalOptimizer { chain }
+    }
+
+    /// One step: transform `g` through the chain and apply `x ← x − lr·g`.
+    pub fn step(&self, lr: f32, x: &mut [f32], g: &mut [f32]) -> StepStats {
+        let mut stats = StepStats::default();
+        for t in &self.chain {
+            t.apply(x, g, &mut stats);
+        }
+        x.iter_mut().zip(g.iter()).for_each(|(x, g)| *x -= lr * g);
+        stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn baseline_clips_then_decays() {
+        // g = (30, 40): ‖g‖ = 50 > A = 5 → clip to (3, 4); then + wd·x
+        let opt = LocalOptimizer::sgd(0.5, 5.0, false);
+        let mut x = vec![2.0, -2.0];
+        let mut g = vec![30.0, 40.0];
+        let s = opt.step(0.1, &mut x, &mut g);
+        assert!(s.clipped);
+        assert!((s.pre_clip_norm - 50.0).abs() < 1e-9);
+        let c = 5.0 / (50.0 + 1e-6);
+        assert!((x[0] - (2.0 - 0.1 * (30.0 * c + 1.0)) as f32).abs() < 1e-6);
+        assert!((x[1] - (-2.0 - 0.1 * (40.0 * c - 1.0)) as f32).abs() < 1e-6);
+    }
+
+    #[test]
+    fn nar_step_norm_is_lr_times_a() {
+        let opt = LocalOptimizer::sgd(0.5, 5.0, true);
+        let x0 = vec![2.0f32, -2.0];
+        let mut x = x0.clone();
+        let mut g = vec![30.0, 40.0];
+        let s = opt.step(0.1, &mut x, &mut g);
+        // pre-clip norm is that of g + wd·x = (31, 39)
+        assert!((s.pre_clip_norm - (31.0f64.powi(2) + 39.0f64.powi(2)).sqrt()).abs() < 1e-5);
+        let step: Vec<f32> = x.iter().zip(&x0).map(|(a, b)| a - b).collect();
+        assert!(
+            (global_norm(&step) - 0.5).abs() < 1e-5,
+            "step norm {}",
+            global_norm(&step)
+        );
+    }
+
+    #[test]
+    fn nar_with_huge_a_equals_baseline() {
+        let x0 = vec![1.0f32, -3.0, 0.25];
+        let g0 = vec![0.5f32, 2.0, -1.0];
+        let run = |nar| {
+            let mut x = x0.clone();
+            let mut g = g0.clone();
+            LocalOptimizer::sgd(0.01, 1e9, nar).step(0.1, &mut x, &mut g);
+            x
+        };
+        assert_eq!(run(true), run(false));
+    }
+}

@@ -1,0 +1,10 @@
+//! fedrun: federated-learning experiments on burn. See docs/ARCHITECTURE.md.
+
+pub mod cli;
+pub mod config;
+pub mod data;
+pub mod error;
+pub mod fl;
+pub mod metrics;
+pub mod model;
+pub mod rng;

@@ -1,0 +1,9 @@
+use clap::Parser;
+
+fn main() {
+    let cli = fedrun::cli::Cli::parse();
+    if let Err(e) = fedrun::cli::main_with(cli) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}

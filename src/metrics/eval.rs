@@ -1,0 +1,65 @@
+//! Test evaluation: accuracy (%) and mean cross-entropy of a parameter vector on a split, on a
+//! device without autodiff, in large batches. Logits are reduced on the host in f64.
+
+use burn::tensor::Device;
+
+use crate::data::{self, Augment, Split};
+use crate::model::Model;
+use crate::model::params::write_params;
+
+pub struct Evaluator {
+    model: Option<Model>,
+    device: Device,
+    batch: usize,
+}
+
+impl Evaluator {
+    /// `model` must live on `device`, a device without autodiff.
+    pub fn new(model: Model, device: Device, batch: usize) -> Self {
+        Evaluator {
+            model: Some(model),
+            device,
+            batch,
+        }
+    }
+
+    /// (accuracy in %, mean loss) of `params` on `split`.
+    pub fn evaluate(&mut self, params: &[f32], split: &Split) -> (f64, f64) {
+        let model = write_params(self.model.take().expect("model"), params);
+        let n = split.len();
+        let (mut correct, mut loss) = (0usize, 0f64);
+        let idx: Vec<usize> = (0..n).collect();
+        for chunk in idx.chunks(self.batch) {
+            let (x, _) = data::batch(split, chunk, Augment::None, None, &self.device);
+            let logits = model.forward(x);
+            let [b, k] = logits.dims();
+            let data = logits.into_data().convert::<f32>();
+            let v = data.as_slice::<f32>().expect("f32");
+            for r in 0..b {
+                let row = &v[r * k..(r + 1) * k];
+                let y = split.y[chunk[r]] as usize;
+                let mut best = 0;
+                let mut mx = f32::NEG_INFINITY;
+                for (j, &z) in row.iter().enumerate() {
+                    if z > mx {
+                        mx = z;
+                        best = j;
+                    }
+                }
+                correct += usize::from(best == y);
+                let lse = mx as f64
+                    + row
+                        .iter()
+                        .map(|&z| ((z - mx) as f64).exp())
+                        .sum::<f64>()
+                        .ln();
+                loss += lse - row[y] as f64;
+            }
+        }
+        self.model = Some(model);
+        (
+            100.0 * correct as f64 / n.max(1) as f64,
+            loss / n.max(1) as f64,
+        )
+    }
+}

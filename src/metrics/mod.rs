@@ -1,0 +1,6 @@
+//! What a run writes: one CSV row per evaluated round, the final `summary.json`, and the test
+//! evaluation that fills them.
+
+pub mod csv;
+pub mod eval;
+pub mod summary;

@@ -1,0 +1,57 @@
+//! `summary.json`: the run's status. It is written as `interrupted` when a run starts and
+//! replaced (atomically) by `complete` or `diverged` when it ends, so a folder whose run was
+//! killed never looks finished.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// `complete` | `diverged` | `interrupted`.
+    pub status: String,
+    pub name: String,
+    /// Rounds finished.
+    pub rounds: usize,
+    pub final_test_acc: Option<f64>,
+    pub best_test_acc: Option<f64>,
+    pub best_round: Option<usize>,
+    pub final_test_loss: Option<f64>,
+    pub elapsed_s: f64,
+    pub seconds_per_round: f64,
+    /// Where a diverged run stopped.
+    pub diverged_round: Option<usize>,
+    pub diverged_client: Option<usize>,
+    pub message: String,
+}
+
+impl Summary {
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).expect("json");
+        crate::fl::engine::write_atomic(&dir.join("summary.json"), text.as_bytes())
+    }
+
+    pub fn read(dir: &Path) -> Result<Summary> {
+        let p = dir.join("summary.json");
+        let t = std::fs::read_to_string(&p)
+            .map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?;
+        serde_json::from_str(&t).map_err(|e| Error::Data(format!("{}: {e}", p.display())))
+    }
+
+    pub fn line(&self) -> String {
+        let acc = |v: Option<f64>| v.map(|a| format!("{a:.2}%")).unwrap_or_else(|| "-".into());
+        format!(
+            "{}: {} after {} rounds; final test acc {}, best {} (round {}); {:.1} s ({:.2} s/round)",
+            self.name,
+            self.status,
+            self.rounds,
+            acc(self.final_test_acc),
+            acc(self.best_test_acc),
+            self.best_round
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| "-".into()),
+            self.elapsed_s,
+            self.seconds_per_round
+        )
+    }
+}

@@ -1,0 +1,77 @@
+//! The FedExP CIFAR CNN ("FedNet", §7.4), a tiny variant for tests, and an MLP.
+
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::activation::relu;
+use burn::tensor::{Device, Tensor};
+
+/// conv5×5 c1 → ReLU → maxpool2 → conv5×5 c2 → ReLU → maxpool2 → fc … → classes.
+#[derive(Module, Debug)]
+pub struct Cnn {
+    conv1: Conv2d,
+    conv2: Conv2d,
+    pool: MaxPool2d,
+    fcs: Vec<Linear>,
+}
+
+impl Cnn {
+    fn with(c1: usize, c2: usize, hidden: &[usize], classes: usize, device: &Device) -> Self {
+        let mut dims = vec![c2 * 5 * 5];
+        dims.extend_from_slice(hidden);
+        dims.push(classes);
+        Cnn {
+            conv1: Conv2dConfig::new([3, c1], [5, 5]).init(device),
+            conv2: Conv2dConfig::new([c1, c2], [5, 5]).init(device),
+            pool: MaxPool2dConfig::new([2, 2]).init(),
+            fcs: dims
+                .windows(2)
+                .map(|w| LinearConfig::new(w[0], w[1]).init(device))
+                .collect(),
+        }
+    }
+
+    /// The FedExP CNN: 32 and 64 channels, 1600 → 384 → 192 → classes (744,330 parameters).
+    pub fn fedexp(classes: usize, device: &Device) -> Self {
+        Self::with(32, 64, &[384, 192], classes, device)
+    }
+
+    /// A small CNN of the same shape for tests and smoke runs.
+    pub fn tiny(classes: usize, device: &Device) -> Self {
+        Self::with(4, 8, &[32], classes, device)
+    }
+
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        let x = self.pool.forward(relu(self.conv1.forward(x)));
+        let x = self.pool.forward(relu(self.conv2.forward(x)));
+        let mut h: Tensor<2> = x.flatten(1, 3);
+        let last = self.fcs.len() - 1;
+        for (i, fc) in self.fcs.iter().enumerate() {
+            h = fc.forward(h);
+            if i < last {
+                h = relu(h);
+            }
+        }
+        h
+    }
+}
+
+/// input → hidden (ReLU) → classes (the Fed-LAMB MNIST MLP with hidden 200).
+#[derive(Module, Debug)]
+pub struct Mlp {
+    fc1: Linear,
+    fc2: Linear,
+}
+
+impl Mlp {
+    pub fn new(input: usize, hidden: usize, classes: usize, device: &Device) -> Self {
+        Mlp {
+            fc1: LinearConfig::new(input, hidden).init(device),
+            fc2: LinearConfig::new(hidden, classes).init(device),
+        }
+    }
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.fc2.forward(relu(self.fc1.forward(x)))
+    }
+}

@@ -1,0 +1,126 @@
+//! The models of the three papers, behind one [`Model`] enum so the engine handles one type.
+//! Every model's parameters are read and written as one flat vector (see [`params`]), and are
+//! initialised by fedrun itself (PyTorch's defaults, [`init`]) from the run seed, so the
+//! initial model is the same on every backend.
+
+pub mod cnn;
+pub mod init;
+pub mod lstm;
+pub mod params;
+pub mod resnet;
+pub mod transformer;
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor};
+
+use crate::config::ModelSpec;
+use crate::data::Input;
+use crate::error::{Error, Result};
+
+#[derive(Module, Debug)]
+pub enum Model {
+    Cnn(cnn::Cnn),
+    Mlp(cnn::Mlp),
+    /// Softmax regression on the flattened input (closed-form tests).
+    Linear(burn::nn::Linear),
+    ResNet(resnet::ResNet18),
+    Transformer(transformer::CharTransformer),
+    Lstm(lstm::CharLstm),
+}
+
+/// What the data set tells the model: input kind and number of classes.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub channels: usize,
+    pub side: usize,
+    pub classes: usize,
+}
+
+impl Model {
+    pub fn build(spec: &ModelSpec, shape: Shape, device: &Device) -> Result<Model> {
+        let image = |name: &str| -> Result<()> {
+            if shape.side != 32 || shape.channels != 3 {
+                return Err(Error::Config(format!(
+                    "model.kind = \"{name}\" needs 3×32×32 images; this data set has {}×{}×{}",
+                    shape.channels, shape.side, shape.side
+                )));
+            }
+            Ok(())
+        };
+        let tokens = |name: &str| -> Result<()> {
+            if shape.side != 0 {
+                return Err(Error::Config(format!(
+                    "model.kind = \"{name}\" needs a character data set (shakespeare, leaf), not images"
+                )));
+            }
+            Ok(())
+        };
+        Ok(match spec.kind.as_str() {
+            "cnn" => {
+                image("cnn")?;
+                Model::Cnn(cnn::Cnn::fedexp(shape.classes, device))
+            }
+            "tiny-cnn" => {
+                image("tiny-cnn")?;
+                Model::Cnn(cnn::Cnn::tiny(shape.classes, device))
+            }
+            "linear" => Model::Linear(
+                burn::nn::LinearConfig::new(
+                    shape.channels * shape.side * shape.side,
+                    shape.classes,
+                )
+                .init(device),
+            ),
+            "mlp" => Model::Mlp(cnn::Mlp::new(
+                shape.channels * shape.side * shape.side,
+                spec.mlp_hidden,
+                shape.classes,
+                device,
+            )),
+            "resnet18" => {
+                image("resnet18")?;
+                Model::ResNet(resnet::ResNet18::new(
+                    shape.classes,
+                    spec.head == "fednar",
+                    device,
+                ))
+            }
+            "transformer" => {
+                tokens("transformer")?;
+                Model::Transformer(transformer::CharTransformer::new(
+                    spec,
+                    shape.classes,
+                    device,
+                ))
+            }
+            "lstm" => {
+                tokens("lstm")?;
+                Model::Lstm(lstm::CharLstm::new(
+                    8,
+                    spec.hidden,
+                    2,
+                    shape.classes,
+                    device,
+                ))
+            }
+            "lstm-small" => {
+                tokens("lstm-small")?;
+                Model::Lstm(lstm::CharLstm::new(8, 100, 2, shape.classes, device))
+            }
+            other => return Err(Error::Config(format!("unknown model.kind \"{other}\""))),
+        })
+    }
+
+    /// Logits `[batch, classes]`.
+    pub fn forward(&self, input: Input) -> Tensor<2> {
+        match (self, input) {
+            (Model::Cnn(m), Input::Images(x)) => m.forward(x),
+            (Model::Mlp(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
+            (Model::Linear(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
+            (Model::ResNet(m), Input::Images(x)) => m.forward(x),
+            (Model::Transformer(m), Input::Tokens(x)) => m.forward(x),
+            (Model::Lstm(m), Input::Tokens(x)) => m.forward(x),
+            _ => panic!("model and input kind do not match"),
+        }
+    }
+}

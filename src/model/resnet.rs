@@ -1,0 +1,118 @@
+//! CIFAR ResNet-18 with GroupNorm(2) (§7.1): 3×3 stride-1 stem, no max-pool, BasicBlocks
+//! [2, 2, 2, 2] of widths 64/128/256/512, 1×1 conv shortcut. Head: the FedNAR/FedExP code's
+//! `avg_pool2d(kernel 3)` on the 4×4 map (top-left 3×3 window only), or a global average pool
+//! (FedACG). 11,173,962 parameters for 10 classes.
+
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, AvgPool2d, AvgPool2dConfig};
+use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::tensor::activation::relu;
+use burn::tensor::{Device, Tensor};
+
+pub const GROUPS: usize = 2;
+
+fn conv3x3(cin: usize, cout: usize, stride: usize, device: &Device) -> Conv2d {
+    Conv2dConfig::new([cin, cout], [3, 3])
+        .with_stride([stride, stride])
+        .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+        .with_bias(false)
+        .init(device)
+}
+
+fn gn(c: usize, device: &Device) -> GroupNorm {
+    GroupNormConfig::new(GROUPS, c).init(device)
+}
+
+#[derive(Module, Debug)]
+pub struct Block {
+    conv1: Conv2d,
+    gn1: GroupNorm,
+    conv2: Conv2d,
+    gn2: GroupNorm,
+    shortcut: Option<(Conv2d, GroupNorm)>,
+}
+
+impl Block {
+    fn new(cin: usize, cout: usize, stride: usize, device: &Device) -> Self {
+        let shortcut = (stride != 1 || cin != cout).then(|| {
+            (
+                Conv2dConfig::new([cin, cout], [1, 1])
+                    .with_stride([stride, stride])
+                    .with_bias(false)
+                    .init(device),
+                gn(cout, device),
+            )
+        });
+        Block {
+            conv1: conv3x3(cin, cout, stride, device),
+            gn1: gn(cout, device),
+            conv2: conv3x3(cout, cout, 1, device),
+            gn2: gn(cout, device),
+            shortcut,
+        }
+    }
+
+    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let idt = match &self.shortcut {
+            Some((c, n)) => n.forward(c.forward(x.clone())),
+            None => x.clone(),
+        };
+        let y = relu(self.gn1.forward(self.conv1.forward(x)));
+        let y = self.gn2.forward(self.conv2.forward(y));
+        relu(y + idt)
+    }
+}
+
+#[derive(Module, Debug)]
+pub enum Head {
+    /// avg_pool2d(kernel 3, stride 3) on the 4×4 map: the FedNAR/FedExP code.
+    FedNar(AvgPool2d),
+    /// Global average pool: FedACG.
+    Global(AdaptiveAvgPool2d),
+}
+
+#[derive(Module, Debug)]
+pub struct ResNet18 {
+    stem: Conv2d,
+    stem_gn: GroupNorm,
+    blocks: Vec<Block>,
+    head: Head,
+    fc: Linear,
+}
+
+impl ResNet18 {
+    pub fn new(classes: usize, fednar_head: bool, device: &Device) -> Self {
+        let mut blocks = Vec::new();
+        let mut cin = 64;
+        for (i, &w) in [64usize, 128, 256, 512].iter().enumerate() {
+            blocks.push(Block::new(cin, w, if i == 0 { 1 } else { 2 }, device));
+            blocks.push(Block::new(w, w, 1, device));
+            cin = w;
+        }
+        let head = if fednar_head {
+            Head::FedNar(AvgPool2dConfig::new([3, 3]).with_strides([3, 3]).init())
+        } else {
+            Head::Global(AdaptiveAvgPool2dConfig::new([1, 1]).init())
+        };
+        ResNet18 {
+            stem: conv3x3(3, 64, 1, device),
+            stem_gn: gn(64, device),
+            blocks,
+            head,
+            fc: LinearConfig::new(512, classes).init(device),
+        }
+    }
+
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        let mut x = relu(self.stem_gn.forward(self.stem.forward(x)));
+        for b in &self.blocks {
+            x = b.forward(x);
+        }
+        let x = match &self.head {
+            Head::FedNar(p) => p.forward(x),
+            Head::Global(p) => p.forward(x),
+        };
+        self.fc.forward(x.flatten(1, 3))
+    }
+}

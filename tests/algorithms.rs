@@ -1,0 +1,477 @@
+//! Closed-form cases and invariants of the local step and the algorithms.
+
+mod common;
+
+use fedrun::config::Spec;
+use fedrun::data;
+use fedrun::fl::algorithm::{Aggregate, Algorithm, ClientInfo, RoundInfo};
+use fedrun::fl::algorithms::{self, AdaptiveServer, FedExP, Rule, Scaffold};
+use fedrun::fl::client::LocalStats;
+use fedrun::fl::engine::{Experiment, LocalTrainer, RoundConfig, run_round};
+use fedrun::fl::step::{LocalOptimizer, global_norm};
+
+// ------------------------------------------------------------- a least-squares oracle
+
+/// Clients with f_i(x) = ½ (x − b_i)ᵀ diag(a_i) (x − b_i), trained with the production
+/// local optimizer chain and algorithm hooks.
+struct Quadratic {
+    a: Vec<Vec<f32>>,
+    b: Vec<Vec<f32>>,
+    steps: usize,
+    opt: LocalOptimizer,
+    delta: Vec<f32>,
+    /// Per client, per step: the loss gradient at the iterate (for Lemma 1).
+    grads: Vec<Vec<Vec<f32>>>,
+}
+
+impl Quadratic {
+    fn new(a: Vec<Vec<f32>>, b: Vec<Vec<f32>>, steps: usize, opt: LocalOptimizer) -> Self {
+        let n = a.len();
+        Quadratic {
+            a,
+            b,
+            steps,
+            opt,
+            delta: Vec::new(),
+            grads: vec![Vec::new(); n],
+        }
+    }
+    /// The minimiser of Σ_i f_i.
+    fn optimum(&self) -> Vec<f32> {
+        let d = self.a[0].len();
+        (0..d)
+            .map(|j| {
+                let num: f32 = (0..self.a.len()).map(|i| self.a[i][j] * self.b[i][j]).sum();
+                let den: f32 = (0..self.a.len()).map(|i| self.a[i][j]).sum();
+                num / den
+            })
+            .collect()
+    }
+}
+
+impl LocalTrainer for Quadratic {
+    fn train(
+        &mut self,
+        _round: usize,
+        c: usize,
+        anchor: &[f32],
+        alg: &dyn Algorithm,
+        lr: f64,
+    ) -> LocalStats {
+        let mut x = anchor.to_vec();
+        self.grads[c].clear();
+        let mut st = LocalStats::default();
+        for _ in 0..self.steps {
+            let mut g: Vec<f32> = (0..x.len())
+                .map(|j| self.a[c][j] * (x[j] - self.b[c][j]))
+                .collect();
+            self.grads[c].push(g.clone());
+            alg.local_grad(c, anchor, &x, &mut g);
+            let s = self.opt.step(lr as f32, &mut x, &mut g);
+            st.steps += 1;
+            st.clipped += usize::from(s.clipped);
+        }
+        self.delta = x.iter().zip(anchor).map(|(x, a)| x - a).collect();
+        st
+    }
+    fn delta(&self) -> &[f32] {
+        &self.delta
+    }
+}
+
+fn two_clients(steps: usize, opt: LocalOptimizer) -> Quadratic {
+    Quadratic::new(
+        vec![vec![1.0, 0.1], vec![0.1, 1.0]],
+        vec![vec![1.0, 0.0], vec![0.0, 1.0]],
+        steps,
+        opt,
+    )
+}
+
+fn spec(algorithm: &str) -> Spec {
+    Spec::from_str_with(
+        &common::synthetic_spec(""),
+        "test",
+        &[format!("fl.algorithm=\"{algorithm}\"")],
+    )
+    .unwrap()
+}
+
+fn run_quadratic(alg: &mut dyn Algorithm, q: &mut Quadratic, rounds: usize, lr: f64) -> Vec<f32> {
+    let mut x = vec![0f32; 2];
+    let cfg = RoundConfig {
+        seed: 0,
+        clients_per_round: 2,
+        lr,
+    };
+    for t in 0..rounds {
+        run_round(t, &cfg, &[1, 1], &mut x, alg, q).unwrap();
+    }
+    x
+}
+
+#[test]
+fn scaffold_removes_client_drift_and_fedavg_does_not() {
+    let opt = || LocalOptimizer::sgd(0.0, 0.0, false);
+    let q0 = two_clients(10, opt());
+    let xstar = q0.optimum();
+    let mut q = two_clients(10, opt());
+    let mut fedavg = algorithms::FedAvg::new(1.0);
+    let xa = run_quadratic(&mut fedavg, &mut q, 300, 0.1);
+    let mut q = two_clients(10, opt());
+    let mut scaffold = Scaffold::new(2, &[1, 1], 1.0);
+    let xs = run_quadratic(&mut scaffold, &mut q, 300, 0.1);
+    let err = |x: &[f32]| {
+        x.iter()
+            .zip(&xstar)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max)
+    };
+    assert!(
+        err(&xs) < 1e-4,
+        "SCAFFOLD reaches the optimum {xstar:?}: {xs:?}"
+    );
+    assert!(
+        err(&xa) > 0.02,
+        "FedAvg with 10 local steps stays biased: {xa:?} vs {xstar:?}"
+    );
+}
+
+#[test]
+fn scaffold_control_variate_update_matches_the_formula() {
+    // full participation, one local step: c_i ← c_i − c − Δ_i/(K·l) with c = 0 in round 0
+    let mut q = two_clients(1, LocalOptimizer::sgd(0.0, 0.0, false));
+    let mut s = Scaffold::new(2, &[1, 1], 1.0);
+    let mut x = vec![0.5f32, -0.5];
+    let x0 = x.clone();
+    let lr = 0.1;
+    run_round(
+        0,
+        &RoundConfig {
+            seed: 0,
+            clients_per_round: 2,
+            lr,
+        },
+        &[1, 1],
+        &mut x,
+        &mut s,
+        &mut q,
+    )
+    .unwrap();
+    for i in 0..2 {
+        // one step from x0 with c = c_i = 0: Δ_i = −l·g_i(x0), so c_i = g_i(x0)
+        let g: Vec<f32> = (0..2).map(|j| q.a[i][j] * (x0[j] - q.b[i][j])).collect();
+        let ci = s.control_variate(i).unwrap();
+        for j in 0..2 {
+            assert!(
+                (ci[j] - g[j]).abs() < 1e-6,
+                "c_{i}[{j}] = {} vs {}",
+                ci[j],
+                g[j]
+            );
+        }
+    }
+    // next round: c = mean c_i, and the local gradient is g + c − c_i
+    s.begin_round(
+        &RoundInfo {
+            round: 1,
+            lr,
+            sampled: vec![0, 1],
+        },
+        &x,
+    );
+    let c = s.server_variate().to_vec();
+    let mean: Vec<f32> = (0..2)
+        .map(|j| 0.5 * (s.control_variate(0).unwrap()[j] + s.control_variate(1).unwrap()[j]))
+        .collect();
+    assert_eq!(c, mean);
+    let mut g = vec![0f32; 2];
+    s.local_grad(0, &x, &x, &mut g);
+    let c0 = s.control_variate(0).unwrap();
+    assert_eq!(g, vec![c[0] - c0[0], c[1] - c0[1]]);
+}
+
+#[test]
+fn fednar_lemma1_global_update_identity_on_a_linear_model() {
+    // Without clipping, K local steps x ← (1 − l·wd)·x − l·g give
+    // x_K − x_0 = ((1 − l·wd)^K − 1)·x_0 − l·Σ_k (1 − l·wd)^(K−1−k)·g_k,
+    // so the FedAvg global update is that identity averaged over the clients.
+    let (wd, lr, k) = (0.05f32, 0.1f32, 5);
+    for nar in [false, true] {
+        let mut q = two_clients(k, LocalOptimizer::sgd(wd as f64, 0.0, nar));
+        let mut alg = algorithms::FedAvg::new(1.0);
+        let mut x = vec![0.3f32, -0.7];
+        let x0 = x.clone();
+        run_round(
+            0,
+            &RoundConfig {
+                seed: 0,
+                clients_per_round: 2,
+                lr: lr as f64,
+            },
+            &[1, 1],
+            &mut x,
+            &mut alg,
+            &mut q,
+        )
+        .unwrap();
+        let decay = 1.0 - lr * wd;
+        for j in 0..2 {
+            let mut expect = (decay.powi(k as i32) - 1.0) * x0[j];
+            for c in 0..2 {
+                for (s, g) in q.grads[c].iter().enumerate() {
+                    expect -= 0.5 * lr * decay.powi((k - 1 - s) as i32) * g[j];
+                }
+            }
+            let got = x[j] - x0[j];
+            assert!(
+                (got - expect).abs() < 1e-6,
+                "nar={nar} coordinate {j}: {got} vs {expect}"
+            );
+        }
+    }
+}
+
+#[test]
+fn fedadam_two_rounds_by_hand() {
+    let s = spec("fedadam"); // fedexp form: β1 0.9, β2 0.99, ε 0.01 decaying 0.998²; η 1
+    let mut a = AdaptiveServer::new(Rule::Adam, &s, 1);
+    let mut x = vec![1.0f32];
+    let info = |t| RoundInfo {
+        round: t,
+        lr: 0.01,
+        sampled: vec![0],
+    };
+    let agg = |d: f32| Aggregate {
+        mean_delta: vec![d],
+        mean_sq_norm: (d * d) as f64,
+        clients: 1,
+    };
+    a.server_update(&info(0), &mut x, &agg(0.2));
+    // m = 0.02, v = 0.01·0.0004 = 4e-6, ε_0 = 0.01·0.998²
+    let (m1, v1, e0) = (0.02f64, 4e-6f64, 0.01 * 0.998f64.powi(2));
+    let u1 = (m1 / 0.1) / (v1 / 0.01 + e0).sqrt();
+    assert!(
+        (x[0] as f64 - (1.0 + u1)).abs() < 1e-5,
+        "{} vs {}",
+        x[0],
+        1.0 + u1
+    );
+    a.server_update(&info(1), &mut x, &agg(-0.1));
+    let m2 = 0.9 * m1 + 0.1 * -0.1;
+    let v2 = 0.99 * v1 + 0.01 * m2 * m2;
+    let e1 = 0.01 * 0.998f64.powi(4);
+    let u2 = (m2 / 0.1) / (v2 / 0.01 + e1).sqrt();
+    assert!(
+        (x[0] as f64 - (1.0 + u1 + u2)).abs() < 1e-5,
+        "{} vs {}",
+        x[0],
+        1.0 + u1 + u2
+    );
+    // the Reddi / FedACG form: v of Δ̄², v0 = τ², u = m/(√v + τ)
+    let r = Spec::from_str_with(
+        &common::synthetic_spec(""),
+        "t",
+        &[
+            "fl.adam_variant=\"reddi\"".into(),
+            "fl.adam_eps=0.001".into(),
+            "fl.global_lr=0.01".into(),
+        ],
+    )
+    .unwrap();
+    let mut b = AdaptiveServer::new(Rule::Adam, &r, 1);
+    let mut y = vec![0f32];
+    b.server_update(&info(0), &mut y, &agg(0.2));
+    let m = 0.1 * 0.2f64;
+    let v: f64 = 0.99 * 1e-6 + 0.01 * 0.04;
+    assert!((y[0] as f64 - 0.01 * m / (v.sqrt() + 0.001)).abs() < 1e-7);
+}
+
+#[test]
+fn fedexp_step_size_by_hand_and_never_below_one() {
+    let s = spec("fedexp");
+    let e = FedExP::new(&s, 2);
+    // Δ_1 = (1, 0), Δ_2 = (−1, 0.5): Δ̄ = (0, 0.25), G = (1 + 1.25)/2 = 1.125
+    let agg = Aggregate {
+        mean_delta: vec![0.0, 0.25],
+        mean_sq_norm: 1.125,
+        clients: 2,
+    };
+    let eta = e.step_size(0, &agg);
+    assert!((eta - 0.5 * 1.125 / 0.0625).abs() < 1e-9, "{eta}");
+    // identical updates: ½·G/‖Δ̄‖² = ½ < 1, so η = 1
+    let same = Aggregate {
+        mean_delta: vec![1.0, 0.0],
+        mean_sq_norm: 1.0,
+        clients: 2,
+    };
+    assert_eq!(e.step_size(0, &same), 1.0);
+    // the code's |S|·ε against the paper's ε
+    let with_eps = |form: &str| {
+        let s = Spec::from_str_with(
+            &common::synthetic_spec(""),
+            "t",
+            &[
+                "fl.fedexp_eps=0.1".into(),
+                format!("fl.fedexp_eps_form=\"{form}\""),
+            ],
+        )
+        .unwrap();
+        FedExP::new(&s, 2).step_size(0, &agg)
+    };
+    let eps0 = 0.1 * 0.998f64.powi(2);
+    assert!((with_eps("code") - (0.5 * 1.125 / (0.0625 + 2.0 * eps0)).max(1.0)).abs() < 1e-9);
+    assert!((with_eps("paper") - (0.5 * 1.125 / (0.0625 + eps0)).max(1.0)).abs() < 1e-9);
+}
+
+// ------------------------------------------------------------- on real burn models
+
+fn experiment(extra: &[&str]) -> Experiment {
+    let mut set: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    set.push("data.augmentation=\"none\"".into());
+    let s = Spec::from_str_with(&common::synthetic_spec(""), "test", &set).unwrap();
+    let d = data::load(&s, None).unwrap();
+    Experiment::new(&s, d).unwrap()
+}
+
+fn globals_after(extra: &[&str], rounds: usize) -> Vec<f32> {
+    let mut ex = experiment(extra);
+    for t in 0..rounds {
+        ex.round(t).unwrap();
+    }
+    ex.global.clone()
+}
+
+#[test]
+fn one_client_one_step_is_one_sgd_step_by_hand() {
+    let mut ex = experiment(&[
+        "model.kind=\"linear\"",
+        "data.num_clients=1",
+        "fl.clients_per_round=1",
+        "local.steps=1",
+        "local.batch_size=24",
+        "local.max_norm=0",
+        "local.weight_decay=0",
+        "local.lr_decay=1",
+        "local.lr=0.1",
+    ]);
+    let x0 = ex.global.clone();
+    let w = ex
+        .layout
+        .tensors
+        .iter()
+        .find(|t| t.name() == "weight")
+        .unwrap()
+        .clone();
+    let b = ex
+        .layout
+        .tensors
+        .iter()
+        .find(|t| t.name() == "bias")
+        .unwrap()
+        .clone();
+    let (din, k) = (w.shape[0], w.shape[1]);
+    let idx = ex.data.clients[0].clone();
+    let data::Features::Images { data: xs, .. } = &ex.data.train.x else {
+        panic!()
+    };
+    // softmax regression gradient over the whole client (one batch of all 24 samples)
+    let mut gw = vec![0f64; din * k];
+    let mut gb = vec![0f64; k];
+    for &i in &idx {
+        let xi = &xs[i * din..(i + 1) * din];
+        let z: Vec<f64> = (0..k)
+            .map(|c| {
+                x0[b.offset + c] as f64
+                    + (0..din)
+                        .map(|j| xi[j] as f64 * x0[w.offset + j * k + c] as f64)
+                        .sum::<f64>()
+            })
+            .collect();
+        let mx = z.iter().cloned().fold(f64::MIN, f64::max);
+        let den: f64 = z.iter().map(|v| (v - mx).exp()).sum();
+        for c in 0..k {
+            let r = (z[c] - mx).exp() / den - f64::from(u8::from(ex.data.train.y[i] as usize == c));
+            gb[c] += r / idx.len() as f64;
+            for j in 0..din {
+                gw[j * k + c] += r * xi[j] as f64 / idx.len() as f64;
+            }
+        }
+    }
+    ex.round(0).unwrap();
+    let mut worst = 0f64;
+    for j in 0..din * k {
+        worst = worst
+            .max((ex.global[w.offset + j] as f64 - (x0[w.offset + j] as f64 - 0.1 * gw[j])).abs());
+    }
+    for c in 0..k {
+        worst = worst
+            .max((ex.global[b.offset + c] as f64 - (x0[b.offset + c] as f64 - 0.1 * gb[c])).abs());
+    }
+    assert!(
+        worst < 1e-5,
+        "max deviation from the hand-computed SGD step: {worst}"
+    );
+}
+
+#[test]
+fn nar_with_huge_threshold_equals_baseline_and_small_threshold_bounds_the_step() {
+    let base = globals_after(&["local.max_norm=1e12"], 2);
+    let nar = globals_after(&["local.max_norm=1e12", "local.nar=true"], 2);
+    assert_eq!(base, nar);
+    let clipped = globals_after(&["local.max_norm=1", "local.nar=true"], 2);
+    assert_ne!(base, clipped);
+    // one client, one step, A small: ‖x_1 − x_0‖ = l·A
+    let mut ex = experiment(&[
+        "data.num_clients=1",
+        "fl.clients_per_round=1",
+        "local.steps=1",
+        "local.max_norm=0.001",
+        "local.nar=true",
+        "local.lr_decay=1",
+        "local.lr=0.1",
+    ]);
+    let row = ex.round(0).unwrap();
+    assert!(
+        (row.update_norm - 0.1 * 0.001).abs() < 1e-8,
+        "step norm {}",
+        row.update_norm
+    );
+    assert_eq!(row.clipped_steps, 1);
+}
+
+#[test]
+fn fedprox_with_zero_mu_and_fedavgm_with_zero_beta_equal_fedavg() {
+    let avg = globals_after(&["fl.algorithm=\"fedavg\""], 2);
+    assert_eq!(
+        avg,
+        globals_after(&["fl.algorithm=\"fedprox\"", "fl.prox_mu=0"], 2)
+    );
+    assert_ne!(
+        avg,
+        globals_after(&["fl.algorithm=\"fedprox\"", "fl.prox_mu=0.5"], 2)
+    );
+    assert_eq!(
+        avg,
+        globals_after(&["fl.algorithm=\"fedavgm\"", "fl.server_momentum=0"], 2)
+    );
+    assert_ne!(
+        avg,
+        globals_after(&["fl.algorithm=\"fedavgm\"", "fl.server_momentum=0.9"], 2)
+    );
+}
+
+#[test]
+fn clip_statistics_count_clipped_steps() {
+    let opt = LocalOptimizer::sgd(0.0, 1.0, false);
+    let mut x = vec![0f32; 2];
+    let mut g = vec![3.0f32, 4.0];
+    let s = opt.step(1.0, &mut x, &mut g);
+    assert!(s.clipped && (s.pre_clip_norm - 5.0).abs() < 1e-9);
+    assert!((global_norm(&x) - 1.0).abs() < 1e-5);
+    let _ = ClientInfo {
+        steps: 1,
+        lr: 1.0,
+        samples: 1,
+    };
+}

@@ -1,0 +1,66 @@
+//! Helpers shared by the integration tests: temporary folders and small files in the real
+//! formats.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use fedrun::data::cifar;
+
+/// A fresh temporary folder, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let p = std::env::temp_dir().join(format!("fedrun-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A mini CIFAR-10 in the binary layout: `per_file` records in each of the six files. Each
+/// class has its own colour so that a model can learn it.
+pub fn write_mini_cifar(dir: &Path, per_file: usize) {
+    let mut state = 12345u64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as u32
+    };
+    let mut files: Vec<&str> = cifar::TRAIN_FILES.to_vec();
+    files.push(cifar::TEST_FILE);
+    for f in files {
+        let mut labels = Vec::new();
+        let mut pixels = Vec::new();
+        for i in 0..per_file {
+            let l = (i % 10) as u8;
+            labels.push(l);
+            for c in 0..3 {
+                let base = (l as u32 * [23u32, 71, 137][c]) % 240;
+                for _ in 0..1024 {
+                    pixels.push((base + next() % 16) as u8);
+                }
+            }
+        }
+        cifar::write_file(&dir.join(f), &labels, &pixels).unwrap();
+    }
+}
+
+/// The spec of a small synthetic-data run.
+pub fn synthetic_spec(extra: &str) -> String {
+    format!(
+        "[data]\ndataset = \"synthetic\"\npartition = \"iid\"\nnum_clients = 4\nsynthetic_train = 24\nsynthetic_test = 40\naugmentation = \"batch\"\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 2\nclients_per_round = 2\neval_batch_size = 64\n[local]\nsteps = 3\nbatch_size = 8\nlr = 0.05\nweight_decay = 0.01\n[run]\nname = \"t\"\ncheckpoint_every = 1\n{extra}"
+    )
+}

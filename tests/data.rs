@@ -1,0 +1,229 @@
+//! Data: the CIFAR-10 reader, the partitions' statistics, LEAF JSON, and the plays.
+
+mod common;
+
+use common::{TempDir, write_mini_cifar};
+use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file};
+use fedrun::data::{Features, cifar, leaf};
+use fedrun::rng::Rng;
+
+#[test]
+fn cifar_reader_reads_the_binary_layout() {
+    let d = TempDir::new("cifar");
+    // two records with known pixels
+    let mut pixels = vec![0u8; 2 * 3072];
+    pixels[0] = 255; // record 0, R plane, pixel (0,0)
+    pixels[3072 + 1024] = 128; // record 1, G plane, pixel (0,0)
+    for f in cifar::TRAIN_FILES.iter().chain([&cifar::TEST_FILE]) {
+        cifar::write_file(&d.path().join(f), &[3, 7], &pixels).unwrap();
+    }
+    let (train, test) = cifar::load_dir(d.path()).unwrap();
+    assert_eq!(train.len(), 10);
+    assert_eq!(test.len(), 2);
+    assert_eq!(test.y, vec![3, 7]);
+    let Features::Images { c, h, w, data } = &test.x else {
+        panic!()
+    };
+    assert_eq!((*c, *h, *w), (3, 32, 32));
+    let norm = |p: f32, ch: usize| (p / 255.0 - cifar::MEAN[ch]) / cifar::STD[ch];
+    assert!((data[0] - norm(255.0, 0)).abs() < 1e-6);
+    assert!((data[1] - norm(0.0, 0)).abs() < 1e-6);
+    assert!((data[3072 + 1024] - norm(128.0, 1)).abs() < 1e-6);
+}
+
+#[test]
+fn cifar_wrong_size_names_the_file() {
+    let d = TempDir::new("cifar-bad");
+    write_mini_cifar(d.path(), 10);
+    // truncate mid-record
+    let p = d.path().join("data_batch_3.bin");
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() - 100]).unwrap();
+    let e = cifar::load_dir(d.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("data_batch_3.bin") && e.contains("whole number"),
+        "{e}"
+    );
+    // whole records, but fewer than the other files
+    std::fs::write(&p, &bytes[..cifar::RECORD * 5]).unwrap();
+    let e = cifar::load_dir(d.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("data_batch_3.bin") && e.contains("same number of records"),
+        "{e}"
+    );
+    // oversized test file
+    let t = d.path().join("test_batch.bin");
+    std::fs::write(&p, &bytes).unwrap();
+    let mut tb = std::fs::read(&t).unwrap();
+    tb.extend_from_slice(&bytes[..cifar::RECORD]);
+    std::fs::write(&t, &tb).unwrap();
+    let e = cifar::load_dir(d.path()).unwrap_err().to_string();
+    assert!(e.contains("test_batch.bin"), "{e}");
+    // missing directory
+    let e = cifar::load_dir(&d.path().join("nope"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nope") && e.contains("does not exist"), "{e}");
+}
+
+fn labels(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 % 10) as u8).collect()
+}
+
+fn check_partition(parts: &[Vec<usize>], n: usize, clients: usize) {
+    assert_eq!(parts.len(), clients);
+    let per = n / clients;
+    let mut seen = vec![false; n];
+    for p in parts {
+        assert_eq!(p.len(), per, "equal sizes");
+        for &i in p {
+            assert!(!seen[i], "index {i} twice");
+            seen[i] = true;
+        }
+    }
+    // all covered (up to the n mod clients remainder, which no client gets)
+    assert_eq!(seen.iter().filter(|&&s| s).count(), per * clients);
+}
+
+fn histogram(p: &[usize], y: &[u8]) -> [usize; 10] {
+    let mut h = [0; 10];
+    p.iter().for_each(|&i| h[y[i] as usize] += 1);
+    h
+}
+
+#[test]
+fn dirichlet_equal_statistics() {
+    let y = labels(10_000);
+    for (alpha, f) in [(1000.0, 0), (0.01, 1)] {
+        let mut rng = Rng::from_seed(5);
+        let parts = dirichlet_equal(&y, 10, 20, alpha, &mut rng);
+        check_partition(&parts, y.len(), 20);
+        let max_share: Vec<f64> = parts
+            .iter()
+            .map(|p| *histogram(p, &y).iter().max().unwrap() as f64 / p.len() as f64)
+            .collect();
+        let mean_max = max_share.iter().sum::<f64>() / max_share.len() as f64;
+        // classes holding at least 5 % of a client's samples
+        let classes: Vec<usize> = parts
+            .iter()
+            .map(|p| {
+                histogram(p, &y)
+                    .iter()
+                    .filter(|&&c| c * 20 >= p.len())
+                    .count()
+            })
+            .collect();
+        let mean_classes = classes.iter().sum::<usize>() as f64 / classes.len() as f64;
+        if f == 0 {
+            // near uniform: the largest class is close to 1/10, every class is present
+            assert!(
+                mean_max < 0.16,
+                "alpha 1000: mean max class share {mean_max}"
+            );
+            assert!(
+                mean_classes > 9.5,
+                "alpha 1000: {mean_classes} classes per client"
+            );
+        } else {
+            // almost one class per client; the split uses all data, so once classes run out
+            // the last clients take what remains, and some hold 2-4 classes
+            assert!(
+                mean_classes < 3.0,
+                "alpha 0.01: {mean_classes} classes per client"
+            );
+            assert!(
+                mean_max > 0.6,
+                "alpha 0.01: mean max class share {mean_max}"
+            );
+            assert!(classes.iter().filter(|&&c| c == 1).count() >= 2);
+        }
+    }
+    let a = dirichlet_equal(&y, 10, 20, 0.3, &mut Rng::from_seed(9));
+    let b = dirichlet_equal(&y, 10, 20, 0.3, &mut Rng::from_seed(9));
+    let c = dirichlet_equal(&y, 10, 20, 0.3, &mut Rng::from_seed(10));
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn dirichlet_balanced_and_iid_statistics() {
+    let y = labels(5_000);
+    let parts = dirichlet_balanced(&y, 10, 10, 0.3, &mut Rng::from_seed(1));
+    check_partition(&parts, y.len(), 10);
+    let skew =
+        histogram(&parts[0], &y).iter().max().copied().unwrap() as f64 / parts[0].len() as f64;
+    assert!(skew > 0.2, "first client is skewed at alpha 0.3: {skew}");
+    let u = dirichlet_balanced(&y, 10, 10, 1000.0, &mut Rng::from_seed(1));
+    let s = histogram(&u[0], &y).iter().max().copied().unwrap() as f64 / u[0].len() as f64;
+    assert!(s < 0.16, "alpha 1000 near uniform: {s}");
+    check_partition(&iid(y.len(), 7, &mut Rng::from_seed(2)), y.len(), 7);
+}
+
+#[test]
+fn published_index_files_are_read_and_checked() {
+    let d = TempDir::new("idx");
+    let p = d.path().join("split.txt");
+    std::fs::write(&p, "{0: [3, 1], 1: [0, 2]}").unwrap();
+    assert_eq!(
+        read_index_file(&p, 4).unwrap(),
+        vec![vec![3, 1], vec![0, 2]]
+    );
+    std::fs::write(&p, "{0: [3, 1], 1: [1, 2]}").unwrap();
+    assert!(
+        read_index_file(&p, 4)
+            .unwrap_err()
+            .to_string()
+            .contains("twice")
+    );
+    std::fs::write(&p, "{0: [9]}").unwrap();
+    assert!(
+        read_index_file(&p, 4)
+            .unwrap_err()
+            .to_string()
+            .contains("out of range")
+    );
+}
+
+#[test]
+fn leaf_json_round_trip_and_corrupt_file() {
+    let d = TempDir::new("leaf");
+    let x0: String =
+        "To be, or not to be, that is the question: Whether 'tis nobler in the mind to su".into();
+    assert_eq!(x0.chars().count(), 80);
+    let mut ud = std::collections::BTreeMap::new();
+    ud.insert(
+        "HAMLET_HAMLET".to_string(),
+        leaf::UserData {
+            x: vec![x0.clone(), x0.clone()],
+            y: vec!["f".into(), "g".into()],
+        },
+    );
+    let f = leaf::LeafFile {
+        users: vec!["HAMLET_HAMLET".into()],
+        num_samples: vec![2],
+        user_data: ud,
+    };
+    let p = d.path().join("train.json");
+    leaf::write_file(&p, &f).unwrap();
+    assert_eq!(leaf::read_file(&p).unwrap(), f);
+    std::fs::write(&p, "{\"users\": [\"a\"], \"num_samples\": [1]").unwrap();
+    let e = leaf::read_file(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("train.json") && e.contains("not a LEAF JSON"),
+        "{e}"
+    );
+}
+
+/// The real LEAF sample, when ../shared is present (opt-in data; never committed).
+#[test]
+fn real_leaf_sample_parses_when_present() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/shakespeare/leaf_partial_MAB-Shapley");
+    if !dir.exists() {
+        eprintln!("skipped: {} not present", dir.display());
+        return;
+    }
+    let f = leaf::read_file(&dir.join("all_data_niid_023_keep_64_train_9.json")).unwrap();
+    assert_eq!(f.users.len(), 10);
+    assert!(f.num_samples.iter().all(|&n| n > 0));
+}

@@ -1,0 +1,467 @@
+//! End to end: runs through the library and the `fedrun` binary, determinism, outputs,
+//! resume after SIGKILL, and bad input.
+
+mod common;
+
+use common::{TempDir, synthetic_spec, write_mini_cifar};
+use fedrun::config::Spec;
+use fedrun::fl::engine::{RunOptions, run};
+use fedrun::metrics::summary::Summary;
+use std::path::Path;
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fedrun"))
+}
+
+/// The CSV without the elapsed-time column.
+fn csv_without_time(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string() + "\n")
+        .collect()
+}
+
+#[test]
+fn mini_cifar_two_rounds_from_the_binary_is_deterministic() {
+    let d = TempDir::new("e2e-cifar");
+    let data = d.path().join("cifar");
+    std::fs::create_dir_all(&data).unwrap();
+    write_mini_cifar(&data, 40);
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, "[data]\ndataset = \"cifar10\"\nnum_clients = 10\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 2\nclients_per_round = 3\n[local]\nsteps = 4\nbatch_size = 10\nnar = true\n[run]\nname = \"mini\"\n").unwrap();
+    let mut outs = Vec::new();
+    for i in 0..2 {
+        let out = d.path().join(format!("out{i}"));
+        let st = bin()
+            .args(["--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        let csv = out.join("mini/rounds.csv");
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], fedrun::metrics::csv::HEADER);
+        assert_eq!(lines.len(), 3, "header and 2 rows: {text}");
+        assert!(lines[1].starts_with("0,") && lines[2].starts_with("1,"));
+        assert!(out.join("mini/spec.toml").exists());
+        assert_eq!(Summary::read(&out.join("mini")).unwrap().status, "complete");
+        outs.push(csv_without_time(&csv));
+    }
+    assert_eq!(outs[0], outs[1], "same seed, same CSV");
+}
+
+#[test]
+fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
+    for alg in fedrun::fl::algorithms::NAMES {
+        for nar in [false, true] {
+            let text = synthetic_spec("");
+            let set = vec![
+                format!("fl.algorithm=\"{alg}\""),
+                format!("local.nar={nar}"),
+                "fl.global_lr=1.0".into(),
+            ];
+            let spec = Spec::from_str_with(&text, "t", &set).unwrap();
+            let d = TempDir::new("alg");
+            let mut csvs = Vec::new();
+            for i in 0..2 {
+                let opts = RunOptions {
+                    out: d.path().join(format!("o{i}")),
+                    ..Default::default()
+                };
+                let s = run(&spec, &opts).unwrap();
+                assert_eq!(s.status, "complete", "{alg} nar={nar}: {}", s.message);
+                assert_eq!(s.rounds, 2);
+                csvs.push(csv_without_time(&opts.out.join("t/rounds.csv")));
+            }
+            assert_eq!(csvs[0], csvs[1], "{alg} nar={nar} is deterministic");
+            assert_eq!(csvs[0].lines().count(), 3);
+        }
+    }
+}
+
+#[test]
+fn learning_happens_on_small_real_format_data() {
+    let d = TempDir::new("learn");
+    let data = d.path().join("cifar");
+    std::fs::create_dir_all(&data).unwrap();
+    write_mini_cifar(&data, 60);
+    let text = "[data]\ndataset = \"cifar10\"\npartition = \"iid\"\nnum_clients = 6\naugmentation = \"none\"\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 10\nclients_per_round = 6\neval_every = 10\n[local]\nsteps = 5\nbatch_size = 10\nlr = 0.1\nweight_decay = 0.001\n[run]\nname = \"l\"\n";
+    let spec = Spec::from_str_with(text, "t", &[]).unwrap();
+    let opts = RunOptions {
+        out: d.path().join("o"),
+        data_dir: Some(data),
+        ..Default::default()
+    };
+    let s = run(&spec, &opts).unwrap();
+    assert!(
+        s.final_test_acc.unwrap() > 50.0,
+        "10 colour classes are learnable: {:?}",
+        s.final_test_acc
+    );
+}
+
+#[test]
+fn quickstart_runs_two_rounds_on_the_embedded_plays() {
+    let d = TempDir::new("qs");
+    let spec = Spec::from_str_with(
+        fedrun::cli::QUICKSTART,
+        "quickstart",
+        &[
+            "fl.rounds=2".into(),
+            "fl.eval_every=1".into(),
+            "local.steps=2".into(),
+        ],
+    )
+    .unwrap();
+    let opts = RunOptions {
+        out: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    let s = run(&spec, &opts).unwrap();
+    assert_eq!(s.status, "complete");
+    let text = std::fs::read_to_string(d.path().join("quickstart/rounds.csv")).unwrap();
+    assert_eq!(text.lines().count(), 3);
+}
+
+#[test]
+fn parameter_counts_of_the_models() {
+    use fedrun::model::params::Layout;
+    use fedrun::model::{Model, Shape};
+    let dev = burn::tensor::Device::flex();
+    let img = Shape {
+        channels: 3,
+        side: 32,
+        classes: 10,
+    };
+    let chars = Shape {
+        channels: 0,
+        side: 0,
+        classes: 80,
+    };
+    let spec = |kind: &str| {
+        Spec::from_str_with("", "t", &[format!("model.kind=\"{kind}\"")])
+            .unwrap()
+            .model
+    };
+    let count =
+        |kind: &str, shape| Layout::of(&Model::build(&spec(kind), shape, &dev).unwrap()).total;
+    assert_eq!(count("cnn", img), 744_330);
+    assert_eq!(count("resnet18", img), 11_173_962);
+    assert_eq!(count("transformer", chars), 1_220_432);
+    assert_eq!(count("lstm", chars), 819_920);
+    assert_eq!(count("lstm-small", chars), 133_520);
+    assert_eq!(
+        count(
+            "mlp",
+            Shape {
+                channels: 1,
+                side: 28,
+                classes: 10
+            }
+        ),
+        159_010
+    );
+}
+
+#[test]
+fn transformer_layers_start_identical_when_asked() {
+    use fedrun::model::params::Layout;
+    use fedrun::model::{Model, Shape, init};
+    let dev = burn::tensor::Device::flex();
+    let spec = Spec::from_str_with(
+        "",
+        "t",
+        &["model.kind=\"transformer\"".into(), "model.layers=2".into()],
+    )
+    .unwrap()
+    .model;
+    let m = Model::build(
+        &spec,
+        Shape {
+            channels: 0,
+            side: 0,
+            classes: 80,
+        },
+        &dev,
+    )
+    .unwrap();
+    let layout = Layout::of(&m);
+    let layer = |x: &[f32], i: usize| -> Vec<f32> {
+        layout
+            .tensors
+            .iter()
+            .filter(|t| t.path().contains(&format!("layers.{i}.")))
+            .flat_map(|t| x[t.range()].to_vec())
+            .collect()
+    };
+    let same = init::init_flat(&layout, &mut fedrun::rng::Rng::from_seed(0), true);
+    assert_eq!(layer(&same, 0), layer(&same, 1));
+    let diff = init::init_flat(&layout, &mut fedrun::rng::Rng::from_seed(0), false);
+    assert_ne!(layer(&diff, 0), layer(&diff, 1));
+}
+
+#[test]
+fn killed_run_resumes_to_the_same_csv() {
+    let d = TempDir::new("kill");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(
+        &cfg,
+        synthetic_spec("").replace("rounds = 2", "rounds = 12"),
+    )
+    .unwrap();
+    let full = d.path().join("full");
+    let st = bin()
+        .args(["--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&full)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    // start, kill with SIGKILL once a few rounds are done, resume
+    let part = d.path().join("part");
+    let mut child = bin()
+        .args(["--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&part)
+        .spawn()
+        .unwrap();
+    let csv = part.join("t/rounds.csv");
+    let t0 = std::time::Instant::now();
+    loop {
+        let rows = std::fs::read_to_string(&csv)
+            .map(|s| s.lines().count())
+            .unwrap_or(0);
+        if rows >= 5 || t0.elapsed().as_secs() > 120 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let s = Summary::read(&part.join("t")).unwrap();
+    assert_eq!(s.status, "interrupted", "a killed run never looks complete");
+    let st = bin()
+        .args(["--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&part)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(
+        csv_without_time(&full.join("t/rounds.csv")),
+        csv_without_time(&csv)
+    );
+    assert_eq!(Summary::read(&part.join("t")).unwrap().status, "complete");
+    // a changed spec is refused, naming the key
+    let st = bin()
+        .args(["--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&part)
+        .args(["--set", "local.lr=0.5"])
+        .output()
+        .unwrap();
+    assert!(!st.status.success());
+    assert!(String::from_utf8_lossy(&st.stderr).contains("local.lr"));
+}
+
+#[test]
+fn divergence_is_reported_with_its_round() {
+    let d = TempDir::new("div");
+    let spec = Spec::from_str_with(
+        &synthetic_spec(""),
+        "t",
+        &[
+            "local.lr=1e30".into(),
+            "local.max_norm=0".into(),
+            "fl.rounds=5".into(),
+        ],
+    )
+    .unwrap();
+    let opts = RunOptions {
+        out: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    let s = run(&spec, &opts).unwrap();
+    assert_eq!(s.status, "diverged");
+    assert!(s.diverged_round.unwrap() <= 1, "{s:?}");
+    let csv = std::fs::read_to_string(d.path().join("t/rounds.csv")).unwrap();
+    assert!(!csv.contains("NaN") && !csv.contains("inf"), "{csv}");
+    assert_eq!(
+        Summary::read(&d.path().join("t")).unwrap().status,
+        "diverged"
+    );
+}
+
+/// Each bad input: a clear message, and no output folder.
+#[test]
+fn bad_inputs_give_named_errors_and_write_nothing() {
+    let d = TempDir::new("bad");
+    let cifar = d.path().join("cifar");
+    std::fs::create_dir_all(&cifar).unwrap();
+    write_mini_cifar(&cifar, 20);
+    let base = "[data]\ndataset = \"cifar10\"\nnum_clients = 10\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 1\nclients_per_round = 2\n[local]\nsteps = 1\nbatch_size = 4\n[run]\nname = \"bad\"\n";
+    let cases: Vec<(&str, String, Vec<&str>, &str)> = vec![
+        ("malformed", "[data\nx = 1".into(), vec![], "line 1"),
+        (
+            "unknown key",
+            base.replace("[local]\n", "[local]\nweight_decy = 0.1\n"),
+            vec![],
+            "did you mean `local.weight_decay`",
+        ),
+        (
+            "wrong type",
+            base.to_string(),
+            vec!["--set", "local.lr=\"fast\""],
+            "`local.lr` expects a number",
+        ),
+        (
+            "alpha",
+            base.to_string(),
+            vec!["--set", "data.alpha=0"],
+            "data.alpha",
+        ),
+        (
+            "too many per round",
+            base.to_string(),
+            vec!["--set", "fl.clients_per_round=11"],
+            "exceeds",
+        ),
+        (
+            "too many clients",
+            base.to_string(),
+            vec!["--set", "data.num_clients=1000"],
+            "num_clients",
+        ),
+        (
+            "batch 0",
+            base.to_string(),
+            vec!["--set", "local.batch_size=0"],
+            "local.batch_size",
+        ),
+        (
+            "unknown algorithm",
+            base.to_string(),
+            vec!["--set", "fl.algorithm=\"fedfoo\""],
+            "scaffold",
+        ),
+        (
+            "unknown model",
+            base.to_string(),
+            vec!["--set", "model.kind=\"vgg\""],
+            "resnet18",
+        ),
+        (
+            "missing data",
+            base.to_string(),
+            vec!["--data-dir", "/nonexistent/cifar"],
+            "/nonexistent/cifar",
+        ),
+    ];
+    for (what, text, extra, needle) in cases {
+        let cfg = d.path().join("spec.toml");
+        std::fs::write(&cfg, &text).unwrap();
+        let out = d.path().join("out");
+        let mut cmd = bin();
+        cmd.args(["--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out);
+        if !extra.contains(&"--data-dir") {
+            cmd.arg("--data-dir").arg(&cifar);
+        }
+        let o = cmd.args(&extra).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{what}: should fail");
+        assert!(
+            err.contains(needle),
+            "{what}: message {err:?} lacks {needle:?}"
+        );
+        assert!(!out.exists(), "{what}: an output folder was created");
+    }
+    // a truncated CIFAR file, and a corrupt LEAF JSON
+    let p = cifar.join("data_batch_2.bin");
+    std::fs::write(&p, [1u8; 100]).unwrap();
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, base).unwrap();
+    let o = bin()
+        .args(["--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--data-dir")
+        .arg(&cifar)
+        .arg("--out")
+        .arg(d.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("data_batch_2.bin"));
+    assert!(!d.path().join("out").exists());
+    let leaf = d.path().join("leaf");
+    std::fs::create_dir_all(&leaf).unwrap();
+    std::fs::write(leaf.join("train.json"), "{not json").unwrap();
+    std::fs::write(leaf.join("test.json"), "{}").unwrap();
+    let o = bin()
+        .args([
+            "--quiet",
+            "--set",
+            "data.dataset=\"leaf\"",
+            "--set",
+            "data.partition=\"natural\"",
+            "--data-dir",
+        ])
+        .arg(&leaf)
+        .arg("--out")
+        .arg(d.path().join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("train.json") && err.contains("LEAF"), "{err}");
+    assert!(!d.path().join("out").exists());
+    // an output folder that is not writable
+    let ro = d.path().join("ro");
+    std::fs::write(&ro, "a file, not a folder").unwrap();
+    let o = bin()
+        .args(["--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--data-dir")
+        .arg(d.path().join("cifar2"))
+        .arg("--out")
+        .arg(&ro)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+}
+
+#[test]
+fn check_prints_the_resolved_spec() {
+    let o = bin()
+        .args(["check", "--set", "local.weight_decay=0.05"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let spec = Spec::from_str_with(&text, "printed", &[]).unwrap();
+    assert_eq!(spec.local.weight_decay, 0.05);
+    assert!(text.contains("max_norm") && text.contains("[run]"));
+}
