@@ -1,5 +1,6 @@
 //! fedrun: federated-learning experiments on burn. See docs/ARCHITECTURE.md.
 
+pub mod analysis;
 pub mod cli;
 pub mod config;
 pub mod data;
@@ -8,3 +9,4 @@ pub mod fl;
 pub mod metrics;
 pub mod model;
 pub mod rng;
+pub mod sweep;

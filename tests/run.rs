@@ -465,3 +465,49 @@ fn check_prints_the_resolved_spec() {
     assert_eq!(spec.local.weight_decay, 0.05);
     assert!(text.contains("max_norm") && text.contains("[run]"));
 }
+
+#[test]
+fn same_csv_with_one_or_two_threads() {
+    let d = TempDir::new("threads");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(
+        &cfg,
+        synthetic_spec("").replace("kind = \"tiny-cnn\"", "kind = \"cnn\""),
+    )
+    .unwrap();
+    let mut csvs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = d.path().join(format!("o{threads}"));
+        let st = bin()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        csvs.push(csv_without_time(&out.join("t/rounds.csv")));
+    }
+    assert_eq!(csvs[0], csvs[1]);
+}
+
+#[test]
+fn every_shipped_config_is_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    let mut n = 0;
+    for dir in [root.clone(), root.join("paper")] {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            if e.path().extension().is_some_and(|x| x == "toml") {
+                Spec::load(&e.path(), &[])
+                    .unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 20, "{n} configs");
+}

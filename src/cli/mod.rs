@@ -63,6 +63,116 @@ pub enum Cmd {
     Check(SpecArgs),
     /// Time one workload's rounds; prints one JSON line per round.
     Bench(bench::BenchArgs),
+    /// Run a grid of experiments: --grid local.weight_decay=1e-4,1e-2 --grid local.nar=false,true.
+    Sweep(SweepArgs),
+    /// Plot runs: a CSV column against the round, or (--x KEY) the final value against a key.
+    Plot(PlotArgs),
+    /// A table of runs, seeds aggregated: final, best, EMA at rounds, rounds to targets.
+    Report(ReportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// An axis of the grid: KEY=V1,V2,... (repeatable; the first varies slowest).
+    #[arg(long = "grid", value_name = "KEY=V1,V2,...", required = true)]
+    pub grid: Vec<String>,
+    /// Runs at a time (each gets cores/jobs threads).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Sweep folder; every point writes OUT/<name>/. Default: results/sweep_<run.name>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Stop launching points after one diverges (default: carry on and record it).
+    #[arg(long)]
+    pub stop_on_divergence: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Run folders (or folders of run folders, e.g. a sweep).
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Output file, .png or .svg.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// CSV column to plot.
+    #[arg(long, default_value = "test_acc")]
+    pub metric: String,
+    /// Plot the final metric against this spec key (e.g. weight_decay): FedNAR Figure 2.
+    #[arg(long)]
+    pub x: Option<String>,
+    #[arg(long, default_value_t = 900)]
+    pub width: u32,
+    #[arg(long, default_value_t = 600)]
+    pub height: u32,
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Run folders (or folders of run folders, e.g. a sweep).
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Rounds at which to read the EMA curve (FedACG: 500,1000).
+    #[arg(long, value_delimiter = ',')]
+    pub at: Vec<usize>,
+    /// Targets for rounds-to-target on the EMA curve (FedACG: 81,85).
+    #[arg(long, value_delimiter = ',')]
+    pub targets: Vec<f64>,
+    /// EMA factor β.
+    #[arg(long, default_value_t = 0.9)]
+    pub ema: f64,
+    /// De-bias the EMA by 1 − β^(t+1) (wandb's display form).
+    #[arg(long)]
+    pub debias: bool,
+    #[arg(long, default_value = "test_acc")]
+    pub metric: String,
+    /// md | csv
+    #[arg(long, default_value = "md")]
+    pub format: String,
+}
+
+/// Run folders named on the command line: a folder with spec.toml is a run; any other folder
+/// contributes the run folders inside it (sorted by name).
+pub fn collect_runs(paths: &[PathBuf]) -> Result<Vec<crate::analysis::runs::Run>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.join("spec.toml").exists() {
+            out.push(crate::analysis::runs::Run::load(p)?);
+            continue;
+        }
+        let mut subs: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| crate::error::Error::io(format!("cannot read {}", p.display()), e))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|q| q.join("spec.toml").exists())
+            .collect();
+        subs.sort();
+        if subs.is_empty() {
+            return Err(crate::error::Error::Data(format!(
+                "{}: no run folders (with spec.toml) found",
+                p.display()
+            )));
+        }
+        for s in subs {
+            out.push(crate::analysis::runs::Run::load(&s)?);
+        }
+    }
+    for r in &out {
+        if !r.complete() {
+            eprintln!(
+                "warning: {} is {} (not complete)",
+                r.dir.display(),
+                r.status
+            );
+        }
+    }
+    Ok(out)
 }
 
 impl SpecArgs {
@@ -84,6 +194,64 @@ pub fn main_with(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Cmd::Bench(b)) => bench::run(&b),
+        Some(Cmd::Sweep(a)) => {
+            let base = a.spec.load()?;
+            let axes = a
+                .grid
+                .iter()
+                .map(|g| crate::sweep::parse_axis(g))
+                .collect::<Result<Vec<_>>>()?;
+            let out = a.out.clone().unwrap_or_else(|| {
+                PathBuf::from("results").join(format!("sweep_{}", base.run.name))
+            });
+            let exe = std::env::current_exe()
+                .map_err(|e| crate::error::Error::io("cannot find the fedrun binary", e))?;
+            let o = crate::sweep::SweepOptions {
+                config: a.spec.config.clone(),
+                set: a.spec.set.clone(),
+                axes,
+                jobs: a.jobs,
+                out: out.clone(),
+                data_dir: a.data_dir.clone(),
+                stop_on_divergence: a.stop_on_divergence,
+                exe,
+            };
+            let res = crate::sweep::run(&base, &o)?;
+            let bad = res.iter().filter(|r| r.2.status != "complete").count();
+            println!(
+                "sweep: {} points, {} complete, {bad} not; {}",
+                res.len(),
+                res.len() - bad,
+                out.join("sweep.csv").display()
+            );
+            Ok(())
+        }
+        Some(Cmd::Plot(a)) => {
+            let runs = collect_runs(&a.runs)?;
+            let o = crate::analysis::plot::PlotOptions {
+                metric: a.metric.clone(),
+                x: a.x.clone(),
+                width: a.width,
+                height: a.height,
+                title: a.title.clone(),
+            };
+            crate::analysis::plot::plot(runs, &a.output, &o)?;
+            println!("wrote {}", a.output.display());
+            Ok(())
+        }
+        Some(Cmd::Report(a)) => {
+            let runs = collect_runs(&a.runs)?;
+            let o = crate::analysis::report::ReportOptions {
+                metric: a.metric.clone(),
+                at: a.at.clone(),
+                targets: a.targets.clone(),
+                ema_beta: a.ema,
+                debias: a.debias,
+                markdown: a.format != "csv",
+            };
+            print!("{}", crate::analysis::report::report(runs, &o)?);
+            Ok(())
+        }
         None => {
             let a = cli.run;
             let spec = a.spec.load()?;

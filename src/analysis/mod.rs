@@ -1,0 +1,7 @@
+//! From many run folders to tables and figures: load runs, group seeds, compute the papers'
+//! summary statistics, and plot.
+
+pub mod plot;
+pub mod report;
+pub mod runs;
+pub mod stats;

@@ -1,0 +1,310 @@
+//! `fedrun plot`: curves of a CSV column against the round (seed groups as a mean line with a
+//! ±sd band), or the final value against a swept key (FedNAR Figure 2). PNG or SVG, chosen by
+//! the output's extension. Text is drawn with the bundled DejaVu Sans, so no system fonts are
+//! needed.
+
+use std::path::Path;
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::runs::Run;
+use super::runs::{Group, differing_keys, group, resolve_key, short};
+use super::stats::mean_sd;
+use crate::error::{Error, Result};
+
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+pub struct PlotOptions {
+    pub metric: String,
+    /// Plot the final metric against this spec key instead of the curve.
+    pub x: Option<String>,
+    pub width: u32,
+    pub height: u32,
+    pub title: Option<String>,
+}
+
+/// One line: label, points, and the ±sd half-widths.
+struct Line {
+    label: String,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    sd: Vec<f64>,
+}
+
+fn curves(groups: &[Group], metric: &str) -> Result<Vec<Line>> {
+    let mut out = Vec::new();
+    for g in groups {
+        let series: Vec<(Vec<usize>, Vec<f64>)> = g
+            .runs
+            .iter()
+            .map(|r| r.series(metric))
+            .collect::<Result<_>>()?;
+        // rounds present in every seed
+        let common: Vec<usize> = series[0]
+            .0
+            .iter()
+            .copied()
+            .filter(|r| series.iter().all(|s| s.0.contains(r)))
+            .collect();
+        let mut line = Line {
+            label: format!("{} (n={})", g.label, g.runs.len()),
+            x: Vec::new(),
+            y: Vec::new(),
+            sd: Vec::new(),
+        };
+        for r in common {
+            let vals: Vec<f64> = series
+                .iter()
+                .map(|s| s.1[s.0.iter().position(|&q| q == r).unwrap()])
+                .collect();
+            let (m, sd) = mean_sd(&vals);
+            line.x.push(r as f64);
+            line.y.push(m);
+            line.sd.push(sd);
+        }
+        out.push(line);
+    }
+    Ok(out)
+}
+
+fn against_key(groups: &[Group], metric: &str, key: &str) -> Result<Vec<Line>> {
+    let key = resolve_key(groups, key)?;
+    let others: Vec<String> = differing_keys(groups)
+        .into_iter()
+        .filter(|k| *k != key)
+        .collect();
+    let mut lines: Vec<Line> = Vec::new();
+    for g in groups {
+        let xv: f64 = g
+            .keys
+            .get(&key)
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "--x {key}: value {:?} is not a number",
+                    g.keys.get(&key)
+                ))
+            })?;
+        let finals: Vec<f64> = g
+            .runs
+            .iter()
+            .map(|r| {
+                r.series(metric)
+                    .map(|s| s.1.last().copied().unwrap_or(f64::NAN))
+            })
+            .collect::<Result<_>>()?;
+        let (m, sd) = mean_sd(&finals);
+        let label = if others.is_empty() {
+            metric.to_string()
+        } else {
+            others
+                .iter()
+                .map(|k| format!("{}={}", short(k), g.keys[k]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let i = match lines.iter().position(|l| l.label == label) {
+            Some(i) => i,
+            None => {
+                lines.push(Line {
+                    label,
+                    x: Vec::new(),
+                    y: Vec::new(),
+                    sd: Vec::new(),
+                });
+                lines.len() - 1
+            }
+        };
+        lines[i].x.push(xv);
+        lines[i].y.push(m);
+        lines[i].sd.push(sd);
+    }
+    for l in &mut lines {
+        let mut idx: Vec<usize> = (0..l.x.len()).collect();
+        idx.sort_by(|&a, &b| l.x[a].total_cmp(&l.x[b]));
+        l.x = idx.iter().map(|&i| l.x[i]).collect();
+        l.y = idx.iter().map(|&i| l.y[i]).collect();
+        l.sd = idx.iter().map(|&i| l.sd[i]).collect();
+    }
+    Ok(lines)
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    lines: &[Line],
+    xlabel: &str,
+    ylabel: &str,
+    title: &str,
+    logx: bool,
+) -> std::result::Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let fx = |x: f64| if logx { x.log10() } else { x };
+    let all_x: Vec<f64> = lines
+        .iter()
+        .flat_map(|l| l.x.iter().map(|&x| fx(x)))
+        .filter(|v| v.is_finite())
+        .collect();
+    let all_y: Vec<f64> = lines
+        .iter()
+        .flat_map(|l| l.y.iter().zip(&l.sd).flat_map(|(y, s)| [y - s, y + s]))
+        .filter(|v| v.is_finite())
+        .collect();
+    if all_x.is_empty() || all_y.is_empty() {
+        return Err("nothing to plot: no finite values".into());
+    }
+    let (x0, x1) = all_x
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+    let (y0, y1) = all_y
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+    let pad = ((y1 - y0) * 0.05).max(1e-3);
+    let xr = if x1 > x0 { x0..x1 } else { x0 - 0.5..x1 + 0.5 };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(xr, (y0 - pad)..(y1 + pad))
+        .map_err(|e| e.to_string())?;
+    let xfmt = |v: &f64| {
+        if logx {
+            format!("{:.0e}", 10f64.powf(*v))
+        } else {
+            format!("{v}")
+        }
+    };
+    chart
+        .configure_mesh()
+        .x_desc(xlabel)
+        .y_desc(ylabel)
+        .x_label_formatter(&xfmt)
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (i, l) in lines.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        if l.sd.iter().any(|&s| s > 0.0) {
+            let upper: Vec<(f64, f64)> =
+                l.x.iter()
+                    .zip(l.y.iter().zip(&l.sd))
+                    .map(|(&x, (&y, &s))| (fx(x), y + s))
+                    .collect();
+            let lower: Vec<(f64, f64)> =
+                l.x.iter()
+                    .zip(l.y.iter().zip(&l.sd))
+                    .rev()
+                    .map(|(&x, (&y, &s))| (fx(x), y - s))
+                    .collect();
+            let poly: Vec<(f64, f64)> = upper.into_iter().chain(lower).collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(poly, color.mix(0.2).filled())))
+                .map_err(|e| e.to_string())?;
+        }
+        let pts: Vec<(f64, f64)> = l.x.iter().zip(&l.y).map(|(&x, &y)| (fx(x), y)).collect();
+        let style = ShapeStyle::from(&color).stroke_width(2);
+        chart
+            .draw_series(LineSeries::new(pts.clone(), style))
+            .map_err(|e| e.to_string())?
+            .label(l.label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(
+                    vec![(x, y), (x + 20, y)],
+                    ShapeStyle::from(&color).stroke_width(2),
+                )
+            });
+        if pts.len() <= 30 {
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())
+}
+
+/// Plot `runs` into `out` (`.png` or `.svg`).
+pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
+    register_font();
+    let groups = group(runs);
+    let (lines, xlabel, logx) = match &o.x {
+        Some(k) => {
+            let key = resolve_key(&groups, k)?;
+            let logx = groups.iter().all(|g| {
+                g.keys
+                    .get(&key)
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .is_some_and(|v| v > 0.0)
+            });
+            (
+                against_key(&groups, &o.metric, k)?,
+                short(&key).to_string(),
+                logx,
+            )
+        }
+        None => (curves(&groups, &o.metric)?, "round".to_string(), false),
+    };
+    let ylabel = if o.x.is_some() {
+        format!("final {}", o.metric)
+    } else {
+        o.metric.clone()
+    };
+    let title = o.title.clone().unwrap_or_else(|| {
+        if o.x.is_some() {
+            format!("final {} against {xlabel}", o.metric)
+        } else {
+            format!("{} per round", o.metric)
+        }
+    });
+    let size = (o.width, o.height);
+    let ext = out
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let res = match ext.as_str() {
+        "svg" => draw(
+            SVGBackend::new(out, size).into_drawing_area(),
+            &lines,
+            &xlabel,
+            &ylabel,
+            &title,
+            logx,
+        ),
+        "png" => draw(
+            BitMapBackend::new(out, size).into_drawing_area(),
+            &lines,
+            &xlabel,
+            &ylabel,
+            &title,
+            logx,
+        ),
+        _ => {
+            return Err(Error::Config(format!(
+                "{}: the output must end in .png or .svg",
+                out.display()
+            )));
+        }
+    };
+    res.map_err(|e| Error::Run(format!("cannot draw {}: {e}", out.display())))
+}

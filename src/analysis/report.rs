@@ -1,0 +1,127 @@
+//! `fedrun report`: one row per configuration, seeds aggregated as mean ± sd.
+
+use super::runs::{Group, Run, group};
+use super::stats::{at_round, best, ema, mean_sd, rounds_to_target};
+use crate::error::Result;
+
+pub struct ReportOptions {
+    pub metric: String,
+    pub at: Vec<usize>,
+    pub targets: Vec<f64>,
+    pub ema_beta: f64,
+    pub debias: bool,
+    pub markdown: bool,
+}
+
+fn pm(v: &[f64]) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    let (m, s) = mean_sd(v);
+    format!("{m:.2} ± {s:.2}")
+}
+
+/// Rounds-to-target over seeds: the mean when every seed reached it, else `R+` as FedACG prints.
+fn to_target(v: &[Option<usize>], horizon: usize) -> String {
+    if v.iter().all(|x| x.is_some()) && !v.is_empty() {
+        let r: Vec<f64> = v.iter().map(|x| x.unwrap() as f64).collect();
+        let (m, _) = mean_sd(&r);
+        format!("{m:.0}")
+    } else {
+        format!("{horizon}+")
+    }
+}
+
+pub fn report(runs: Vec<Run>, o: &ReportOptions) -> Result<String> {
+    let groups: Vec<Group> = group(runs);
+    let mut header = vec![
+        "config".to_string(),
+        "seeds".into(),
+        "status".into(),
+        format!("final {}", o.metric),
+        format!("best {}", o.metric),
+    ];
+    for a in &o.at {
+        header.push(format!("EMA@{a}"));
+    }
+    for t in &o.targets {
+        header.push(format!("rounds→{t}"));
+    }
+    let mut rows = Vec::new();
+    for g in &groups {
+        let (mut fin, mut bst, mut at, mut tt) = (
+            Vec::new(),
+            Vec::new(),
+            vec![Vec::new(); o.at.len()],
+            vec![Vec::new(); o.targets.len()],
+        );
+        let mut horizon = 0;
+        for r in &g.runs {
+            let (rounds, vals) = r.series(&o.metric)?;
+            if let Some(&v) = vals.last() {
+                fin.push(v);
+            }
+            if let Some(b) = best(&rounds, &vals) {
+                bst.push(b.0);
+            }
+            horizon = horizon
+                .max(r.spec.fl.rounds)
+                .max(rounds.last().map(|x| x + 1).unwrap_or(0));
+            let e = ema(&vals, o.ema_beta, o.debias);
+            for (i, &a) in o.at.iter().enumerate() {
+                if let Some(v) = at_round(&rounds, &e, a) {
+                    at[i].push(v);
+                }
+            }
+            for (i, &t) in o.targets.iter().enumerate() {
+                tt[i].push(rounds_to_target(&rounds, &e, t));
+            }
+        }
+        let incomplete = g.runs.iter().filter(|r| !r.complete()).count();
+        let status = if incomplete == 0 {
+            "complete".to_string()
+        } else {
+            format!("{incomplete} not complete")
+        };
+        let mut row = vec![
+            g.label.clone(),
+            g.runs.len().to_string(),
+            status,
+            pm(&fin),
+            pm(&bst),
+        ];
+        row.extend(at.iter().map(|v| pm(v)));
+        row.extend(tt.iter().map(|v| to_target(v, horizon)));
+        rows.push(row);
+    }
+    let mut out = String::new();
+    if o.markdown {
+        out.push_str(&format!("| {} |\n", header.join(" | ")));
+        out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+        for r in rows {
+            out.push_str(&format!("| {} |\n", r.join(" | ")));
+        }
+        out.push_str(&format!(
+            "\nEMA: s_t = {b}·s_(t−1) + {c}·a_t{d}, over the evaluated rounds of `{m}`; rounds→T counts rounds until the EMA first reaches T (`R+`: not reached in R rounds).\n",
+            b = o.ema_beta,
+            c = 1.0 - o.ema_beta,
+            d = if o.debias { ", de-biased by 1 − β^(t+1)" } else { " with s_(−1) = 0" },
+            m = o.metric
+        ));
+    } else {
+        let q = |s: &String| {
+            if s.contains(',') {
+                format!("\"{s}\"")
+            } else {
+                s.clone()
+            }
+        };
+        out.push_str(&header.iter().map(q).collect::<Vec<_>>().join(","));
+        out.push('\n');
+        for r in rows {
+            out.push_str(&r.iter().map(q).collect::<Vec<_>>().join(","));
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}

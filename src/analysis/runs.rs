@@ -1,0 +1,191 @@
+//! Run folders as the analysis sees them: the spec, the curve and the status; and grouping of
+//! runs that differ only by seed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::config::Spec;
+use crate::error::{Error, Result};
+use crate::metrics::csv;
+use crate::metrics::summary::Summary;
+
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub dir: PathBuf,
+    pub spec: Spec,
+    /// Every key of the spec, flattened (`local.weight_decay` → "0.01").
+    pub keys: BTreeMap<String, String>,
+    pub status: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Run {
+    pub fn load(dir: &Path) -> Result<Run> {
+        let sp = dir.join("spec.toml");
+        let text = std::fs::read_to_string(&sp).map_err(|e| {
+            Error::Data(format!(
+                "{} is not a fedrun run folder (no spec.toml: {e})",
+                dir.display()
+            ))
+        })?;
+        let spec = Spec::from_str_with(&text, &sp.display().to_string(), &[])?;
+        let status = Summary::read(dir)
+            .map(|s| s.status)
+            .unwrap_or_else(|_| "interrupted".into());
+        let (columns, rows) = csv::read(&dir.join("rounds.csv"))?;
+        let mut keys = BTreeMap::new();
+        flatten(&toml::Value::try_from(&spec).expect("spec"), "", &mut keys);
+        Ok(Run {
+            dir: dir.to_path_buf(),
+            spec,
+            keys,
+            status,
+            columns,
+            rows,
+        })
+    }
+
+    /// A column as (round, value) pairs, skipping empty cells.
+    pub fn series(&self, column: &str) -> Result<(Vec<usize>, Vec<f64>)> {
+        let c = self
+            .columns
+            .iter()
+            .position(|h| h == column)
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "{}: no column `{column}` (columns: {})",
+                    self.dir.display(),
+                    self.columns.join(", ")
+                ))
+            })?;
+        let mut r = Vec::new();
+        let mut v = Vec::new();
+        for row in &self.rows {
+            if let (Some(a), Some(b)) = (
+                row.first().and_then(|s| s.parse().ok()),
+                row.get(c).and_then(|s| s.parse::<f64>().ok()),
+            ) {
+                r.push(a);
+                v.push(b);
+            }
+        }
+        Ok((r, v))
+    }
+
+    /// Whether the run finished.
+    pub fn complete(&self) -> bool {
+        self.status == "complete"
+    }
+}
+
+fn flatten(v: &toml::Value, prefix: &str, out: &mut BTreeMap<String, String>) {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(v, &p, out);
+            }
+        }
+        toml::Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
+    }
+}
+
+/// Keys that never distinguish configurations.
+fn ignored(key: &str) -> bool {
+    matches!(
+        key,
+        "run.seed" | "run.name" | "run.checkpoint_every" | "data.path" | "run.backend"
+    )
+}
+
+/// Runs grouped by configuration (every key but the seed and name), in first-seen order, each
+/// with a label made of the keys that differ between groups.
+pub struct Group {
+    pub label: String,
+    pub keys: BTreeMap<String, String>,
+    pub runs: Vec<Run>,
+}
+
+pub fn group(runs: Vec<Run>) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for r in runs {
+        let keys: BTreeMap<String, String> = r
+            .keys
+            .iter()
+            .filter(|(k, _)| !ignored(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        match groups.iter_mut().find(|g| g.keys == keys) {
+            Some(g) => g.runs.push(r),
+            None => groups.push(Group {
+                label: String::new(),
+                keys,
+                runs: vec![r],
+            }),
+        }
+    }
+    let differing = differing_keys(&groups);
+    for g in &mut groups {
+        g.label = if differing.is_empty() {
+            g.keys.get("fl.algorithm").cloned().unwrap_or_default()
+        } else {
+            differing
+                .iter()
+                .map(|k| {
+                    format!(
+                        "{}={}",
+                        short(k),
+                        g.keys.get(k).map(String::as_str).unwrap_or("-")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+    }
+    groups
+}
+
+/// Keys whose values differ between groups.
+pub fn differing_keys(groups: &[Group]) -> Vec<String> {
+    let Some(first) = groups.first() else {
+        return Vec::new();
+    };
+    first
+        .keys
+        .keys()
+        .filter(|k| groups.iter().any(|g| g.keys.get(*k) != first.keys.get(*k)))
+        .cloned()
+        .collect()
+}
+
+/// `local.weight_decay` → `weight_decay`.
+pub fn short(key: &str) -> &str {
+    key.rsplit('.').next().unwrap_or(key)
+}
+
+/// Resolve a key given in full or by its last part (`weight_decay`).
+pub fn resolve_key(groups: &[Group], key: &str) -> Result<String> {
+    let Some(g) = groups.first() else {
+        return Err(Error::Config("no runs".into()));
+    };
+    if g.keys.contains_key(key) {
+        return Ok(key.to_string());
+    }
+    let m: Vec<&String> = g.keys.keys().filter(|k| short(k) == key).collect();
+    match m.as_slice() {
+        [one] => Ok((*one).clone()),
+        _ => Err(Error::Config(format!(
+            "unknown or ambiguous spec key `{key}` for --x"
+        ))),
+    }
+}

@@ -1,0 +1,279 @@
+//! `fedrun sweep`: expand a grid of `--grid key=v1,v2,…` into runs, run up to `--jobs` of them
+//! at a time, each in its own deterministic folder, skip the ones already complete, and write
+//! `sweep.csv` with one row per point.
+//!
+//! Each point runs as a child `fedrun` process with its share of the cores
+//! (`RAYON_NUM_THREADS`), so points never share state and every run is what it would be alone.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use crate::config::Spec;
+use crate::error::{Error, Result};
+use crate::metrics::summary::Summary;
+
+/// One `--grid key=v1,v2,...`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+pub fn parse_axis(s: &str) -> Result<Axis> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| Error::Config(format!("--grid {s}: expected key=v1,v2,...")))?;
+    let values: Vec<String> = v
+        .split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect();
+    if values.is_empty() {
+        return Err(Error::Config(format!("--grid {s}: no values")));
+    }
+    Ok(Axis {
+        key: k.trim().to_string(),
+        values,
+    })
+}
+
+/// One point of the grid: its (key, value) overrides in axis order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub overrides: Vec<(String, String)>,
+}
+
+impl Point {
+    /// The deterministic folder name: `<base>__<key>=<value>__…` with the keys' last parts.
+    pub fn name(&self, base: &str) -> String {
+        let mut s = base.to_string();
+        for (k, v) in &self.overrides {
+            let k = k.rsplit('.').next().unwrap_or(k);
+            let v: String = v
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "-+._".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            s.push_str(&format!("__{k}={v}"));
+        }
+        s
+    }
+
+    pub fn sets(&self) -> Vec<String> {
+        self.overrides
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect()
+    }
+}
+
+/// The cartesian product, the first axis varying slowest.
+pub fn expand(axes: &[Axis]) -> Vec<Point> {
+    let mut points = vec![Point {
+        overrides: Vec::new(),
+    }];
+    for a in axes {
+        let mut next = Vec::new();
+        for p in &points {
+            for v in &a.values {
+                let mut q = p.clone();
+                q.overrides.push((a.key.clone(), v.clone()));
+                next.push(q);
+            }
+        }
+        points = next;
+    }
+    points
+}
+
+pub struct SweepOptions {
+    pub config: Option<PathBuf>,
+    pub set: Vec<String>,
+    pub axes: Vec<Axis>,
+    pub jobs: usize,
+    pub out: PathBuf,
+    pub data_dir: Option<PathBuf>,
+    /// Stop launching points after the first diverged one.
+    pub stop_on_divergence: bool,
+    /// The fedrun binary to run points with.
+    pub exe: PathBuf,
+}
+
+/// Validate every point first (so a typo fails before anything runs), then run them.
+pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)>> {
+    let points = expand(&o.axes);
+    let mut named = Vec::new();
+    for p in &points {
+        let name = p.name(&base.run.name);
+        let mut sets = o.set.clone();
+        sets.extend(p.sets());
+        sets.push(format!("run.name={name}"));
+        // validate now: an unknown key or bad value stops the sweep before any run
+        let text = o
+            .config
+            .as_ref()
+            .map(|c| std::fs::read_to_string(c).unwrap_or_default())
+            .unwrap_or_else(|| crate::cli::QUICKSTART.to_string());
+        Spec::from_str_with(&text, "sweep point", &sets)?;
+        named.push((p.clone(), name, sets));
+    }
+    std::fs::create_dir_all(&o.out)
+        .map_err(|e| Error::io(format!("cannot create {}", o.out.display()), e))?;
+    let jobs = o.jobs.max(1);
+    let threads = (std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        / jobs)
+        .max(1);
+    let results: Mutex<Vec<Option<Summary>>> = Mutex::new(vec![None; named.len()]);
+    let next = Mutex::new(0usize);
+    let stop = Mutex::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().unwrap();
+                        if *n >= named.len() || *stop.lock().unwrap() {
+                            return;
+                        }
+                        *n += 1;
+                        *n - 1
+                    };
+                    let (_, name, sets) = &named[i];
+                    let dir = o.out.join(name);
+                    let summary = match Summary::read(&dir) {
+                        Ok(s) if s.status == "complete" => {
+                            eprintln!("[sweep] {name}: already complete, skipped");
+                            s
+                        }
+                        _ => run_point(o, sets, threads, name, &dir),
+                    };
+                    if summary.status == "diverged" && o.stop_on_divergence {
+                        *stop.lock().unwrap() = true;
+                    }
+                    results.lock().unwrap()[i] = Some(summary);
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    let out: Vec<(Point, String, Summary)> = named
+        .into_iter()
+        .zip(results)
+        .map(|((p, n, _), s)| {
+            (
+                p,
+                n.clone(),
+                s.unwrap_or_else(|| Summary {
+                    status: "not run".into(),
+                    name: n,
+                    ..Default::default()
+                }),
+            )
+        })
+        .collect();
+    write_csv(&o.out.join("sweep.csv"), &o.axes, &out)?;
+    Ok(out)
+}
+
+fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir: &Path) -> Summary {
+    let mut cmd = Command::new(&o.exe);
+    cmd.arg("--quiet")
+        .arg("--out")
+        .arg(&o.out)
+        .env("RAYON_NUM_THREADS", threads.to_string());
+    if let Some(c) = &o.config {
+        cmd.arg("--config").arg(c);
+    }
+    if let Some(d) = &o.data_dir {
+        cmd.arg("--data-dir").arg(d);
+    }
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    eprintln!("[sweep] {name}: running");
+    let log = dir.with_extension("log");
+    let res = cmd.output();
+    match res {
+        Ok(out) => {
+            let _ = std::fs::write(&log, [out.stdout, out.stderr].concat());
+            Summary::read(dir).unwrap_or_else(|_| Summary {
+                status: "failed".into(),
+                name: name.to_string(),
+                message: format!("exit status {}; see {}", out.status, log.display()),
+                ..Default::default()
+            })
+        }
+        Err(e) => Summary {
+            status: "failed".into(),
+            name: name.to_string(),
+            message: format!("cannot start {}: {e}", o.exe.display()),
+            ..Default::default()
+        },
+    }
+}
+
+fn write_csv(path: &Path, axes: &[Axis], rows: &[(Point, String, Summary)]) -> Result<()> {
+    let mut s = String::new();
+    for a in axes {
+        s.push_str(&a.key);
+        s.push(',');
+    }
+    s.push_str(
+        "run,status,rounds,final_test_acc,best_test_acc,best_round,final_test_loss,elapsed_s\n",
+    );
+    let f = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    for (p, name, sm) in rows {
+        for (_, v) in &p.overrides {
+            s.push_str(v);
+            s.push(',');
+        }
+        s.push_str(&format!(
+            "{name},{},{},{},{},{},{},{:.1}\n",
+            sm.status,
+            sm.rounds,
+            f(sm.final_test_acc),
+            f(sm.best_test_acc),
+            sm.best_round.map(|r| r.to_string()).unwrap_or_default(),
+            f(sm.final_test_loss),
+            sm.elapsed_s
+        ));
+    }
+    crate::fl::engine::write_atomic(path, s.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_is_the_product_with_deterministic_names() {
+        let axes = vec![
+            parse_axis("local.weight_decay=1e-4,1e-2").unwrap(),
+            parse_axis("local.nar=false,true").unwrap(),
+            parse_axis("run.seed=0,1,2").unwrap(),
+        ];
+        let pts = expand(&axes);
+        assert_eq!(pts.len(), 12);
+        assert_eq!(
+            pts[0].name("cifar"),
+            "cifar__weight_decay=1e-4__nar=false__seed=0"
+        );
+        assert_eq!(
+            pts[11].name("cifar"),
+            "cifar__weight_decay=1e-2__nar=true__seed=2"
+        );
+        let mut names: Vec<String> = pts.iter().map(|p| p.name("x")).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 12);
+        assert!(parse_axis("nokey").is_err());
+    }
+}

@@ -1,0 +1,231 @@
+//! Sweeps, plots and reports.
+
+mod common;
+
+use common::{TempDir, synthetic_spec};
+use fedrun::analysis::report::{ReportOptions, report};
+use fedrun::analysis::runs::Run;
+use fedrun::config::Spec;
+use std::path::Path;
+use std::process::Command;
+
+/// A run folder written by hand: spec with the given overrides, a CSV of accuracies.
+fn fake_run(dir: &Path, sets: &[&str], accs: &[f64]) -> Run {
+    std::fs::create_dir_all(dir).unwrap();
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let spec = Spec::from_str_with(&synthetic_spec(""), "t", &sets).unwrap();
+    std::fs::write(dir.join("spec.toml"), spec.to_toml()).unwrap();
+    let mut csv = String::from(fedrun::metrics::csv::HEADER);
+    csv.push('\n');
+    for (r, a) in accs.iter().enumerate() {
+        csv.push_str(&format!("{r},{a},1,1,0.1,0,1,1,1,,0.0\n"));
+    }
+    std::fs::write(dir.join("rounds.csv"), csv).unwrap();
+    let s = fedrun::metrics::summary::Summary {
+        status: "complete".into(),
+        name: "t".into(),
+        ..Default::default()
+    };
+    s.write(dir).unwrap();
+    Run::load(dir).unwrap()
+}
+
+#[test]
+fn report_groups_seeds_with_mean_and_sd() {
+    let d = TempDir::new("report");
+    let runs = vec![
+        fake_run(
+            &d.path().join("a0"),
+            &["run.seed=0", "local.nar=false"],
+            &[10.0, 20.0, 30.0],
+        ),
+        fake_run(
+            &d.path().join("a1"),
+            &["run.seed=1", "local.nar=false"],
+            &[10.0, 40.0, 50.0],
+        ),
+        fake_run(
+            &d.path().join("b0"),
+            &["run.seed=0", "local.nar=true"],
+            &[60.0, 50.0, 40.0],
+        ),
+    ];
+    let o = ReportOptions {
+        metric: "test_acc".into(),
+        at: vec![2],
+        targets: vec![25.0, 99.0],
+        ema_beta: 0.5,
+        debias: false,
+        markdown: false,
+    };
+    let t = report(runs, &o).unwrap();
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 3, "{t}");
+    // nar=false: finals 30 and 50 → 40 ± 14.14; best 30, 50
+    assert!(
+        lines[1].starts_with("nar=false,2,complete,40.00 ± 14.14,40.00 ± 14.14,"),
+        "{}",
+        lines[1]
+    );
+    // EMA(β=0.5) after 2 rounds: seed 0: 5, 12.5; seed 1: 5, 22.5 → 17.50 ± 7.07
+    assert!(lines[1].contains(",17.50 ± 7.07,"), "{}", lines[1]);
+    // EMA reaches 25 at round 3 for seed 1 (36.25) but never for seed 0 (21.25): 3+
+    assert!(lines[1].ends_with(",3+,3+"), "{}", lines[1]);
+    // nar=true, one seed: final 40, best 60 (sd 0); EMA 30, 40, 40 → reaches 25 at round 1
+    assert!(
+        lines[2].starts_with("nar=true,1,complete,40.00 ± 0.00,60.00 ± 0.00,40.00 ± 0.00,1,3+"),
+        "{}",
+        lines[2]
+    );
+}
+
+fn png_size(path: &Path) -> (u32, u32) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");
+    assert_eq!(&b[12..16], b"IHDR");
+    (
+        u32::from_be_bytes(b[16..20].try_into().unwrap()),
+        u32::from_be_bytes(b[20..24].try_into().unwrap()),
+    )
+}
+
+#[test]
+fn plot_writes_png_and_svg_of_the_requested_size() {
+    let d = TempDir::new("plot");
+    fake_run(
+        &d.path().join("r/a"),
+        &["local.weight_decay=0.01", "local.nar=false"],
+        &[10.0, 20.0, 30.0],
+    );
+    fake_run(
+        &d.path().join("r/b"),
+        &["local.weight_decay=0.01", "local.nar=true"],
+        &[12.0, 25.0, 33.0],
+    );
+    fake_run(
+        &d.path().join("r/c"),
+        &["local.weight_decay=0.1", "local.nar=false"],
+        &[9.0, 15.0, 20.0],
+    );
+    fake_run(
+        &d.path().join("r/e"),
+        &["local.weight_decay=0.1", "local.nar=true"],
+        &[11.0, 22.0, 31.0],
+    );
+    let bin = env!("CARGO_BIN_EXE_fedrun");
+    let png = d.path().join("fig.png");
+    let o = Command::new(bin)
+        .args(["plot"])
+        .arg(d.path().join("r/a"))
+        .arg(d.path().join("r/b"))
+        .args(["--width", "640", "--height", "480", "-o"])
+        .arg(&png)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(png_size(&png), (640, 480));
+    let fig2 = d.path().join("fig2.png");
+    let o = Command::new(bin)
+        .args(["plot"])
+        .arg(d.path().join("r"))
+        .args(["--x", "weight_decay", "-o"])
+        .arg(&fig2)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(png_size(&fig2), (900, 600));
+    let svg = d.path().join("fig2.svg");
+    let o = Command::new(bin)
+        .args(["plot"])
+        .arg(d.path().join("r"))
+        .args(["--x", "weight_decay", "-o"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.starts_with("<svg") && text.contains("nar=true") && text.contains("weight_decay"),
+        "{}",
+        &text[..200.min(text.len())]
+    );
+}
+
+#[test]
+fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() {
+    let d = TempDir::new("sweep");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let bin = env!("CARGO_BIN_EXE_fedrun");
+    let sweep = |out: &str, jobs: &str| {
+        Command::new(bin)
+            .args(["sweep", "--config"])
+            .arg(&cfg)
+            .args([
+                "--grid",
+                "local.weight_decay=0.001,0.1",
+                "--grid",
+                "local.nar=false,true",
+                "--jobs",
+                jobs,
+                "--out",
+            ])
+            .arg(d.path().join(out))
+            .output()
+            .unwrap()
+    };
+    let a = sweep("j2", "2");
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let b = sweep("j1", "1");
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let names = [
+        "t__weight_decay=0.001__nar=false",
+        "t__weight_decay=0.001__nar=true",
+        "t__weight_decay=0.1__nar=false",
+        "t__weight_decay=0.1__nar=true",
+    ];
+    for n in names {
+        let strip = |p: &Path| -> String {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(
+            strip(&d.path().join("j2").join(n).join("rounds.csv")),
+            strip(&d.path().join("j1").join(n).join("rounds.csv")),
+            "{n}"
+        );
+    }
+    let csv = std::fs::read_to_string(d.path().join("j2/sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 5);
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .starts_with("local.weight_decay,local.nar,run,status")
+    );
+    assert_eq!(csv.matches(",complete,").count(), 4);
+    // re-run: every point is skipped
+    let c = sweep("j2", "2");
+    assert!(c.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&c.stderr)
+            .matches("already complete, skipped")
+            .count(),
+        4
+    );
+    // a bad key fails before anything runs
+    let e = Command::new(bin)
+        .args(["sweep", "--config"])
+        .arg(&cfg)
+        .args(["--grid", "local.weight_decy=1", "--out"])
+        .arg(d.path().join("bad"))
+        .output()
+        .unwrap();
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr).contains("weight_decay"));
+    assert!(!d.path().join("bad").exists());
+}
