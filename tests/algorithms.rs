@@ -50,14 +50,26 @@ impl Quadratic {
 }
 
 impl LocalTrainer for Quadratic {
-    fn train(
+    fn train_many(
         &mut self,
         _round: usize,
-        c: usize,
+        clients: &[usize],
         anchor: &[f32],
         alg: &dyn Algorithm,
         lr: f64,
-    ) -> LocalStats {
+    ) -> Vec<LocalStats> {
+        clients
+            .iter()
+            .map(|&c| self.train(c, anchor, alg, lr))
+            .collect()
+    }
+    fn delta(&self, _k: usize) -> &[f32] {
+        &self.delta
+    }
+}
+
+impl Quadratic {
+    fn train(&mut self, c: usize, anchor: &[f32], alg: &dyn Algorithm, lr: f64) -> LocalStats {
         let mut x = anchor.to_vec();
         self.grads[c].clear();
         let mut st = LocalStats::default();
@@ -73,9 +85,6 @@ impl LocalTrainer for Quadratic {
         }
         self.delta = x.iter().zip(anchor).map(|(x, a)| x - a).collect();
         st
-    }
-    fn delta(&self) -> &[f32] {
-        &self.delta
     }
 }
 

@@ -511,3 +511,28 @@ fn every_shipped_config_is_valid() {
     }
     assert!(n >= 20, "{n} configs");
 }
+
+#[test]
+fn client_parallel_training_gives_the_sequential_csv() {
+    let d = TempDir::new("workers");
+    let mut csvs = Vec::new();
+    for w in [1, 2] {
+        let spec = Spec::from_str_with(
+            &synthetic_spec(""),
+            "t",
+            &[
+                format!("run.client_workers={w}"),
+                "fl.algorithm=\"scaffold\"".into(),
+                "local.nar=true".into(),
+            ],
+        )
+        .unwrap();
+        let opts = RunOptions {
+            out: d.path().join(format!("w{w}")),
+            ..Default::default()
+        };
+        assert_eq!(run(&spec, &opts).unwrap().status, "complete");
+        csvs.push(csv_without_time(&opts.out.join("t/rounds.csv")));
+    }
+    assert_eq!(csvs[0], csvs[1]);
+}

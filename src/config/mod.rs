@@ -146,7 +146,7 @@ impl Default for FlSpec {
             clients_per_round: 20,
             global_lr: 1.0,
             eval_every: 1,
-            eval_batch_size: 500,
+            eval_batch_size: 100,
             prox_mu: 0.001,
             server_momentum: 0.9,
             adam_beta1: 0.9,
@@ -204,6 +204,9 @@ pub struct RunSpec {
     pub checkpoint_every: usize,
     /// Stop the run at the first non-finite loss or model (status `diverged`).
     pub stop_on_divergence: bool,
+    /// Clients trained at once, each on one core; 0 = auto (one per core for small models
+    /// without dropout, else 1). Results are identical whatever the value.
+    pub client_workers: usize,
 }
 
 impl Default for RunSpec {
@@ -214,6 +217,7 @@ impl Default for RunSpec {
             backend: "flex".into(),
             checkpoint_every: 10,
             stop_on_divergence: true,
+            client_workers: 0,
         }
     }
 }

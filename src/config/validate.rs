@@ -132,6 +132,12 @@ pub fn validate(s: &Spec) -> Result<()> {
     non_negative("local.weight_decay", s.local.weight_decay)?;
     non_negative("local.max_norm", s.local.max_norm)?;
     one_of("run.backend", &s.run.backend, BACKENDS)?;
+    if s.run.client_workers > 1 && s.model.kind == "transformer" && s.model.dropout > 0.0 {
+        return Err(Error::Config(format!(
+            "key `run.client_workers` = {}: parallel clients need `model.dropout` = 0 (dropout draws from the backend's global generator, so parallel clients would not be reproducible)",
+            s.run.client_workers
+        )));
+    }
     if s.run.name.is_empty()
         || s.run.name.contains(['/', '\\'])
         || s.run.name == "."

@@ -79,6 +79,27 @@ pub fn shape_of(data: &FedData) -> Shape {
     }
 }
 
+/// Client workers for a run: `run.client_workers`, or with 0 (auto) one per core for models of
+/// up to 2M parameters without dropout (they gain from it: the CNN), else 1 (ResNet-18 is
+/// memory-bound; dropout draws from the backend's global generator).
+pub fn client_workers(spec: &Spec, params: usize) -> usize {
+    let cores = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        });
+    let has_dropout = spec.model.dropout > 0.0 && spec.model.kind == "transformer";
+    let w = match spec.run.client_workers {
+        0 if has_dropout || params > 2_000_000 => 1,
+        0 => cores,
+        w => w,
+    };
+    w.clamp(1, spec.fl.clients_per_round.max(1))
+}
+
 /// Write a file atomically: temp file, fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
@@ -104,7 +125,10 @@ pub struct Experiment {
     pub layout: Layout,
     pub global: Vec<f32>,
     pub alg: Box<dyn Algorithm>,
-    pub trainer: Trainer,
+    /// One trainer per client worker (`run.client_workers`).
+    pub trainers: Vec<Trainer>,
+    /// One single-thread pool per worker when there are several.
+    pub pools: Vec<rayon::ThreadPool>,
     pub evaluator: Evaluator,
     pub device: Device,
 }
@@ -118,12 +142,40 @@ impl Experiment {
         let mut init_rng = Rng::derive(spec.run.seed, Stream::Init, &[]);
         let global = init::init_flat(&layout, &mut init_rng, spec.model.identical_layers);
         let model = write_params(model, &global);
-        let eval_model = Model::build(&spec.model, shape, &eval_device)?;
         let alg = algorithms::build(spec, layout.total, &data.client_sizes())?;
-        let opt = LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar);
+        let workers = client_workers(spec, layout.total);
+        let mut trainers = vec![Trainer::new(
+            model,
+            device.clone(),
+            layout.total,
+            LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar),
+        )];
+        for _ in 1..workers {
+            let m = write_params(Model::build(&spec.model, shape, &device)?, &global);
+            trainers.push(Trainer::new(
+                m,
+                device.clone(),
+                layout.total,
+                LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar),
+            ));
+        }
+        let pools = if workers > 1 {
+            (0..workers)
+                .map(|_| {
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(1)
+                        .build()
+                        .map_err(|e| Error::Run(format!("cannot start a client worker: {e}")))
+                })
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
+        let eval_model = Model::build(&spec.model, shape, &eval_device)?;
         Ok(Experiment {
             spec: spec.clone(),
-            trainer: Trainer::new(model, device.clone(), layout.total, opt),
+            trainers,
+            pools,
             evaluator: Evaluator::new(eval_model, eval_device, spec.fl.eval_batch_size),
             data,
             layout,
@@ -143,7 +195,8 @@ impl Experiment {
         let lr = self.lr(t);
         let sizes = self.data.client_sizes();
         let mut client = BurnClients {
-            trainer: &mut self.trainer,
+            trainers: &mut self.trainers,
+            pools: &self.pools,
             data: &self.data,
             spec: &self.spec,
             device: &self.device,
@@ -186,60 +239,103 @@ impl Experiment {
 /// Where and why a run diverged: (round, client if known, message).
 pub type Divergence = (usize, Option<usize>, String);
 
-/// Local training as the round sees it: train one client from an anchor, leave Δ_i.
+/// Local training as the round sees it: train clients from an anchor, leave each Δ_i.
 pub trait LocalTrainer {
-    fn train(
+    /// How many clients `train_many` trains at once.
+    fn width(&self) -> usize {
+        1
+    }
+    /// Train `clients` (at most `width`) from `anchor`; stats in the same order, and Δ of the
+    /// k-th client in `delta(k)`.
+    fn train_many(
         &mut self,
         round: usize,
-        client: usize,
+        clients: &[usize],
         anchor: &[f32],
         alg: &dyn Algorithm,
         lr: f64,
-    ) -> LocalStats;
-    /// Δ_i = x_i − anchor of the last trained client.
-    fn delta(&self) -> &[f32];
+    ) -> Vec<LocalStats>;
+    fn delta(&self, k: usize) -> &[f32];
 }
 
-/// The burn model trainer over a federated data set.
+/// The burn model trainers (one per worker) over a federated data set.
 pub struct BurnClients<'a> {
-    pub trainer: &'a mut Trainer,
+    pub trainers: &'a mut [Trainer],
+    pub pools: &'a [rayon::ThreadPool],
     pub data: &'a FedData,
     pub spec: &'a Spec,
     pub device: &'a Device,
 }
 
+/// Train client `c` of round `t` on `trainer`: its local steps, batches and augmentation are
+/// drawn from the (seed, round, client) stream, whoever trains it.
+fn train_client(
+    trainer: &mut Trainer,
+    data: &FedData,
+    spec: &Spec,
+    t: usize,
+    c: usize,
+    anchor: &[f32],
+    alg: &dyn Algorithm,
+    lr: f64,
+) -> LocalStats {
+    let k = local_steps(
+        spec.local.steps,
+        spec.local.epochs,
+        spec.local.batch_size,
+        data.clients[c].len(),
+    );
+    let mut rng = Rng::derive(spec.run.seed, Stream::Local, &[t as u64, c as u64]);
+    trainer.train(data, c, anchor, alg, k, spec.local.batch_size, lr, &mut rng)
+}
+
 impl LocalTrainer for BurnClients<'_> {
-    fn train(
+    fn width(&self) -> usize {
+        self.trainers.len()
+    }
+
+    fn train_many(
         &mut self,
         t: usize,
-        c: usize,
+        clients: &[usize],
         anchor: &[f32],
         alg: &dyn Algorithm,
         lr: f64,
-    ) -> LocalStats {
-        let spec = self.spec;
-        let k = local_steps(
-            spec.local.steps,
-            spec.local.epochs,
-            spec.local.batch_size,
-            self.data.clients[c].len(),
-        );
-        let mut rng = Rng::derive(spec.run.seed, Stream::Local, &[t as u64, c as u64]);
-        self.device
-            .seed(Rng::derive(spec.run.seed, Stream::Dropout, &[t as u64, c as u64]).next_u64());
-        self.trainer.train(
-            self.data,
-            c,
-            anchor,
-            alg,
-            k,
-            spec.local.batch_size,
-            lr,
-            &mut rng,
-        )
+    ) -> Vec<LocalStats> {
+        let (data, spec) = (self.data, self.spec);
+        if clients.len() == 1 || self.pools.is_empty() {
+            return clients
+                .iter()
+                .zip(self.trainers.iter_mut())
+                .map(|(&c, tr)| {
+                    // dropout draws from the backend's global generator: seed it per client
+                    self.device.seed(
+                        Rng::derive(spec.run.seed, Stream::Dropout, &[t as u64, c as u64])
+                            .next_u64(),
+                    );
+                    train_client(tr, data, spec, t, c, anchor, alg, lr)
+                })
+                .collect();
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = clients
+                .iter()
+                .zip(self.trainers.iter_mut().zip(self.pools))
+                .map(|(&c, (tr, pool))| {
+                    s.spawn(move || {
+                        pool.install(|| train_client(tr, data, spec, t, c, anchor, alg, lr))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("client worker panicked"))
+                .collect()
+        })
     }
-    fn delta(&self) -> &[f32] {
-        self.trainer.delta()
+
+    fn delta(&self, k: usize) -> &[f32] {
+        self.trainers[k].delta()
     }
 }
 
@@ -292,35 +388,39 @@ pub fn run_round(
     let mut acc = vec![0f64; global.len()];
     let (mut wsum, mut sq) = (0f64, 0f64);
     let mut st = RoundStats::default();
-    for &c in &sampled {
-        let ls = trainer.train(t, c, &anchor, alg, cfg.lr);
-        if let Some(s) = ls.diverged_at {
-            return Err((
-                t,
-                Some(c),
-                format!("non-finite training loss in round {t}, client {c}, local step {s}"),
-            ));
+    // Clients are trained `width` at a time and aggregated strictly in sampling order, so the
+    // result does not depend on the width.
+    for chunk in sampled.chunks(trainer.width().max(1)) {
+        let stats = trainer.train_many(t, chunk, &anchor, &*alg, cfg.lr);
+        for (k, (&c, ls)) in chunk.iter().zip(stats).enumerate() {
+            if let Some(s) = ls.diverged_at {
+                return Err((
+                    t,
+                    Some(c),
+                    format!("non-finite training loss in round {t}, client {c}, local step {s}"),
+                ));
+            }
+            let delta = trainer.delta(k);
+            let p = client_sizes[c] as f64 / total as f64;
+            wsum += p;
+            sq += p * global_norm(delta).powi(2);
+            acc.iter_mut()
+                .zip(delta)
+                .for_each(|(a, d)| *a += p * *d as f64);
+            alg.client_done(
+                c,
+                delta,
+                &ClientInfo {
+                    steps: ls.steps,
+                    lr: cfg.lr,
+                    samples: ls.samples,
+                },
+            );
+            st.loss_sum += ls.loss_sum;
+            st.steps += ls.steps;
+            st.clipped += ls.clipped;
+            st.clip_norm_sum += ls.clip_norm_sum;
         }
-        let delta = trainer.delta();
-        let p = client_sizes[c] as f64 / total as f64;
-        wsum += p;
-        sq += p * global_norm(delta).powi(2);
-        acc.iter_mut()
-            .zip(delta)
-            .for_each(|(a, d)| *a += p * *d as f64);
-        alg.client_done(
-            c,
-            delta,
-            &ClientInfo {
-                steps: ls.steps,
-                lr: cfg.lr,
-                samples: ls.samples,
-            },
-        );
-        st.loss_sum += ls.loss_sum;
-        st.steps += ls.steps;
-        st.clipped += ls.clipped;
-        st.clip_norm_sum += ls.clip_norm_sum;
     }
     let agg = Aggregate {
         mean_delta: acc.iter().map(|a| (a / wsum) as f32).collect(),
