@@ -269,6 +269,7 @@ pub struct BurnClients<'a> {
 
 /// Train client `c` of round `t` on `trainer`: its local steps, batches and augmentation are
 /// drawn from the (seed, round, client) stream, whoever trains it.
+#[allow(clippy::too_many_arguments)]
 fn train_client(
     trainer: &mut Trainer,
     data: &FedData,
