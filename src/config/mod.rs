@@ -202,8 +202,6 @@ pub struct RunSpec {
     pub backend: String,
     /// Write a checkpoint every this many rounds (and at the end); 0 = only at the end.
     pub checkpoint_every: usize,
-    /// Stop the run at the first non-finite loss or model (status `diverged`).
-    pub stop_on_divergence: bool,
     /// Clients trained at once, each on one core; 0 = auto (one per core for small models
     /// without dropout, else 1). Results are identical whatever the value.
     pub client_workers: usize,
@@ -216,7 +214,6 @@ impl Default for RunSpec {
             seed: 0,
             backend: "flex".into(),
             checkpoint_every: 10,
-            stop_on_divergence: true,
             client_workers: 0,
         }
     }

@@ -3,8 +3,8 @@
 //! A LEAF data directory holds `train/*.json` and `test/*.json`, or JSON files whose names
 //! contain `train` and `test`.
 
-use super::shakespeare::{self, SEQ_LEN, User, char_index};
-use super::{Augment, Features, FedData, Split};
+use super::FedData;
+use super::shakespeare::{self, SEQ_LEN, char_index};
 use crate::config::Spec;
 use crate::error::{Error, Result};
 use crate::rng::{Rng, Stream};
@@ -138,21 +138,13 @@ pub fn load(spec: &Spec, dir: &Path) -> Result<FedData> {
     for (c, &ui) in pick.iter().enumerate() {
         let u = users[ui];
         let mut crop_rng = Rng::derive(spec.run.seed, Stream::DataSelect, &[1 + c as u64]);
-        let window = |n: usize, k: usize, rng: &mut Rng| {
-            if k == 0 || n <= k {
-                0..n
-            } else {
-                let s = rng.below(n - k + 1);
-                s..s + k
-            }
-        };
         let first = ty.len();
         for s in [
             (&train[u], d.crop_train, true),
             (&test[u], d.crop_test, false),
         ] {
             let (data, k, is_train) = s;
-            for i in window(data.x.len(), k, &mut crop_rng) {
+            for i in shakespeare::crop_window(0..data.x.len(), k, &mut crop_rng) {
                 let (x, y) = if is_train {
                     (&mut tx, &mut ty)
                 } else {
@@ -164,26 +156,7 @@ pub fn load(spec: &Spec, dir: &Path) -> Result<FedData> {
         }
         clients.push((first..ty.len()).collect());
     }
-    let fed = FedData {
-        name: "leaf-shakespeare".into(),
-        train: Split {
-            x: Features::Tokens {
-                len: SEQ_LEN,
-                data: tx,
-            },
-            y: ty,
-        },
-        test: Split {
-            x: Features::Tokens {
-                len: SEQ_LEN,
-                data: sx,
-            },
-            y: sy,
-        },
-        clients,
-        num_classes: shakespeare::VOCAB,
-        augment: Augment::None,
-    };
+    let fed = shakespeare::token_data("leaf-shakespeare", (tx, ty), (sx, sy), clients);
     shakespeare::print_stats(
         &fed,
         &shakespeare::Stats {
@@ -192,23 +165,4 @@ pub fn load(spec: &Spec, dir: &Path) -> Result<FedData> {
         },
     );
     Ok(fed)
-}
-
-/// Users of a LEAF split as plain texts (first x then the y's), e.g. to compare with the plays.
-pub fn users_of(f: &LeafFile) -> Vec<User> {
-    f.users
-        .iter()
-        .map(|u| {
-            let d = &f.user_data[u];
-            let mut text: Vec<u8> =
-                d.x.first()
-                    .map(|s| s.chars().map(char_index).collect())
-                    .unwrap_or_default();
-            text.extend(d.y.iter().map(|c| char_index(c.chars().next().unwrap())));
-            User {
-                id: u.clone(),
-                text,
-            }
-        })
-        .collect()
 }

@@ -86,6 +86,40 @@ fn push_windows(text: &[u8], starts: std::ops::Range<usize>, x: &mut Vec<u8>, y:
     }
 }
 
+/// A random contiguous window of `k` items of `r` (all of `r` when `k` is 0 or `r` is shorter).
+pub fn crop_window(r: std::ops::Range<usize>, k: usize, rng: &mut Rng) -> std::ops::Range<usize> {
+    if k == 0 || r.len() <= k {
+        r
+    } else {
+        let s = r.start + rng.below(r.len() - k + 1);
+        s..s + k
+    }
+}
+
+/// A character data set from its train and test windows.
+pub fn token_data(
+    name: &str,
+    train: (Vec<u8>, Vec<u8>),
+    test: (Vec<u8>, Vec<u8>),
+    clients: Vec<Vec<usize>>,
+) -> FedData {
+    let split = |(x, y): (Vec<u8>, Vec<u8>)| Split {
+        x: Features::Tokens {
+            len: SEQ_LEN,
+            data: x,
+        },
+        y,
+    };
+    FedData {
+        name: name.to_string(),
+        train: split(train),
+        test: split(test),
+        clients,
+        num_classes: VOCAB,
+        augment: Augment::None,
+    }
+}
+
 /// Statistics printed when a data set is built.
 pub struct Stats {
     pub users_total: usize,
@@ -122,41 +156,14 @@ pub fn build(spec: &Spec, users: Vec<User>, name: &str) -> Result<(FedData, Stat
         let u = eligible[ui];
         let (tr, te) = split_user(u.text.len(), d.train_fraction);
         let mut crop_rng = Rng::derive(spec.run.seed, Stream::DataSelect, &[1 + c as u64]);
-        let crop = |r: std::ops::Range<usize>, k: usize, rng: &mut Rng| {
-            if k == 0 || r.len() <= k {
-                r
-            } else {
-                let s = r.start + rng.below(r.len() - k + 1);
-                s..s + k
-            }
-        };
-        let tr = crop(tr, d.crop_train, &mut crop_rng);
-        let te = crop(te, d.crop_test, &mut crop_rng);
+        let tr = crop_window(tr, d.crop_train, &mut crop_rng);
+        let te = crop_window(te, d.crop_test, &mut crop_rng);
         let first = ty.len();
         push_windows(&u.text, tr, &mut tx, &mut ty);
         clients.push((first..ty.len()).collect());
         push_windows(&u.text, te, &mut sx, &mut sy);
     }
-    let fed = FedData {
-        name: name.to_string(),
-        train: Split {
-            x: Features::Tokens {
-                len: SEQ_LEN,
-                data: tx,
-            },
-            y: ty,
-        },
-        test: Split {
-            x: Features::Tokens {
-                len: SEQ_LEN,
-                data: sx,
-            },
-            y: sy,
-        },
-        clients,
-        num_classes: VOCAB,
-        augment: Augment::None,
-    };
+    let fed = token_data(name, (tx, ty), (sx, sy), clients);
     Ok((
         fed,
         Stats {
@@ -172,8 +179,11 @@ pub fn print_stats(fed: &FedData, stats: &Stats) {
     let mean = sizes.iter().sum::<usize>() as f64 / sizes.len().max(1) as f64;
     let mut classes = [false; 256];
     fed.train.y.iter().for_each(|&c| classes[c as usize] = true);
+    let mut counts = [0usize; 256];
+    fed.test.y.iter().for_each(|&c| counts[c as usize] += 1);
+    let unigram = 100.0 * *counts.iter().max().unwrap_or(&0) as f64 / fed.test.len().max(1) as f64;
     eprintln!(
-        "{}: {} users in total, {} eligible, {} selected; train samples per user min {} mean {:.0} max {}; {} test samples; {} distinct next characters of {}",
+        "{}: {} users in total, {} eligible, {} selected; train samples per user min {} mean {:.0} max {}; {} test samples; {} distinct next characters of {}; unigram baseline (always the most frequent character) {:.1}% test accuracy",
         fed.name,
         stats.users_total,
         stats.users_eligible,
@@ -183,7 +193,8 @@ pub fn print_stats(fed: &FedData, stats: &Stats) {
         sizes.iter().max().unwrap_or(&0),
         fed.test.len(),
         classes.iter().filter(|&&b| b).count(),
-        VOCAB
+        VOCAB,
+        unigram
     );
 }
 

@@ -652,9 +652,6 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
                 summary.elapsed_s = elapsed0 + t0.elapsed().as_secs_f64();
                 summary.write(&dir)?;
                 eprintln!("diverged: {msg}");
-                if spec.run.stop_on_divergence {
-                    return Ok(summary);
-                }
                 return Ok(summary);
             }
         };
