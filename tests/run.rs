@@ -439,18 +439,23 @@ fn bad_inputs_give_named_errors_and_write_nothing() {
     assert!(err.contains("train.json") && err.contains("LEAF"), "{err}");
     assert!(!d.path().join("out").exists());
     // an output folder that is not writable
+    let good = d.path().join("cifar-good");
+    std::fs::create_dir_all(&good).unwrap();
+    write_mini_cifar(&good, 20);
     let ro = d.path().join("ro");
     std::fs::write(&ro, "a file, not a folder").unwrap();
     let o = bin()
         .args(["--quiet", "--config"])
         .arg(&cfg)
         .arg("--data-dir")
-        .arg(d.path().join("cifar2"))
+        .arg(&good)
         .arg("--out")
         .arg(&ro)
         .output()
         .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
+    assert!(err.contains("cannot create output folder") && err.contains("ro"), "{err}");
 }
 
 #[test]
