@@ -455,7 +455,10 @@ fn bad_inputs_give_named_errors_and_write_nothing() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
-    assert!(err.contains("cannot create output folder") && err.contains("ro"), "{err}");
+    assert!(
+        err.contains("cannot create output folder") && err.contains("ro"),
+        "{err}"
+    );
 }
 
 #[test]

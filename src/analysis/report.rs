@@ -102,9 +102,8 @@ pub fn report(runs: Vec<Run>, o: &ReportOptions) -> Result<String> {
             out.push_str(&format!("| {} |\n", r.join(" | ")));
         }
         out.push_str(&format!(
-            "\nEMA: s_t = {b}·s_(t−1) + {c}·a_t{d}, over the evaluated rounds of `{m}`; rounds→T counts rounds until the EMA first reaches T (`R+`: not reached in R rounds).\n",
+            "\nEMA: s_t = β·s_(t−1) + (1−β)·a_t with β = {b}{d}, over the evaluated rounds of `{m}`; rounds→T counts rounds until the EMA first reaches T (`R+`: not reached in R rounds).\n",
             b = o.ema_beta,
-            c = 1.0 - o.ema_beta,
             d = if o.debias { ", de-biased by 1 − β^(t+1)" } else { " with s_(−1) = 0" },
             m = o.metric
         ));

@@ -135,6 +135,23 @@ pub fn group(runs: Vec<Run>) -> Vec<Group> {
         }
     }
     let differing = differing_keys(&groups);
+    // order by the differing keys' values, numerically where they are numbers
+    groups.sort_by(|a, b| {
+        for k in &differing {
+            let (x, y) = (a.keys.get(k), b.keys.get(k));
+            let o = match (
+                x.and_then(|v| v.parse::<f64>().ok()),
+                y.and_then(|v| v.parse::<f64>().ok()),
+            ) {
+                (Some(p), Some(q)) => p.total_cmp(&q),
+                _ => x.cmp(&y),
+            };
+            if o != std::cmp::Ordering::Equal {
+                return o;
+            }
+        }
+        std::cmp::Ordering::Equal
+    });
     for g in &mut groups {
         g.label = if differing.is_empty() {
             g.keys.get("fl.algorithm").cloned().unwrap_or_default()
