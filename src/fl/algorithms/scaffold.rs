@@ -5,14 +5,13 @@
 //! - after K local steps at rate l_t: `c_i ← c_i − c − Δ_i/(K·l_t)`;
 //! - server as FedAvg.
 
+use super::FedAvg;
 use crate::error::Result;
-use crate::fl::algorithm::{
-    Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, axpy, take_state,
-};
+use crate::fl::algorithm::{Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, take_state};
 
 pub struct Scaffold {
     dim: usize,
-    eta: f64,
+    server: FedAvg,
     weights: Vec<f64>,
     /// c_i, allocated when client i first trains (None = 0).
     ci: Vec<Option<Vec<f32>>>,
@@ -24,7 +23,7 @@ impl Scaffold {
         let total: usize = client_sizes.iter().sum();
         Scaffold {
             dim,
-            eta,
+            server: FedAvg::new(eta),
             weights: client_sizes
                 .iter()
                 .map(|&n| n as f64 / total as f64)
@@ -80,14 +79,14 @@ impl Algorithm for Scaffold {
 
     fn server_update(
         &mut self,
-        _info: &RoundInfo,
+        info: &RoundInfo,
         global: &mut [f32],
         agg: &Aggregate,
     ) -> ServerLog {
-        axpy(global, self.eta, &agg.mean_delta);
+        let log = self.server.server_update(info, global, agg);
         ServerLog {
-            server_lr: self.eta,
             state_norm: Some(crate::fl::step::global_norm(&self.c)),
+            ..log
         }
     }
 
