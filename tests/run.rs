@@ -544,3 +544,15 @@ fn client_parallel_training_gives_the_sequential_csv() {
     }
     assert_eq!(csvs[0], csvs[1]);
 }
+
+#[test]
+fn quickstart_runs_from_any_directory_with_the_embedded_plays() {
+    let d = TempDir::new("anywhere");
+    let o = bin()
+        .current_dir(d.path())
+        .args(["--quiet", "--set", "fl.rounds=1", "--set", "local.steps=1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(d.path().join("results/quickstart/rounds.csv").exists());
+}

@@ -264,7 +264,7 @@ impl Spec {
             return PathBuf::from(&self.data.path);
         }
         match self.data.dataset.as_str() {
-            "shakespeare" => PathBuf::from("data/shakespeare/plays.tar.gz"),
+            "shakespeare" => PathBuf::from(crate::data::shakespeare::DEFAULT_PLAYS),
             other => PathBuf::from("data").join(other),
         }
     }

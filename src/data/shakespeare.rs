@@ -214,7 +214,15 @@ pub fn from_plays(spec: &Spec, path: &Path) -> Result<FedData> {
     Ok(fed)
 }
 
+/// The shipped plays, built into the binary so that the quickstart runs from any directory.
+pub static EMBEDDED_PLAYS: &[u8] = include_bytes!("../../data/shakespeare/plays.tar.gz");
+/// The default location of the plays; when no file is there, the embedded copy is used.
+pub const DEFAULT_PLAYS: &str = "data/shakespeare/plays.tar.gz";
+
 fn read_play_files(path: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    if path == Path::new(DEFAULT_PLAYS) && !path.exists() {
+        return super::tar::read_archive_bytes(EMBEDDED_PLAYS, "the embedded plays");
+    }
     if path.is_dir() {
         let mut out = Vec::new();
         let rd = std::fs::read_dir(path)

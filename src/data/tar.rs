@@ -8,16 +8,21 @@ use std::path::Path;
 pub fn read_archive(path: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     let raw = std::fs::read(path)
         .map_err(|e| Error::Data(format!("cannot read archive {}: {e}", path.display())))?;
-    let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
+    read_archive_bytes(&raw, &path.display().to_string())
+}
+
+/// The same from bytes in memory; `origin` names them in errors.
+pub fn read_archive_bytes(raw: &[u8], origin: &str) -> Result<Vec<(String, Vec<u8>)>> {
+    if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&raw[..])
+        flate2::read::GzDecoder::new(raw)
             .read_to_end(&mut out)
-            .map_err(|e| Error::Data(format!("{}: corrupt gzip data: {e}", path.display())))?;
-        out
+            .map_err(|e| Error::Data(format!("{origin}: corrupt gzip data: {e}")))?;
+        parse(&out)
     } else {
-        raw
-    };
-    parse(&bytes).map_err(|m| Error::Data(format!("{}: {m}", path.display())))
+        parse(raw)
+    }
+    .map_err(|m| Error::Data(format!("{origin}: {m}")))
 }
 
 fn field(h: &[u8]) -> String {
