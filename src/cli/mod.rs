@@ -16,7 +16,7 @@ pub const QUICKSTART: &str = include_str!("../../configs/quickstart.toml");
 #[command(
     name = "fedrun",
     version,
-    about = "Federated-learning experiments (FedNAR, FedACG, Fed-LAMB and their baselines) on burn",
+    about = "Federated-learning experiments on burn: FedAvg, FedProx, SCAFFOLD, FedExP, FedAdam/FedAdagrad/FedYogi and FedAvgM, each with or without FedNAR",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -84,6 +84,7 @@ pub struct SweepArgs {
     /// Sweep folder; every point writes OUT/<name>/. Default: results/sweep_<run.name>.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Data directory for every point (overrides data.path).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Stop launching points after one diverges (default: carry on and record it).
