@@ -186,8 +186,13 @@ where
             format!("{v}")
         }
     };
+    // no more ticks than distinct x values (no half rounds)
+    let mut xs: Vec<f64> = all_x.clone();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
     chart
         .configure_mesh()
+        .x_labels(xs.len().clamp(2, 10))
         .x_desc(xlabel)
         .y_desc(ylabel)
         .x_label_formatter(&xfmt)
