@@ -4,7 +4,7 @@ mod common;
 
 use fedrun::config::Spec;
 use fedrun::data;
-use fedrun::fl::algorithm::{Aggregate, Algorithm, ClientInfo, RoundInfo};
+use fedrun::fl::algorithm::{Aggregate, Algorithm, RoundInfo};
 use fedrun::fl::algorithms::{self, AdaptiveServer, FedExP, Rule, Scaffold};
 use fedrun::fl::client::LocalStats;
 use fedrun::fl::engine::{Experiment, LocalTrainer, RoundConfig, run_round};
@@ -478,9 +478,4 @@ fn clip_statistics_count_clipped_steps() {
     let s = opt.step(1.0, &mut x, &mut g);
     assert!(s.clipped && (s.pre_clip_norm - 5.0).abs() < 1e-9);
     assert!((global_norm(&x) - 1.0).abs() < 1e-5);
-    let _ = ClientInfo {
-        steps: 1,
-        lr: 1.0,
-        samples: 1,
-    };
 }

@@ -437,8 +437,12 @@ pub fn run_round(
             format!("the global model became non-finite in round {t}"),
         ));
     }
-    let d: Vec<f32> = global.iter().zip(&before).map(|(a, b)| a - b).collect();
-    st.update_norm = global_norm(&d);
+    st.update_norm = global
+        .iter()
+        .zip(&before)
+        .map(|(a, b)| ((a - b) as f64).powi(2))
+        .sum::<f64>()
+        .sqrt();
     Ok(st)
 }
 
