@@ -55,15 +55,6 @@ impl Rng {
         Rng::from_seed(acc)
     }
 
-    /// The internal state, for checkpoints.
-    pub fn state(&self) -> [u64; 4] {
-        self.s
-    }
-
-    pub fn from_state(s: [u64; 4]) -> Self {
-        Rng { s }
-    }
-
     pub fn next_u64(&mut self) -> u64 {
         let result = (self.s[0].wrapping_add(self.s[3]))
             .rotate_left(23)

@@ -69,18 +69,18 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let mut rounds = Vec::new();
     for r in 0..a.rounds {
         let t0 = Instant::now();
-        let row = ex.round(r).map_err(|(_, _, m)| Error::Run(m))?;
+        let st = ex.round_stats(r).map_err(|(_, _, m)| Error::Run(m))?;
         let train_s = t0.elapsed().as_secs_f64();
         let evaluate = !a.no_eval && ((r + 1) % spec.fl.eval_every == 0 || r + 1 == a.rounds);
         let t1 = Instant::now();
         let acc = evaluate.then(|| ex.evaluate().0);
         let eval_s = t1.elapsed().as_secs_f64();
-        let imgs = images_of_round(&ex, r);
+        let imgs = st.samples;
         let rec = serde_json::json!({
             "round": r,
-            "lr": row.lr,
+            "lr": ex.lr(r),
             "test_acc": acc,
-            "train_loss": row.train_loss,
+            "train_loss": st.loss_sum / st.steps.max(1) as f64,
             "round_s": t0.elapsed().as_secs_f64(),
             "train_s": train_s,
             "eval_s": eval_s,
@@ -105,31 +105,4 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         })
     );
     Ok(())
-}
-
-/// Training images processed in round r (clients × steps × batch, short batches counted).
-fn images_of_round(ex: &Experiment, r: usize) -> usize {
-    let spec = &ex.spec;
-    let sampled = crate::fl::engine::sample_clients(
-        spec.run.seed,
-        r,
-        ex.data.clients.len(),
-        spec.fl.clients_per_round,
-    );
-    sampled
-        .iter()
-        .map(|&c| {
-            let n = ex.data.clients[c].len();
-            let k = crate::fl::client::local_steps(
-                spec.local.steps,
-                spec.local.epochs,
-                spec.local.batch_size,
-                n,
-            );
-            // k batches over reshuffled passes: full passes of n, then the rest
-            let full = k / n.div_ceil(spec.local.batch_size);
-            let rest = k % n.div_ceil(spec.local.batch_size);
-            full * n + (rest * spec.local.batch_size).min(n)
-        })
-        .sum()
 }

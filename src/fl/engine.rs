@@ -190,8 +190,26 @@ impl Experiment {
         self.spec.local.lr * self.spec.local.lr_decay.powi(t as i32 + 1)
     }
 
-    /// Run round t; returns the row (without evaluation fields) or the divergence.
+    /// Run round t; returns the CSV row (without evaluation fields) or the divergence.
     pub fn round(&mut self, t: usize) -> std::result::Result<Row, Divergence> {
+        let st = self.round_stats(t)?;
+        Ok(Row {
+            round: t,
+            test_acc: f64::NAN,
+            test_loss: f64::NAN,
+            train_loss: st.loss_sum / st.steps.max(1) as f64,
+            lr: self.lr(t),
+            clipped_steps: st.clipped,
+            mean_clip_norm: st.clip_norm_sum / st.steps.max(1) as f64,
+            update_norm: st.update_norm,
+            server_lr: st.server.server_lr,
+            server_state_norm: st.server.state_norm,
+            elapsed_s: 0.0,
+        })
+    }
+
+    /// Run round t; returns the round's raw statistics or the divergence.
+    pub fn round_stats(&mut self, t: usize) -> std::result::Result<RoundStats, Divergence> {
         let lr = self.lr(t);
         let sizes = self.data.client_sizes();
         let mut client = BurnClients {
@@ -206,27 +224,14 @@ impl Experiment {
             clients_per_round: self.spec.fl.clients_per_round,
             lr,
         };
-        let st = run_round(
+        run_round(
             t,
             &cfg,
             &sizes,
             &mut self.global,
             self.alg.as_mut(),
             &mut client,
-        )?;
-        Ok(Row {
-            round: t,
-            test_acc: f64::NAN,
-            test_loss: f64::NAN,
-            train_loss: st.loss_sum / st.steps.max(1) as f64,
-            lr,
-            clipped_steps: st.clipped,
-            mean_clip_norm: st.clip_norm_sum / st.steps.max(1) as f64,
-            update_norm: st.update_norm,
-            server_lr: st.server.server_lr,
-            server_state_norm: st.server.state_norm,
-            elapsed_s: 0.0,
-        })
+        )
     }
 
     /// Evaluate the algorithm's evaluation model on the test split.
@@ -354,6 +359,8 @@ pub struct RoundStats {
     pub steps: usize,
     pub clipped: usize,
     pub clip_norm_sum: f64,
+    /// Training samples processed (short batches counted as they are).
+    pub samples: usize,
     pub update_norm: f64,
     pub server: ServerLog,
 }
@@ -421,6 +428,7 @@ pub fn run_round(
             st.steps += ls.steps;
             st.clipped += ls.clipped;
             st.clip_norm_sum += ls.clip_norm_sum;
+            st.samples += ls.samples;
         }
     }
     let agg = Aggregate {
@@ -639,7 +647,21 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
         checkpoint::write(&ckpt_path, &header, &vectors)
     };
     for t in start..stop_at {
-        let mut row = match ex.round(t) {
+        let is_last = t + 1 == rounds;
+        let evaluate = (t + 1) % spec.fl.eval_every == 0 || is_last;
+        // A non-finite loss in training or evaluation ends the run the same way.
+        let outcome = ex.round(t).and_then(|row| {
+            if !evaluate {
+                return Ok((row, None));
+            }
+            let (acc, loss) = ex.evaluate();
+            if loss.is_finite() {
+                Ok((row, Some((acc, loss))))
+            } else {
+                Err((t, None, format!("non-finite test loss in round {t}")))
+            }
+        });
+        let (mut row, eval) = match outcome {
             Ok(r) => r,
             Err((round, client, msg)) => {
                 if let Some(b) = &bar {
@@ -653,6 +675,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
                 summary.best_test_acc = best.map(|b| b.0);
                 summary.best_round = best.map(|b| b.1);
                 summary.final_test_acc = last.map(|l| l.0);
+                summary.final_test_loss = last.map(|l| l.1);
                 summary.elapsed_s = elapsed0 + t0.elapsed().as_secs_f64();
                 summary.write(&dir)?;
                 eprintln!("diverged: {msg}");
@@ -660,16 +683,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
             }
         };
         done = t + 1;
-        let is_last = t + 1 == rounds;
-        if (t + 1) % spec.fl.eval_every == 0 || is_last {
-            let (acc, loss) = ex.evaluate();
-            if !loss.is_finite() {
-                summary.status = "diverged".into();
-                summary.diverged_round = Some(t);
-                summary.message = format!("non-finite test loss in round {t}");
-                summary.write(&dir)?;
-                return Ok(summary);
-            }
+        if let Some((acc, loss)) = eval {
             row.test_acc = acc;
             row.test_loss = loss;
             row.elapsed_s = elapsed0 + t0.elapsed().as_secs_f64();

@@ -108,6 +108,11 @@ pub struct SweepOptions {
 /// Validate every point first (so a typo fails before anything runs), then run them.
 pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)>> {
     let points = expand(&o.axes);
+    let text = match &o.config {
+        Some(c) => std::fs::read_to_string(c)
+            .map_err(|e| Error::io(format!("cannot read config {}", c.display()), e))?,
+        None => crate::cli::QUICKSTART.to_string(),
+    };
     let mut named = Vec::new();
     for p in &points {
         let name = p.name(&base.run.name);
@@ -115,11 +120,6 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
         sets.extend(p.sets());
         sets.push(format!("run.name={name}"));
         // validate now: an unknown key or bad value stops the sweep before any run
-        let text = o
-            .config
-            .as_ref()
-            .map(|c| std::fs::read_to_string(c).unwrap_or_default())
-            .unwrap_or_else(|| crate::cli::QUICKSTART.to_string());
         Spec::from_str_with(&text, "sweep point", &sets)?;
         named.push((p.clone(), name, sets));
     }

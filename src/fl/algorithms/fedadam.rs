@@ -60,10 +60,6 @@ impl AdaptiveServer {
             u: vec![0.0; dim],
         }
     }
-
-    pub fn moments(&self) -> (&[f32], &[f32]) {
-        (&self.m, &self.v)
-    }
 }
 
 #[allow(clippy::needless_range_loop)]
