@@ -154,8 +154,9 @@ fn parameter_counts_of_the_models() {
             .unwrap()
             .model
     };
-    let count =
-        |kind: &str, shape| Layout::of(&Model::build(&spec(kind), shape, &dev).unwrap()).total;
+    let count = |kind: &str, shape| {
+        Layout::of(&Model::build(&spec(kind), shape, Default::default(), &dev).unwrap()).total
+    };
     assert_eq!(count("cnn", img), 744_330);
     assert_eq!(count("resnet18", img), 11_173_962);
     assert_eq!(count("transformer", chars), 1_220_432);
@@ -193,6 +194,7 @@ fn transformer_layers_start_identical_when_asked() {
             side: 0,
             classes: 80,
         },
+        Default::default(),
         &dev,
     )
     .unwrap();
@@ -555,4 +557,50 @@ fn quickstart_runs_from_any_directory_with_the_embedded_plays() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(d.path().join("results/quickstart/rounds.csv").exists());
+}
+
+#[test]
+fn fedrun_kernels_and_burn_ops_learn_alike() {
+    // 3 rounds of the FedExP CNN with fedrun's kernels and with burn's reference ops: the
+    // same run up to float rounding, so the test accuracies agree within 0.5 points.
+    let d = TempDir::new("kernels");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(
+        &cfg,
+        synthetic_spec("")
+            .replace("kind = \"tiny-cnn\"", "kind = \"cnn\"")
+            .replace("rounds = 2", "rounds = 3")
+            .replace("synthetic_train = 24", "synthetic_train = 200")
+            .replace("synthetic_test = 40", "synthetic_test = 1000")
+            .replace("steps = 3", "steps = 10")
+            .replace("clients_per_round = 2", "clients_per_round = 4")
+            .replace("augmentation = \"batch\"", "augmentation = \"none\"")
+            .replace("weight_decay = 0.01", "weight_decay = 0.0"),
+    )
+    .unwrap();
+    let mut acc = Vec::new();
+    for kernels in ["fedrun", "burn"] {
+        let out = d.path().join(kernels);
+        let st = bin()
+            .args(["--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .args(["--set", &format!("run.kernels=\"{kernels}\"")])
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        let csv = std::fs::read_to_string(out.join("t/rounds.csv")).unwrap();
+        let last = csv.lines().last().unwrap().to_string();
+        acc.push(last.split(',').nth(1).unwrap().parse::<f64>().unwrap());
+    }
+    assert!(
+        acc[0] > 20.0,
+        "the CNN must learn the synthetic classes: {acc:?}"
+    );
+    assert!((acc[0] - acc[1]).abs() <= 0.5, "test accuracy {acc:?}");
 }

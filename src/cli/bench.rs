@@ -13,7 +13,8 @@ use crate::fl::engine::Experiment;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// w1-cnn | w1-resnet | w2
+    /// w1-cnn | w1-resnet | w2 (rounds) | gemm (the gemm ceiling) | ops (each convolution
+    /// through fedrun's kernels and burn's ops)
     #[arg(long, default_value = "w1-cnn")]
     pub workload: String,
     #[arg(long, default_value_t = 3)]
@@ -24,6 +25,9 @@ pub struct BenchArgs {
     /// Skip the test evaluation.
     #[arg(long)]
     pub no_eval: bool,
+    /// Repetitions per op (`gemm`, `ops`); the median is printed.
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
     /// Extra spec overrides.
     #[arg(long = "set")]
     pub set: Vec<String>,
@@ -40,11 +44,22 @@ pub fn workload(name: &str) -> Result<String> {
         "w1-cnn" => Ok(w1("cnn")),
         "w1-resnet" => Ok(w1("resnet18")),
         "w2" => Ok("[data]\ndataset = \"cifar10\"\npartition = \"iid\"\nnum_clients = 1000\naugmentation = \"none\"\n[model]\nkind = \"cnn\"\n[fl]\nclients_per_round = 50\neval_every = 10\n[local]\nepochs = 1\nbatch_size = 10\nlr = 0.1\nlr_decay = 1.0\nweight_decay = 0.0\nmax_norm = 0.0\n[run]\nname = \"bench\"\n".into()),
-        other => Err(Error::Config(format!("unknown workload \"{other}\"; expected w1-cnn, w1-resnet or w2"))),
+        other => Err(Error::Config(format!("unknown workload \"{other}\"; expected w1-cnn, w1-resnet, w2, gemm or ops"))),
     }
 }
 
 pub fn run(a: &BenchArgs) -> Result<()> {
+    match a.workload.as_str() {
+        "gemm" => {
+            super::bench_ops::gemm(a.reps);
+            return Ok(());
+        }
+        "ops" => {
+            super::bench_ops::ops(a.reps);
+            return Ok(());
+        }
+        _ => {}
+    }
     let text = workload(&a.workload)?;
     let mut set = a.set.clone();
     set.push(format!("fl.rounds={}", a.rounds));

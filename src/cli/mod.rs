@@ -1,6 +1,7 @@
 //! The command line: run an experiment (the default), `check` a spec, `bench` a workload.
 
 mod bench;
+mod bench_ops;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

@@ -200,6 +200,9 @@ pub struct RunSpec {
     pub seed: u64,
     /// `flex` (CPU) | `wgpu` (GPU, cargo feature `wgpu`).
     pub backend: String,
+    /// `fedrun` (fedrun's own CPU kernels for the convolutions on flex; burn's ops elsewhere)
+    /// | `burn` (burn's reference ops everywhere). Results agree to float rounding.
+    pub kernels: String,
     /// Write a checkpoint every this many rounds (and at the end); 0 = only at the end.
     pub checkpoint_every: usize,
     /// Clients trained at once, each on one core; 0 = auto (one per core for small models
@@ -213,6 +216,7 @@ impl Default for RunSpec {
             name: "fedrun".into(),
             seed: 0,
             backend: "flex".into(),
+            kernels: "fedrun".into(),
             checkpoint_every: 10,
             client_workers: 0,
         }

@@ -20,6 +20,7 @@ pub const MODELS: &[&str] = &[
 ];
 pub const HEADS: &[&str] = &["fednar", "global"];
 pub const BACKENDS: &[&str] = &["flex", "wgpu"];
+pub const KERNELS: &[&str] = &["fedrun", "burn"];
 
 fn one_of(key: &str, value: &str, valid: &[&str]) -> Result<()> {
     if valid.contains(&value) {
@@ -132,6 +133,7 @@ pub fn validate(s: &Spec) -> Result<()> {
     non_negative("local.weight_decay", s.local.weight_decay)?;
     non_negative("local.max_norm", s.local.max_norm)?;
     one_of("run.backend", &s.run.backend, BACKENDS)?;
+    one_of("run.kernels", &s.run.kernels, KERNELS)?;
     if s.run.client_workers > 1 && s.model.kind == "transformer" && s.model.dropout > 0.0 {
         return Err(Error::Config(format!(
             "key `run.client_workers` = {}: parallel clients need `model.dropout` = 0 (dropout draws from the backend's global generator, so parallel clients would not be reproducible)",

@@ -16,6 +16,7 @@ use super::step::{LocalOptimizer, global_norm};
 use crate::config::Spec;
 use crate::data::{self, Features, FedData};
 use crate::error::{Error, Result};
+use crate::kernels::Kernels;
 use crate::metrics::csv::{CsvWriter, Row};
 use crate::metrics::eval::Evaluator;
 use crate::metrics::summary::Summary;
@@ -137,7 +138,8 @@ impl Experiment {
     pub fn new(spec: &Spec, data: FedData) -> Result<Experiment> {
         let (device, eval_device) = devices(&spec.run.backend)?;
         let shape = shape_of(&data);
-        let model = Model::build(&spec.model, shape, &device)?;
+        let kernels = Kernels::parse(&spec.run.kernels).expect("validated");
+        let model = Model::build(&spec.model, shape, kernels, &device)?;
         let layout = Layout::of(&model);
         let mut init_rng = Rng::derive(spec.run.seed, Stream::Init, &[]);
         let global = init::init_flat(&layout, &mut init_rng, spec.model.identical_layers);
@@ -151,7 +153,7 @@ impl Experiment {
             LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar),
         )];
         for _ in 1..workers {
-            let m = write_params(Model::build(&spec.model, shape, &device)?, &global);
+            let m = write_params(Model::build(&spec.model, shape, kernels, &device)?, &global);
             trainers.push(Trainer::new(
                 m,
                 device.clone(),
@@ -171,7 +173,7 @@ impl Experiment {
         } else {
             Vec::new()
         };
-        let eval_model = Model::build(&spec.model, shape, &eval_device)?;
+        let eval_model = Model::build(&spec.model, shape, kernels, &eval_device)?;
         Ok(Experiment {
             spec: spec.clone(),
             trainers,

@@ -7,6 +7,8 @@ use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use crate::kernels::{Kernels, conv2d, max_pool2d};
+
 /// conv5×5 c1 → ReLU → maxpool2 → conv5×5 c2 → ReLU → maxpool2 → fc … → classes.
 #[derive(Module, Debug)]
 pub struct Cnn {
@@ -14,10 +16,19 @@ pub struct Cnn {
     conv2: Conv2d,
     pool: MaxPool2d,
     fcs: Vec<Linear>,
+    #[module(skip)]
+    kernels: Kernels,
 }
 
 impl Cnn {
-    fn with(c1: usize, c2: usize, hidden: &[usize], classes: usize, device: &Device) -> Self {
+    fn with(
+        c1: usize,
+        c2: usize,
+        hidden: &[usize],
+        classes: usize,
+        kernels: Kernels,
+        device: &Device,
+    ) -> Self {
         let mut dims = vec![c2 * 5 * 5];
         dims.extend_from_slice(hidden);
         dims.push(classes);
@@ -29,22 +40,24 @@ impl Cnn {
                 .windows(2)
                 .map(|w| LinearConfig::new(w[0], w[1]).init(device))
                 .collect(),
+            kernels,
         }
     }
 
     /// The FedExP CNN: 32 and 64 channels, 1600 → 384 → 192 → classes (744,330 parameters).
-    pub fn fedexp(classes: usize, device: &Device) -> Self {
-        Self::with(32, 64, &[384, 192], classes, device)
+    pub fn fedexp(classes: usize, kernels: Kernels, device: &Device) -> Self {
+        Self::with(32, 64, &[384, 192], classes, kernels, device)
     }
 
     /// A small CNN of the same shape for tests and smoke runs.
-    pub fn tiny(classes: usize, device: &Device) -> Self {
-        Self::with(4, 8, &[32], classes, device)
+    pub fn tiny(classes: usize, kernels: Kernels, device: &Device) -> Self {
+        Self::with(4, 8, &[32], classes, kernels, device)
     }
 
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        let x = self.pool.forward(relu(self.conv1.forward(x)));
-        let x = self.pool.forward(relu(self.conv2.forward(x)));
+        let k = self.kernels;
+        let x = max_pool2d(&self.pool, relu(conv2d(&self.conv1, x, k)), k);
+        let x = max_pool2d(&self.pool, relu(conv2d(&self.conv2, x, k)), k);
         let mut h: Tensor<2> = x.flatten(1, 3);
         let last = self.fcs.len() - 1;
         for (i, fc) in self.fcs.iter().enumerate() {

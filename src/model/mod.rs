@@ -16,6 +16,7 @@ use burn::tensor::{Device, Tensor};
 use crate::config::ModelSpec;
 use crate::data::Input;
 use crate::error::{Error, Result};
+use crate::kernels::Kernels;
 
 #[derive(Module, Debug)]
 pub enum Model {
@@ -37,7 +38,13 @@ pub struct Shape {
 }
 
 impl Model {
-    pub fn build(spec: &ModelSpec, shape: Shape, device: &Device) -> Result<Model> {
+    /// The model of `spec` for data of `shape`, its hot ops run by `kernels`.
+    pub fn build(
+        spec: &ModelSpec,
+        shape: Shape,
+        kernels: Kernels,
+        device: &Device,
+    ) -> Result<Model> {
         let image = |name: &str| -> Result<()> {
             if shape.side != 32 || shape.channels != 3 {
                 return Err(Error::Config(format!(
@@ -58,11 +65,11 @@ impl Model {
         Ok(match spec.kind.as_str() {
             "cnn" => {
                 image("cnn")?;
-                Model::Cnn(cnn::Cnn::fedexp(shape.classes, device))
+                Model::Cnn(cnn::Cnn::fedexp(shape.classes, kernels, device))
             }
             "tiny-cnn" => {
                 image("tiny-cnn")?;
-                Model::Cnn(cnn::Cnn::tiny(shape.classes, device))
+                Model::Cnn(cnn::Cnn::tiny(shape.classes, kernels, device))
             }
             "linear" => Model::Linear(
                 burn::nn::LinearConfig::new(
@@ -82,6 +89,7 @@ impl Model {
                 Model::ResNet(resnet::ResNet18::new(
                     shape.classes,
                     spec.head == "fednar",
+                    kernels,
                     device,
                 ))
             }

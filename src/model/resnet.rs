@@ -10,6 +10,8 @@ use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use crate::kernels::{Kernels, conv2d};
+
 pub const GROUPS: usize = 2;
 
 fn conv3x3(cin: usize, cout: usize, stride: usize, device: &Device) -> Conv2d {
@@ -53,13 +55,13 @@ impl Block {
         }
     }
 
-    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+    fn forward(&self, x: Tensor<4>, k: Kernels) -> Tensor<4> {
         let idt = match &self.shortcut {
-            Some((c, n)) => n.forward(c.forward(x.clone())),
+            Some((c, n)) => n.forward(conv2d(c, x.clone(), k)),
             None => x.clone(),
         };
-        let y = relu(self.gn1.forward(self.conv1.forward(x)));
-        let y = self.gn2.forward(self.conv2.forward(y));
+        let y = relu(self.gn1.forward(conv2d(&self.conv1, x, k)));
+        let y = self.gn2.forward(conv2d(&self.conv2, y, k));
         relu(y + idt)
     }
 }
@@ -79,10 +81,12 @@ pub struct ResNet18 {
     blocks: Vec<Block>,
     head: Head,
     fc: Linear,
+    #[module(skip)]
+    kernels: Kernels,
 }
 
 impl ResNet18 {
-    pub fn new(classes: usize, fednar_head: bool, device: &Device) -> Self {
+    pub fn new(classes: usize, fednar_head: bool, kernels: Kernels, device: &Device) -> Self {
         let mut blocks = Vec::new();
         let mut cin = 64;
         for (i, &w) in [64usize, 128, 256, 512].iter().enumerate() {
@@ -101,13 +105,15 @@ impl ResNet18 {
             blocks,
             head,
             fc: LinearConfig::new(512, classes).init(device),
+            kernels,
         }
     }
 
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        let mut x = relu(self.stem_gn.forward(self.stem.forward(x)));
+        let k = self.kernels;
+        let mut x = relu(self.stem_gn.forward(conv2d(&self.stem, x, k)));
         for b in &self.blocks {
-            x = b.forward(x);
+            x = b.forward(x, k);
         }
         let x = match &self.head {
             Head::FedNar(p) => p.forward(x),

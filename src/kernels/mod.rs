@@ -1,0 +1,93 @@
+//! fedrun's own CPU kernels for the hot ops, plugged into burn as a backend extension
+//! ([`ext`]) for the flex backend, with their own backward under autodiff. The models keep
+//! burn's modules (parameters, records and the flat layout are unchanged) and call
+//! [`conv2d`] in their forward; on any other backend, or with `run.kernels = "burn"`, the
+//! call is burn's own op.
+
+pub mod conv;
+mod ext;
+pub mod gemm;
+pub mod pool;
+
+use burn::backend::{DispatchDevice, ops::ConvOptions};
+use burn::nn::PaddingConfig2d;
+use burn::nn::conv::Conv2d;
+use burn::nn::pool::MaxPool2d;
+use burn::tensor::{Device, Tensor};
+
+use ext::CpuKernels;
+
+/// Which implementation runs the hot ops (`run.kernels`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Kernels {
+    /// fedrun's kernels on flex (burn's ops on other backends).
+    #[default]
+    Fedrun,
+    /// burn's reference ops everywhere.
+    Burn,
+}
+
+impl Kernels {
+    pub fn parse(name: &str) -> Option<Kernels> {
+        match name {
+            "fedrun" => Some(Kernels::Fedrun),
+            "burn" => Some(Kernels::Burn),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `device` is flex, with or without autodiff.
+pub fn is_flex(device: &Device) -> bool {
+    match device.as_dispatch() {
+        DispatchDevice::Flex(_) => true,
+        DispatchDevice::Autodiff(inner) => matches!(**inner, DispatchDevice::Flex(_)),
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
+
+/// The options of `conv` on an input of spatial size `[h, w]` if fedrun's kernel covers it
+/// (groups 1, dilation 1, symmetric padding per axis).
+fn options(conv: &Conv2d) -> Option<ConvOptions<2>> {
+    let (ph, pw) = match conv.padding {
+        PaddingConfig2d::Valid => (0, 0),
+        PaddingConfig2d::Explicit(t, l, b, r) if t == b && l == r => (t, l),
+        _ => return None,
+    };
+    (conv.groups == 1 && conv.dilation == [1, 1])
+        .then(|| ConvOptions::new(conv.stride, [ph, pw], [1, 1], 1))
+}
+
+/// `conv.forward(x)`, on fedrun's kernel where it applies.
+pub fn conv2d(conv: &Conv2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
+    let o = match options(conv) {
+        Some(o) if kernels == Kernels::Fedrun && is_flex(&x.device()) => o,
+        _ => return conv.forward(x),
+    };
+    type D = burn::backend::Dispatch;
+    let (x, w) = (x.into_dispatch(), conv.weight.val().into_dispatch());
+    let y = match &conv.bias {
+        Some(b) => <D as CpuKernels>::fr_conv2d_bias(x, w, b.val().into_dispatch(), o),
+        None => <D as CpuKernels>::fr_conv2d(x, w, o),
+    };
+    Tensor::from_dispatch(y)
+}
+
+/// `pool.forward(x)`, on fedrun's kernel where it applies (no padding, dilation 1, floor mode).
+pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
+    let plain = matches!(
+        pool.padding,
+        PaddingConfig2d::Valid | PaddingConfig2d::Explicit(0, 0, 0, 0)
+    ) && pool.dilation == [1, 1]
+        && !pool.ceil_mode;
+    if !(plain && kernels == Kernels::Fedrun && is_flex(&x.device())) {
+        return pool.forward(x);
+    }
+    let y = <burn::backend::Dispatch as CpuKernels>::fr_max_pool2d(
+        x.into_dispatch(),
+        pool.kernel_size,
+        pool.stride,
+    );
+    Tensor::from_dispatch(y)
+}

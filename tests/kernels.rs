@@ -1,0 +1,243 @@
+//! fedrun's kernels against burn's reference ops: forward values and the gradients of x, w and
+//! b, over a table of shapes (kernel 1/3/5, stride 1/2, padding 0/1/2, batch 1 and 50, channel
+//! counts that are not multiples of the vector width, non-contiguous inputs).
+
+use burn::nn::PaddingConfig2d;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::tensor::{Device, Distribution, Tensor};
+use fedrun::kernels::{Kernels, conv2d};
+
+/// max |a − b| / max |b|.
+fn rel_err(a: Tensor<4>, b: Tensor<4>) -> f32 {
+    let a = a.into_data().try_to_vec::<f32>().unwrap();
+    let b = b.into_data().try_to_vec::<f32>().unwrap();
+    assert_eq!(a.len(), b.len());
+    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
+    let diff = a
+        .iter()
+        .zip(&b)
+        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+    diff / scale
+}
+
+fn flat<const D: usize>(t: Tensor<D>) -> Tensor<4> {
+    let n = t.shape().num_elements();
+    t.reshape([1, 1, 1, n])
+}
+
+struct Case {
+    n: usize,
+    cin: usize,
+    cout: usize,
+    hw: [usize; 2],
+    k: usize,
+    stride: usize,
+    pad: usize,
+    bias: bool,
+    /// Feed a transposed (strided) view instead of a contiguous tensor.
+    strided: bool,
+}
+
+fn check(c: &Case) {
+    let dev = Device::flex().autodiff();
+    dev.seed(7);
+    let conv: Conv2d = Conv2dConfig::new([c.cin, c.cout], [c.k, c.k])
+        .with_stride([c.stride, c.stride])
+        .with_padding(PaddingConfig2d::Explicit(c.pad, c.pad, c.pad, c.pad))
+        .with_bias(c.bias)
+        .init(&dev);
+    let [h, w] = c.hw;
+    let shape = if c.strided {
+        [c.n, c.cin, w, h]
+    } else {
+        [c.n, c.cin, h, w]
+    };
+    let base = Tensor::<4>::random(shape, Distribution::Normal(0.0, 1.0), &dev);
+    let run = |kernels: Kernels| {
+        let leaf = base.clone().detach().require_grad();
+        let x = if c.strided {
+            leaf.clone().swap_dims(2, 3)
+        } else {
+            leaf.clone()
+        };
+        let y = conv2d(&conv, x, kernels);
+        // a weighted sum, so every output element has its own gradient
+        let r = Tensor::<4>::ones(y.shape(), &dev).cumsum(3).sin();
+        let grads = (y.clone() * r).sum().backward();
+        let dx = leaf.grad(&grads).unwrap();
+        let dw = conv.weight.grad(&grads).unwrap();
+        let db = conv.bias.as_ref().map(|b| b.grad(&grads).unwrap());
+        (y.inner(), dx, dw, db)
+    };
+    let (y0, dx0, dw0, db0) = run(Kernels::Burn);
+    let (y1, dx1, dw1, db1) = run(Kernels::Fedrun);
+    let name = format!(
+        "n{} {}→{} {:?} k{} s{} p{} bias {} strided {}",
+        c.n, c.cin, c.cout, c.hw, c.k, c.stride, c.pad, c.bias, c.strided
+    );
+    assert_eq!(y0.shape(), y1.shape(), "{name}: output shape");
+    let e = [
+        ("y", rel_err(y1, y0)),
+        ("dx", rel_err(dx1, dx0)),
+        ("dw", rel_err(dw1, dw0)),
+        (
+            "db",
+            match (db0, db1) {
+                (Some(a), Some(b)) => rel_err(flat(b), flat(a)),
+                _ => 0.0,
+            },
+        ),
+    ];
+    for (what, err) in e {
+        assert!(err <= 1e-4, "{name}: {what} relative error {err:e}");
+    }
+}
+
+#[test]
+fn conv2d_matches_burn_over_the_shape_table() {
+    let mut n = 0;
+    for &k in &[1usize, 3, 5] {
+        for &stride in &[1usize, 2] {
+            for &pad in &[0usize, 1, 2] {
+                if pad >= k && k > 1 {
+                    continue;
+                }
+                for &(batch, cin, cout) in &[(1usize, 3usize, 5usize), (50, 7, 17)] {
+                    for &(bias, strided) in &[(true, false), (false, true)] {
+                        check(&Case {
+                            n: batch,
+                            cin,
+                            cout,
+                            hw: [11, 9],
+                            k,
+                            stride,
+                            pad,
+                            bias,
+                            strided,
+                        });
+                        n += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(n >= 40, "{n} cases");
+}
+
+#[test]
+fn conv2d_matches_burn_on_the_models_layers() {
+    // The FedExP CNN's two convolutions and ResNet-18's distinct ones (smaller batch).
+    let layers = [
+        (50, 3, 32, [32, 32], 5, 1, 0),
+        (50, 32, 64, [14, 14], 5, 1, 0),
+        (4, 3, 64, [32, 32], 3, 1, 1),
+        (4, 64, 128, [32, 32], 3, 2, 1),
+        (4, 64, 128, [32, 32], 1, 2, 0),
+        (4, 256, 256, [8, 8], 3, 1, 1),
+        (4, 512, 512, [4, 4], 3, 1, 1),
+    ];
+    for (n, cin, cout, hw, k, stride, pad) in layers {
+        check(&Case {
+            n,
+            cin,
+            cout,
+            hw,
+            k,
+            stride,
+            pad,
+            bias: k == 5,
+            strided: false,
+        });
+    }
+}
+
+#[test]
+fn conv2d_is_burns_op_off_flex_and_when_asked() {
+    // `Kernels::Burn` must give burn's result bit for bit.
+    let dev = Device::flex();
+    let conv: Conv2d = Conv2dConfig::new([3, 4], [3, 3]).init(&dev);
+    let x = Tensor::<4>::random([2, 3, 6, 6], Distribution::Normal(0.0, 1.0), &dev);
+    let a = conv2d(&conv, x.clone(), Kernels::Burn).into_data();
+    let b = conv.forward(x).into_data();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn max_pool2d_matches_burn() {
+    use burn::nn::pool::MaxPool2dConfig;
+    use burn::tensor::activation::relu;
+    use fedrun::kernels::max_pool2d;
+    let dev = Device::flex().autodiff();
+    dev.seed(3);
+    for &(n, c, h, w, k, s) in &[
+        (50usize, 32usize, 28usize, 28usize, 2usize, 2usize),
+        (3, 5, 9, 7, 2, 2),
+        (2, 3, 9, 9, 3, 2),
+        (2, 3, 8, 6, 3, 1),
+    ] {
+        let pool = MaxPool2dConfig::new([k, k]).with_strides([s, s]).init();
+        let base = Tensor::<4>::random([n, c, h, w], Distribution::Normal(0.0, 1.0), &dev);
+        // with and without a ReLU in front (ties at zero)
+        for with_relu in [false, true] {
+            let run = |kernels: Kernels| {
+                let leaf = base.clone().detach().require_grad();
+                let x = if with_relu {
+                    relu(leaf.clone())
+                } else {
+                    leaf.clone()
+                };
+                let y = max_pool2d(&pool, x, kernels);
+                let r = Tensor::<4>::ones(y.shape(), &dev).cumsum(3).cos();
+                let grads = (y.clone() * r).sum().backward();
+                (y.inner(), leaf.grad(&grads).unwrap())
+            };
+            let (y0, dx0) = run(Kernels::Burn);
+            let (y1, dx1) = run(Kernels::Fedrun);
+            let what = format!("{n}×{c}×{h}×{w} k{k} s{s} relu {with_relu}");
+            assert_eq!(y0.into_data(), y1.into_data(), "{what}: forward");
+            assert!(rel_err(dx1, dx0) <= 1e-6, "{what}: dx");
+        }
+    }
+}
+
+#[test]
+fn kernels_give_the_same_bits_at_one_and_two_threads() {
+    use fedrun::kernels::conv::{self, Geom};
+    // large enough that gemm and the copy loops run in parallel on two threads
+    let g = Geom {
+        n: 6,
+        cin: 64,
+        h: 16,
+        w: 16,
+        cout: 96,
+        kh: 3,
+        kw: 3,
+        sh: 1,
+        sw: 1,
+        ph: 1,
+        pw: 1,
+    };
+    let v = |n: usize, s: usize| -> Vec<f32> {
+        (0..n)
+            .map(|i| (((i * 7919 + s) % 1000) as f32 - 500.0) / 500.0)
+            .collect()
+    };
+    let x = v(g.n * g.cin * g.h * g.w, 1);
+    let w = v(g.cout * g.cin * 9, 2);
+    let b = v(g.cout, 3);
+    let dy = v(g.n * g.cout * g.oh() * g.ow(), 4);
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            (
+                conv::forward(&g, &x, &w, Some(&b)),
+                conv::input_grad(&g, &w, &dy),
+                conv::weight_grad(&g, &x, &dy),
+            )
+        })
+    };
+    assert!(run(1) == run(2), "results differ between 1 and 2 threads");
+}
