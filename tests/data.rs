@@ -227,3 +227,36 @@ fn real_leaf_sample_parses_when_present() {
     assert_eq!(f.users.len(), 10);
     assert!(f.num_samples.iter().all(|&n| n > 0));
 }
+
+#[test]
+fn leaf_test_file_as_leaf_writes_it_loads() {
+    // LEAF's split_data.py records num_samples before dropping the first 79 test windows of a
+    // Shakespeare user, so its test files list len(x) + 79. Written here as Python's json.dump
+    // writes it.
+    let d = TempDir::new("leafstale");
+    let x = "a".repeat(80);
+    let p = d.path().join("all_data_niid_0_keep_0_test_9.json");
+    std::fs::write(
+        &p,
+        format!(
+            "{{\"users\": [\"THE_TEMPEST_ARIEL\"], \"num_samples\": [81], \"user_data\": {{\"THE_TEMPEST_ARIEL\": {{\"x\": [\"{x}\", \"{x}\"], \"y\": [\"b\", \"c\"]}}}}}}"
+        ),
+    )
+    .unwrap();
+    let f = leaf::read_file(&p).unwrap();
+    assert_eq!(f.user_data["THE_TEMPEST_ARIEL"].x.len(), 2);
+    assert_eq!(f.stale_counts(), (1, 79));
+    // x and y of different lengths are still an error, naming the file and the user
+    std::fs::write(
+        &p,
+        format!(
+            "{{\"users\": [\"U\"], \"num_samples\": [2], \"user_data\": {{\"U\": {{\"x\": [\"{x}\", \"{x}\"], \"y\": [\"b\"]}}}}}}"
+        ),
+    )
+    .unwrap();
+    let e = leaf::read_file(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("test_9.json") && e.contains("\"U\"") && e.contains("2 x and 1 y"),
+        "{e}"
+    );
+}

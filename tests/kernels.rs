@@ -241,3 +241,61 @@ fn kernels_give_the_same_bits_at_one_and_two_threads() {
     };
     assert!(run(1) == run(2), "results differ between 1 and 2 threads");
 }
+
+#[test]
+fn group_norm_matches_burn() {
+    use burn::module::Param;
+    use burn::nn::GroupNormConfig;
+    use burn::tensor::activation::relu;
+    use fedrun::kernels::group_norm;
+    let dev = Device::flex().autodiff();
+    dev.seed(5);
+    for &(n, c, h, w, groups) in &[
+        (50usize, 64usize, 8usize, 8usize, 2usize),
+        (3, 6, 5, 7, 3),
+        (1, 10, 1, 1, 2),
+        (4, 128, 4, 4, 2),
+    ] {
+        let mut gn = GroupNormConfig::new(groups, c).init(&dev);
+        gn.gamma = Some(Param::from_tensor(Tensor::random(
+            [c],
+            Distribution::Normal(1.0, 0.5),
+            &dev,
+        )));
+        gn.beta = Some(Param::from_tensor(Tensor::random(
+            [c],
+            Distribution::Normal(0.0, 0.5),
+            &dev,
+        )));
+        // a shifted, scaled input: the statistics must not lose precision
+        let base = Tensor::<4>::random([n, c, h, w], Distribution::Normal(3.0, 2.0), &dev);
+        for with_relu in [false, true] {
+            let run = |kernels: Kernels| {
+                let leaf = base.clone().detach().require_grad();
+                let y = match kernels {
+                    Kernels::Burn => {
+                        let y = gn.forward(leaf.clone());
+                        if with_relu { relu(y) } else { y }
+                    }
+                    Kernels::Fedrun => group_norm(&gn, leaf.clone(), with_relu, kernels),
+                };
+                let r = Tensor::<4>::ones(y.shape(), &dev).cumsum(3).sin();
+                let grads = (y.clone() * r).sum().backward();
+                let dg = gn.gamma.as_ref().unwrap().grad(&grads).unwrap();
+                let db = gn.beta.as_ref().unwrap().grad(&grads).unwrap();
+                (y.inner(), leaf.grad(&grads).unwrap(), flat(dg), flat(db))
+            };
+            let a = run(Kernels::Burn);
+            let b = run(Kernels::Fedrun);
+            let what = format!("{n}×{c}×{h}×{w} groups {groups} relu {with_relu}");
+            for (name, e) in [
+                ("y", rel_err(b.0, a.0)),
+                ("dx", rel_err(b.1, a.1)),
+                ("dgamma", rel_err(b.2, a.2)),
+                ("dbeta", rel_err(b.3, a.3)),
+            ] {
+                assert!(e <= 1e-4, "{what}: {name} relative error {e:e}");
+            }
+        }
+    }
+}

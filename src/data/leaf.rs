@@ -25,6 +25,30 @@ pub struct LeafFile {
     pub user_data: BTreeMap<String, UserData>,
 }
 
+impl LeafFile {
+    /// Users whose `num_samples` entry differs from the length of their arrays, and the sum of
+    /// `num_samples − len(x)` over them. LEAF's `split_data.py` records a Shakespeare user's
+    /// test count before dropping the first `80 − 1` windows (they overlap the training
+    /// windows), so every test file it writes has `num_samples = len(x) + 79`: fedrun takes the
+    /// arrays as the truth and reports the difference once.
+    pub fn stale_counts(&self) -> (usize, i64) {
+        let mut users = 0;
+        let mut diff = 0i64;
+        for (i, u) in self.users.iter().enumerate() {
+            let len = self.user_data.get(u).map_or(0, |d| d.x.len());
+            let listed = self.num_samples.get(i).copied();
+            if listed != Some(len) {
+                users += 1;
+                diff += listed.unwrap_or(0) as i64 - len as i64;
+            }
+        }
+        (users, diff)
+    }
+}
+
+/// Read and check one LEAF JSON file: every listed user has data, x and y agree in length, x
+/// holds 80-character strings and y single characters. `num_samples` is not checked against
+/// the arrays ([`LeafFile::stale_counts`]).
 pub fn read_file(path: &Path) -> Result<LeafFile> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Data(format!("cannot read LEAF file {}: {e}", path.display())))?;
@@ -34,20 +58,21 @@ pub fn read_file(path: &Path) -> Result<LeafFile> {
             path.display()
         ))
     })?;
-    for (i, u) in f.users.iter().enumerate() {
+    for u in &f.users {
         let d = f.user_data.get(u).ok_or_else(|| {
             Error::Data(format!(
                 "{}: user {u:?} listed but has no user_data",
                 path.display()
             ))
         })?;
-        if d.x.len() != d.y.len() || f.num_samples.get(i) != Some(&d.x.len()) {
+        // `num_samples` may disagree with the arrays (see `LeafFile::stale_counts`); x and y
+        // are the data and must agree with each other.
+        if d.x.len() != d.y.len() {
             return Err(Error::Data(format!(
-                "{}: user {u:?} has {} x, {} y and num_samples {:?}; they must agree",
+                "{}: user {u:?} has {} x and {} y; they must agree",
                 path.display(),
                 d.x.len(),
-                d.y.len(),
-                f.num_samples.get(i)
+                d.y.len()
             )));
         }
         if let Some(bad) = d.x.iter().find(|s| s.chars().count() != SEQ_LEN) {
@@ -107,11 +132,22 @@ fn json_files(dir: &Path, part: &str) -> Result<Vec<PathBuf>> {
 pub fn load(spec: &Spec, dir: &Path) -> Result<FedData> {
     let mut train: BTreeMap<String, UserData> = BTreeMap::new();
     let mut test: BTreeMap<String, UserData> = BTreeMap::new();
-    for p in json_files(dir, "train")? {
-        train.extend(read_file(&p)?.user_data);
+    let (mut stale_users, mut stale_diff, mut users_read) = (0, 0i64, 0);
+    for (part, map) in [("train", &mut train), ("test", &mut test)] {
+        for p in json_files(dir, part)? {
+            let f = read_file(&p)?;
+            let (u, d) = f.stale_counts();
+            stale_users += u;
+            stale_diff += d;
+            users_read += f.users.len();
+            map.extend(f.user_data);
+        }
     }
-    for p in json_files(dir, "test")? {
-        test.extend(read_file(&p)?.user_data);
+    if stale_users > 0 {
+        eprintln!(
+            "note: {stale_users} of {users_read} LEAF user entries in {} list a num_samples that differs from their x/y arrays (by {stale_diff:+} samples in all; LEAF's split_data.py counts test windows before dropping the ones that overlap training); fedrun uses the arrays",
+            dir.display()
+        );
     }
     let d = &spec.data;
     let users: Vec<&String> = train

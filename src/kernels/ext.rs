@@ -13,6 +13,7 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Bytes, DType, Flex, Shape, backend_extension};
 
 use super::conv::{self, Geom};
+use super::norm::{self, Gn};
 use super::pool::{self, Pool};
 
 #[backend_extension(Flex, Autodiff)]
@@ -44,6 +45,25 @@ pub trait CpuKernels: Backend {
         dy: FloatTensor<Self>,
         o: ConvOptions<2>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>);
+    /// `GroupNorm(x)·gamma + beta` over `groups` channel groups, then `max(0, ·)` if `relu`.
+    fn fr_group_norm(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        groups: usize,
+        eps: f64,
+        relu: bool,
+    ) -> FloatTensor<Self>;
+    /// `(dL/dx, dL/dgamma, dL/dbeta)` of [`CpuKernels::fr_group_norm`].
+    fn fr_group_norm_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        groups: usize,
+        eps: f64,
+        relu: bool,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
     /// `max_pool2d(x)` with window `k` and stride `s`, no padding.
     fn fr_max_pool2d(x: FloatTensor<Self>, k: [usize; 2], s: [usize; 2]) -> FloatTensor<Self>;
     /// `dL/dx` of [`CpuKernels::fr_max_pool2d`].
@@ -90,6 +110,27 @@ fn pool_geom(x: &FlexTensor, k: [usize; 2], s: [usize; 2]) -> (Pool, [usize; 2])
         s,
     };
     (p, [xs[0], xs[1]])
+}
+
+fn gn_geom(x: &FlexTensor, groups: usize, eps: f64, relu: bool) -> Gn {
+    let xs = x.layout().shape();
+    Gn {
+        n: xs[0],
+        c: xs[1],
+        hw: xs[2..].iter().product(),
+        groups,
+        eps,
+        relu,
+    }
+}
+
+fn vector(v: Vec<f32>) -> FlexTensor {
+    let n = v.len();
+    FlexTensor::new(
+        Bytes::from_elems(v),
+        Layout::contiguous(Shape::from(vec![n])),
+        DType::F32,
+    )
 }
 
 fn tensor(v: Vec<f32>, shape: [usize; 4]) -> FlexTensor {
@@ -148,6 +189,47 @@ impl CpuKernels for Flex {
         );
         (tensor(dw, [g.cout, g.cin, g.kh, g.kw]), db)
     }
+    fn fr_group_norm(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        beta: FlexTensor,
+        groups: usize,
+        eps: f64,
+        relu: bool,
+    ) -> FlexTensor {
+        let g = gn_geom(&x, groups, eps, relu);
+        let shape = x.layout().shape().clone();
+        let y = with_slice(&x, |xs| {
+            with_slice(&gamma, |ga| {
+                with_slice(&beta, |be| norm::forward(&g, xs, ga, be))
+            })
+        });
+        FlexTensor::new(Bytes::from_elems(y), Layout::contiguous(shape), DType::F32)
+    }
+    fn fr_group_norm_backward(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        beta: FlexTensor,
+        dy: FlexTensor,
+        groups: usize,
+        eps: f64,
+        relu: bool,
+    ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        let g = gn_geom(&x, groups, eps, relu);
+        let shape = x.layout().shape().clone();
+        let (dx, dga, dbe) = with_slice(&x, |xs| {
+            with_slice(&gamma, |ga| {
+                with_slice(&beta, |be| {
+                    with_slice(&dy, |d| norm::backward(&g, xs, ga, be, d))
+                })
+            })
+        });
+        (
+            FlexTensor::new(Bytes::from_elems(dx), Layout::contiguous(shape), DType::F32),
+            vector(dga),
+            vector(dbe),
+        )
+    }
     fn fr_max_pool2d(x: FlexTensor, k: [usize; 2], s: [usize; 2]) -> FlexTensor {
         let (p, [n, c]) = pool_geom(&x, k, s);
         let y = with_slice(&x, |xs| pool::forward(&p, xs));
@@ -157,6 +239,27 @@ impl CpuKernels for Flex {
         let (p, [n, c]) = pool_geom(&x, k, s);
         let dx = with_slice(&x, |xs| with_slice(&dy, |d| pool::backward(&p, xs, d)));
         tensor(dx, [n, c, p.h, p.w])
+    }
+}
+
+#[derive(Debug)]
+struct GnBackward;
+
+impl<B: Backend + CpuKernels> Backward<B, 3> for GnBackward {
+    type State = (NodeId, NodeId, NodeId, usize, f64, bool);
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, ck: &mut Checkpointer) {
+        let dy = grads.consume::<B>(&ops.node);
+        let (xs, gs, bs, groups, eps, relu) = ops.state;
+        let x = ck.retrieve_node_output::<FloatTensor<B>>(xs);
+        let gamma = ck.retrieve_node_output::<FloatTensor<B>>(gs);
+        let beta = ck.retrieve_node_output::<FloatTensor<B>>(bs);
+        let (dx, dg, db) = B::fr_group_norm_backward(x, gamma, beta, dy, groups, eps, relu);
+        let [px, pg, pb] = ops.parents.map(|p| p.map(|n| n.id));
+        for (id, t) in [(px, dx), (pg, dg), (pb, db)] {
+            if let Some(id) = id {
+                grads.register::<B>(id, t);
+            }
+        }
     }
 }
 
@@ -290,6 +393,56 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
         _: ConvOptions<2>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         unimplemented!("second-order gradients of fedrun's conv2d")
+    }
+    fn fr_group_norm(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        groups: usize,
+        eps: f64,
+        relu: bool,
+    ) -> FloatTensor<Self> {
+        match GnBackward
+            .prepare::<C>([x.node(), gamma.node(), beta.node()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(mut prep) => {
+                let (xs, gs, bs) = (
+                    prep.checkpoint(&x),
+                    prep.checkpoint(&gamma),
+                    prep.checkpoint(&beta),
+                );
+                let y = B::fr_group_norm(
+                    x.into_primitive(),
+                    gamma.into_primitive(),
+                    beta.into_primitive(),
+                    groups,
+                    eps,
+                    relu,
+                );
+                prep.finish((xs, gs, bs, groups, eps, relu), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::fr_group_norm(
+                x.into_primitive(),
+                gamma.into_primitive(),
+                beta.into_primitive(),
+                groups,
+                eps,
+                relu,
+            )),
+        }
+    }
+    fn fr_group_norm_backward(
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: usize,
+        _: f64,
+        _: bool,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        unimplemented!("second-order gradients of fedrun's group_norm")
     }
     fn fr_max_pool2d(x: FloatTensor<Self>, k: [usize; 2], s: [usize; 2]) -> FloatTensor<Self> {
         match PoolBackward

@@ -7,12 +7,15 @@
 pub mod conv;
 mod ext;
 pub mod gemm;
+pub mod norm;
 pub mod pool;
 
 use burn::backend::{DispatchDevice, ops::ConvOptions};
+use burn::nn::GroupNorm;
 use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
 use burn::nn::pool::MaxPool2d;
+use burn::tensor::activation::relu as relu_op;
 use burn::tensor::{Device, Tensor};
 
 use ext::CpuKernels;
@@ -88,6 +91,29 @@ pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4>
         x.into_dispatch(),
         pool.kernel_size,
         pool.stride,
+    );
+    Tensor::from_dispatch(y)
+}
+
+/// `gn.forward(x)`, followed by a ReLU if `relu`, on fedrun's fused kernel where it applies
+/// (affine GroupNorm on flex).
+pub fn group_norm(gn: &GroupNorm, x: Tensor<4>, relu: bool, kernels: Kernels) -> Tensor<4> {
+    let (gamma, beta) = match (&gn.gamma, &gn.beta) {
+        (Some(g), Some(b)) if gn.affine && kernels == Kernels::Fedrun && is_flex(&x.device()) => {
+            (g, b)
+        }
+        _ => {
+            let y = gn.forward(x);
+            return if relu { relu_op(y) } else { y };
+        }
+    };
+    let y = <burn::backend::Dispatch as CpuKernels>::fr_group_norm(
+        x.into_dispatch(),
+        gamma.val().into_dispatch(),
+        beta.val().into_dispatch(),
+        gn.num_groups,
+        gn.epsilon,
+        relu,
     );
     Tensor::from_dispatch(y)
 }

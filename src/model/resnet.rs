@@ -10,7 +10,7 @@ use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
-use crate::kernels::{Kernels, conv2d};
+use crate::kernels::{Kernels, conv2d, group_norm};
 
 pub const GROUPS: usize = 2;
 
@@ -57,11 +57,11 @@ impl Block {
 
     fn forward(&self, x: Tensor<4>, k: Kernels) -> Tensor<4> {
         let idt = match &self.shortcut {
-            Some((c, n)) => n.forward(conv2d(c, x.clone(), k)),
+            Some((c, n)) => group_norm(n, conv2d(c, x.clone(), k), false, k),
             None => x.clone(),
         };
-        let y = relu(self.gn1.forward(conv2d(&self.conv1, x, k)));
-        let y = self.gn2.forward(conv2d(&self.conv2, y, k));
+        let y = group_norm(&self.gn1, conv2d(&self.conv1, x, k), true, k);
+        let y = group_norm(&self.gn2, conv2d(&self.conv2, y, k), false, k);
         relu(y + idt)
     }
 }
@@ -111,7 +111,7 @@ impl ResNet18 {
 
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
         let k = self.kernels;
-        let mut x = relu(self.stem_gn.forward(conv2d(&self.stem, x, k)));
+        let mut x = group_norm(&self.stem_gn, conv2d(&self.stem, x, k), true, k);
         for b in &self.blocks {
             x = b.forward(x, k);
         }
