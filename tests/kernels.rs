@@ -102,7 +102,13 @@ fn conv2d_matches_burn_over_the_shape_table() {
                 if pad >= k && k > 1 {
                     continue;
                 }
-                for &(batch, cin, cout) in &[(1usize, 3usize, 5usize), (50, 7, 17)] {
+                // channel counts on both sides of the channels-last threshold (16)
+                for &(batch, cin, cout) in &[
+                    (1usize, 3usize, 5usize),
+                    (50, 7, 17),
+                    (1, 19, 5),
+                    (50, 17, 9),
+                ] {
                     for &(bias, strided) in &[(true, false), (false, true)] {
                         check(&Case {
                             n: batch,
@@ -121,7 +127,7 @@ fn conv2d_matches_burn_over_the_shape_table() {
             }
         }
     }
-    assert!(n >= 40, "{n} cases");
+    assert!(n >= 80, "{n} cases");
 }
 
 #[test]
@@ -203,43 +209,49 @@ fn max_pool2d_matches_burn() {
 #[test]
 fn kernels_give_the_same_bits_at_one_and_two_threads() {
     use fedrun::kernels::conv::{self, Geom};
-    // large enough that gemm and the copy loops run in parallel on two threads
-    let g = Geom {
-        n: 6,
-        cin: 64,
-        h: 16,
-        w: 16,
-        cout: 96,
-        kh: 3,
-        kw: 3,
-        sh: 1,
-        sw: 1,
-        ph: 1,
-        pw: 1,
-    };
-    let v = |n: usize, s: usize| -> Vec<f32> {
-        (0..n)
-            .map(|i| (((i * 7919 + s) % 1000) as f32 - 500.0) / 500.0)
-            .collect()
-    };
-    let x = v(g.n * g.cin * g.h * g.w, 1);
-    let w = v(g.cout * g.cin * 9, 2);
-    let b = v(g.cout, 3);
-    let dy = v(g.n * g.cout * g.oh() * g.ow(), 4);
-    let run = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            (
-                conv::forward(&g, &x, &w, Some(&b)),
-                conv::input_grad(&g, &w, &dy),
-                conv::weight_grad(&g, &x, &dy),
-            )
-        })
-    };
-    assert!(run(1) == run(2), "results differ between 1 and 2 threads");
+    // large enough that gemm and the copy loops run in parallel on two threads; both
+    // unfoldings (channels-last for 64 input channels, channels-first for 3)
+    for cin in [64, 3] {
+        let g = Geom {
+            n: 6,
+            cin,
+            h: 16,
+            w: 16,
+            cout: 96,
+            kh: 3,
+            kw: 3,
+            sh: 1,
+            sw: 1,
+            ph: 1,
+            pw: 1,
+        };
+        let v = |n: usize, s: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| (((i * 7919 + s) % 1000) as f32 - 500.0) / 500.0)
+                .collect()
+        };
+        let x = v(g.n * g.cin * g.h * g.w, 1);
+        let w = v(g.cout * g.cin * 9, 2);
+        let b = v(g.cout, 3);
+        let dy = v(g.n * g.cout * g.oh() * g.ow(), 4);
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                (
+                    conv::forward(&g, &x, &w, Some(&b)),
+                    conv::input_grad(&g, &w, &dy),
+                    conv::weight_grad(&g, &x, &dy),
+                )
+            })
+        };
+        assert!(
+            run(1) == run(2),
+            "cin {cin}: results differ between 1 and 2 threads"
+        );
+    }
 }
 
 #[test]

@@ -5,10 +5,13 @@
 //! call is burn's own op.
 
 pub mod conv;
+mod conv_nchw;
+mod conv_nhwc;
 mod ext;
 pub mod gemm;
 pub mod norm;
 pub mod pool;
+mod scratch;
 
 use burn::backend::{DispatchDevice, ops::ConvOptions};
 use burn::nn::GroupNorm;
