@@ -183,23 +183,31 @@ fn max_pool2d_matches_burn() {
     ] {
         let pool = MaxPool2dConfig::new([k, k]).with_strides([s, s]).init();
         let base = Tensor::<4>::random([n, c, h, w], Distribution::Normal(0.0, 1.0), &dev);
-        // with and without a ReLU in front (ties at zero)
-        for with_relu in [false, true] {
+        // plain, with a ReLU in front (ties at zero), and fused with a ReLU after: burn's
+        // pool(relu(x)) is the reference for the fused relu(pool(x))
+        for (relu_in, fused) in [(false, false), (true, false), (false, true)] {
+            let with_relu = relu_in || fused;
             let run = |kernels: Kernels| {
                 let leaf = base.clone().detach().require_grad();
-                let x = if with_relu {
-                    relu(leaf.clone())
-                } else {
-                    leaf.clone()
+                let y = match (kernels, fused) {
+                    (Kernels::Burn, true) => max_pool2d(&pool, relu(leaf.clone()), false, kernels),
+                    (_, true) => max_pool2d(&pool, leaf.clone(), true, kernels),
+                    (_, false) => {
+                        let x = if relu_in {
+                            relu(leaf.clone())
+                        } else {
+                            leaf.clone()
+                        };
+                        max_pool2d(&pool, x, false, kernels)
+                    }
                 };
-                let y = max_pool2d(&pool, x, kernels);
                 let r = Tensor::<4>::ones(y.shape(), &dev).cumsum(3).cos();
                 let grads = (y.clone() * r).sum().backward();
                 (y.inner(), leaf.grad(&grads).unwrap())
             };
             let (y0, dx0) = run(Kernels::Burn);
             let (y1, dx1) = run(Kernels::Fedrun);
-            let what = format!("{n}×{c}×{h}×{w} k{k} s{s} relu {with_relu}");
+            let what = format!("{n}×{c}×{h}×{w} k{k} s{s} relu {with_relu} fused {fused}");
             assert_eq!(y0.into_data(), y1.into_data(), "{what}: forward");
             assert!(rel_err(dx1, dx0) <= 1e-6, "{what}: dx");
         }

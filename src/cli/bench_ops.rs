@@ -210,7 +210,7 @@ fn pools(reps: usize, dev: &Device) {
     use crate::kernels::max_pool2d;
     use crate::kernels::pool::{self, Pool};
     use burn::nn::pool::MaxPool2dConfig;
-    println!("| max-pool 2×2 | fwd ms | bwd ms | burn fwd+bwd ms |");
+    println!("| max-pool 2×2 + ReLU | fwd ms | bwd ms | burn fwd+bwd ms |");
     println!("|---|---|---|---|");
     for (c, h) in [(32usize, 28usize), (64, 10)] {
         let p = Pool {
@@ -219,6 +219,7 @@ fn pools(reps: usize, dev: &Device) {
             w: h,
             k: [2, 2],
             s: [2, 2],
+            relu: true,
         };
         let x = data(BATCH * c * h * h, 7);
         let dy = data(BATCH * c * p.oh() * p.ow(), 8);
@@ -232,7 +233,7 @@ fn pools(reps: usize, dev: &Device) {
         let xt = Tensor::<4>::random([BATCH, c, h, h], Distribution::Default, dev);
         let burn = time(reps, || {
             let xt = xt.clone().require_grad();
-            let grads = max_pool2d(&module, xt.clone(), Kernels::Burn)
+            let grads = max_pool2d(&module, xt.clone(), true, Kernels::Burn)
                 .sum()
                 .backward();
             std::hint::black_box(xt.grad(&grads));

@@ -64,14 +64,20 @@ pub trait CpuKernels: Backend {
         eps: f64,
         relu: bool,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
-    /// `max_pool2d(x)` with window `k` and stride `s`, no padding.
-    fn fr_max_pool2d(x: FloatTensor<Self>, k: [usize; 2], s: [usize; 2]) -> FloatTensor<Self>;
+    /// `max_pool2d(x)` with window `k` and stride `s`, no padding, then `max(0, ·)` if `relu`.
+    fn fr_max_pool2d(
+        x: FloatTensor<Self>,
+        k: [usize; 2],
+        s: [usize; 2],
+        relu: bool,
+    ) -> FloatTensor<Self>;
     /// `dL/dx` of [`CpuKernels::fr_max_pool2d`].
     fn fr_max_pool2d_dx(
         x: FloatTensor<Self>,
         dy: FloatTensor<Self>,
         k: [usize; 2],
         s: [usize; 2],
+        relu: bool,
     ) -> FloatTensor<Self>;
 }
 
@@ -100,7 +106,7 @@ fn with_slice<R>(t: &FlexTensor, f: impl FnOnce(&[f32]) -> R) -> R {
     }
 }
 
-fn pool_geom(x: &FlexTensor, k: [usize; 2], s: [usize; 2]) -> (Pool, [usize; 2]) {
+fn pool_geom(x: &FlexTensor, k: [usize; 2], s: [usize; 2], relu: bool) -> (Pool, [usize; 2]) {
     let xs = x.layout().shape();
     let p = Pool {
         planes: xs[0] * xs[1],
@@ -108,6 +114,7 @@ fn pool_geom(x: &FlexTensor, k: [usize; 2], s: [usize; 2]) -> (Pool, [usize; 2])
         w: xs[3],
         k,
         s,
+        relu,
     };
     (p, [xs[0], xs[1]])
 }
@@ -230,13 +237,19 @@ impl CpuKernels for Flex {
             vector(dbe),
         )
     }
-    fn fr_max_pool2d(x: FlexTensor, k: [usize; 2], s: [usize; 2]) -> FlexTensor {
-        let (p, [n, c]) = pool_geom(&x, k, s);
+    fn fr_max_pool2d(x: FlexTensor, k: [usize; 2], s: [usize; 2], relu: bool) -> FlexTensor {
+        let (p, [n, c]) = pool_geom(&x, k, s, relu);
         let y = with_slice(&x, |xs| pool::forward(&p, xs));
         tensor(y, [n, c, p.oh(), p.ow()])
     }
-    fn fr_max_pool2d_dx(x: FlexTensor, dy: FlexTensor, k: [usize; 2], s: [usize; 2]) -> FlexTensor {
-        let (p, [n, c]) = pool_geom(&x, k, s);
+    fn fr_max_pool2d_dx(
+        x: FlexTensor,
+        dy: FlexTensor,
+        k: [usize; 2],
+        s: [usize; 2],
+        relu: bool,
+    ) -> FlexTensor {
+        let (p, [n, c]) = pool_geom(&x, k, s, relu);
         let dx = with_slice(&x, |xs| with_slice(&dy, |d| pool::backward(&p, xs, d)));
         tensor(dx, [n, c, p.h, p.w])
     }
@@ -267,13 +280,13 @@ impl<B: Backend + CpuKernels> Backward<B, 3> for GnBackward {
 struct PoolBackward;
 
 impl<B: Backend + CpuKernels> Backward<B, 1> for PoolBackward {
-    type State = (NodeId, [usize; 2], [usize; 2]);
+    type State = (NodeId, [usize; 2], [usize; 2], bool);
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, ck: &mut Checkpointer) {
         let dy = grads.consume::<B>(&ops.node);
-        let (xs, k, s) = ops.state;
+        let (xs, k, s, relu) = ops.state;
         let x = ck.retrieve_node_output::<FloatTensor<B>>(xs);
         if let [Some(node)] = ops.parents {
-            grads.register::<B>(node.id, B::fr_max_pool2d_dx(x, dy, k, s));
+            grads.register::<B>(node.id, B::fr_max_pool2d_dx(x, dy, k, s, relu));
         }
     }
 }
@@ -444,7 +457,12 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
         unimplemented!("second-order gradients of fedrun's group_norm")
     }
-    fn fr_max_pool2d(x: FloatTensor<Self>, k: [usize; 2], s: [usize; 2]) -> FloatTensor<Self> {
+    fn fr_max_pool2d(
+        x: FloatTensor<Self>,
+        k: [usize; 2],
+        s: [usize; 2],
+        relu: bool,
+    ) -> FloatTensor<Self> {
         match PoolBackward
             .prepare::<C>([x.node()])
             .compute_bound()
@@ -452,10 +470,12 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
         {
             OpsKind::Tracked(mut prep) => {
                 let xs = prep.checkpoint(&x);
-                let y = B::fr_max_pool2d(x.into_primitive(), k, s);
-                prep.finish((xs, k, s), y)
+                let y = B::fr_max_pool2d(x.into_primitive(), k, s, relu);
+                prep.finish((xs, k, s, relu), y)
             }
-            OpsKind::UnTracked(prep) => prep.finish(B::fr_max_pool2d(x.into_primitive(), k, s)),
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::fr_max_pool2d(x.into_primitive(), k, s, relu))
+            }
         }
     }
     fn fr_max_pool2d_dx(
@@ -463,6 +483,7 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
         _: FloatTensor<Self>,
         _: [usize; 2],
         _: [usize; 2],
+        _: bool,
     ) -> FloatTensor<Self> {
         unimplemented!("second-order gradients of fedrun's max_pool2d")
     }

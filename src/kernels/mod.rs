@@ -80,20 +80,24 @@ pub fn conv2d(conv: &Conv2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
     Tensor::from_dispatch(y)
 }
 
-/// `pool.forward(x)`, on fedrun's kernel where it applies (no padding, dilation 1, floor mode).
-pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
+/// `pool.forward(x)`, followed by a ReLU if `relu`, on fedrun's kernel where it applies (no
+/// padding, dilation 1, floor mode). `relu(pool(x))` equals `pool(relu(x))`, value and
+/// gradient; models use this order, which applies the ReLU to a quarter of the values.
+pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>, relu: bool, kernels: Kernels) -> Tensor<4> {
     let plain = matches!(
         pool.padding,
         PaddingConfig2d::Valid | PaddingConfig2d::Explicit(0, 0, 0, 0)
     ) && pool.dilation == [1, 1]
         && !pool.ceil_mode;
     if !(plain && kernels == Kernels::Fedrun && is_flex(&x.device())) {
-        return pool.forward(x);
+        let y = pool.forward(x);
+        return if relu { relu_op(y) } else { y };
     }
     let y = <burn::backend::Dispatch as CpuKernels>::fr_max_pool2d(
         x.into_dispatch(),
         pool.kernel_size,
         pool.stride,
+        relu,
     );
     Tensor::from_dispatch(y)
 }

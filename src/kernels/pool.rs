@@ -1,6 +1,9 @@
 //! 2-D max pooling without padding or dilation on NCHW `f32` slices. The backward pass
 //! recomputes each window's arg-max from the input (first maximum wins, as in burn and
-//! PyTorch) instead of keeping an index tensor.
+//! PyTorch) instead of keeping an index tensor. With `relu`, the output is `max(0, ·)` of the
+//! pooled value: `relu(pool(x))`, which equals `pool(relu(x))` in value and gradient (ReLU is
+//! monotone, and a window whose maximum is not positive passes no gradient either way) at a
+//! quarter of the ReLU's work.
 
 use rayon::prelude::*;
 
@@ -12,6 +15,7 @@ pub struct Pool {
     pub w: usize,
     pub k: [usize; 2],
     pub s: [usize; 2],
+    pub relu: bool,
 }
 
 impl Pool {
@@ -58,13 +62,17 @@ pub fn forward(p: &Pool, x: &[f32]) -> Vec<f32> {
                             m = v;
                         }
                     }
+                    if p.relu && m <= 0.0 {
+                        m = 0.0;
+                    }
                     *o = m;
                 }
             }
         } else {
             for oy in 0..oh {
                 for ox in 0..ow {
-                    out[oy * ow + ox] = p.argmax(src, oy, ox).1;
+                    let m = p.argmax(src, oy, ox).1;
+                    out[oy * ow + ox] = if p.relu && m <= 0.0 { 0.0 } else { m };
                 }
             }
         }
@@ -93,8 +101,12 @@ pub fn backward(p: &Pool, x: &[f32], dy: &[f32]) -> Vec<f32> {
                     let v = [src[i], src[i + 1], src[j], src[j + 1]];
                     let (k01, m01) = if v[1] > v[0] { (1, v[1]) } else { (0, v[0]) };
                     let (k23, m23) = if v[3] > v[2] { (3, v[3]) } else { (2, v[2]) };
-                    let k = if m23 > m01 { k23 } else { k01 };
-                    let d = g[oy * ow + ox];
+                    let (k, m) = if m23 > m01 { (k23, m23) } else { (k01, m01) };
+                    let d = if p.relu && !(m > 0.0) {
+                        0.0
+                    } else {
+                        g[oy * ow + ox]
+                    };
                     out[i] = if k == 0 { d } else { 0.0 };
                     out[i + 1] = if k == 1 { d } else { 0.0 };
                     out[j] = if k == 2 { d } else { 0.0 };
@@ -105,7 +117,10 @@ pub fn backward(p: &Pool, x: &[f32], dy: &[f32]) -> Vec<f32> {
         }
         for oy in 0..oh {
             for ox in 0..ow {
-                out[p.argmax(src, oy, ox).0] += g[oy * ow + ox];
+                let (at, m) = p.argmax(src, oy, ox);
+                if !p.relu || m > 0.0 {
+                    out[at] += g[oy * ow + ox];
+                }
             }
         }
     };

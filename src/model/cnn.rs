@@ -56,8 +56,9 @@ impl Cnn {
 
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
         let k = self.kernels;
-        let x = max_pool2d(&self.pool, relu(conv2d(&self.conv1, x, k)), k);
-        let x = max_pool2d(&self.pool, relu(conv2d(&self.conv2, x, k)), k);
+        // relu(pool(·)) = pool(relu(·)), value and gradient (kernels::max_pool2d)
+        let x = max_pool2d(&self.pool, conv2d(&self.conv1, x, k), true, k);
+        let x = max_pool2d(&self.pool, conv2d(&self.conv2, x, k), true, k);
         let mut h: Tensor<2> = x.flatten(1, 3);
         let last = self.fcs.len() - 1;
         for (i, fc) in self.fcs.iter().enumerate() {
