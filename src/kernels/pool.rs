@@ -102,7 +102,9 @@ pub fn backward(p: &Pool, x: &[f32], dy: &[f32]) -> Vec<f32> {
                     let (k01, m01) = if v[1] > v[0] { (1, v[1]) } else { (0, v[0]) };
                     let (k23, m23) = if v[3] > v[2] { (3, v[3]) } else { (2, v[2]) };
                     let (k, m) = if m23 > m01 { (k23, m23) } else { (k01, m01) };
-                    let d = if p.relu && !(m > 0.0) {
+                    // a NaN maximum passes no gradient, as in burn's ReLU
+                    let passes = !p.relu || m > 0.0;
+                    let d = if !passes {
                         0.0
                     } else {
                         g[oy * ow + ox]
