@@ -217,14 +217,16 @@ fn max_pool2d_matches_burn() {
 #[test]
 fn kernels_give_the_same_bits_at_one_and_two_threads() {
     use fedrun::kernels::conv::{self, Geom};
-    // large enough that gemm and the copy loops run in parallel on two threads; both
-    // unfoldings (channels-last for 64 input channels, channels-first for 3)
-    for cin in [64, 3] {
+    // both unfoldings (channels-last for 64 input channels, channels-first for 3); 24×24
+    // maps give one image per chunk, so on two threads the chunks run in parallel (each with
+    // one-thread kernels), while 16×16 maps give few chunks that run one after another with
+    // the gemm and copy loops split over the threads
+    for (cin, side) in [(64, 24), (3, 24), (64, 16)] {
         let g = Geom {
             n: 6,
             cin,
-            h: 16,
-            w: 16,
+            h: side,
+            w: side,
             cout: 96,
             kh: 3,
             kw: 3,
@@ -257,7 +259,7 @@ fn kernels_give_the_same_bits_at_one_and_two_threads() {
         };
         assert!(
             run(1) == run(2),
-            "cin {cin}: results differ between 1 and 2 threads"
+            "cin {cin}, {side}×{side}: results differ between 1 and 2 threads"
         );
     }
 }

@@ -157,10 +157,10 @@ pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f32>) {
 }
 
 /// Copies `dy` of images `i0 .. i0 + nb` into `[cout, nb·ohw]` (the gemm layout of a chunk).
-fn gather_dy(g: &Geom, dy: &[f32], i0: usize, nb: usize, out: &mut [f32]) {
+fn gather_dy(g: &Geom, dy: &[f32], i0: usize, nb: usize, out: &mut [f32], th: usize) {
     let ohw = g.ohw();
     let cols = nb * ohw;
-    for_chunks(&mut out[..g.cout * cols], cols, |co, row| {
+    for_chunks(th, &mut out[..g.cout * cols], cols, |co, row| {
         for j in 0..nb {
             copy_row(
                 &mut row[j * ohw..(j + 1) * ohw],
@@ -178,12 +178,13 @@ pub(super) fn dy_chunk<'a>(
     i0: usize,
     nb: usize,
     tmp: &'a mut [f32],
+    th: usize,
 ) -> View<'a> {
     let ohw = g.ohw();
     if tmp.is_empty() {
         View::rows(&dy[i0 * g.cout * ohw..(i0 + 1) * g.cout * ohw], ohw)
     } else {
-        gather_dy(g, dy, i0, nb, tmp);
+        gather_dy(g, dy, i0, nb, tmp, th);
         View::rows(&tmp[..g.cout * nb * ohw], nb * ohw)
     }
 }

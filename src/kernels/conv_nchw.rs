@@ -1,11 +1,16 @@
 //! The channels-first strategy: im2col straight from the NCHW input, `col[(c, ki, kj)][p]`,
 //! one row copy per (channel, kernel offset, output row). Chosen for few input channels (the
-//! first layers, 3 channels), where a channels-last copy would give 9- or 15-float segments and
-//! a gemm of poor shape. Each function writes the whole of its output slice.
+//! first layers, 3 channels) and 1×1 strided kernels, where a channels-last copy would give
+//! short segments and a gemm of poor shape. Each function writes the whole of its output.
+
+use rayon::prelude::*;
 
 use super::conv::{Geom, dy_chunk};
 use super::gemm::{View, matmul};
-use super::scratch::{copy_row, for_chunks, threads, with_workspace, zero};
+use super::scratch::{
+    add_row, chunks_in_parallel, copy_row, for_chunks, over_chunks, threads, with_weights,
+    with_workspace, zero,
+};
 
 /// The valid output range `[lo, hi)` along one axis for kernel offset `kk`: the outputs whose
 /// input index `o·s + kk − p` lies in `[0, len)`.
@@ -20,11 +25,11 @@ fn valid(out: usize, len: usize, s: usize, kk: usize, p: usize) -> (usize, usize
 }
 
 /// im2col of images `i0 .. i0 + nb`: `col[r][j·ohw + oy·ow + ox]` for row `r = (c, ki, kj)`.
-fn im2col(g: &Geom, x: &[f32], i0: usize, nb: usize, col: &mut [f32]) {
+fn im2col(g: &Geom, x: &[f32], i0: usize, nb: usize, col: &mut [f32], th: usize) {
     let (oh, ow, ohw) = (g.oh(), g.ow(), g.ohw());
     let cols = nb * ohw;
     let plane = g.h * g.w;
-    for_chunks(col, cols, |r, row| {
+    for_chunks(th, col, cols, |r, row| {
         let c = r / (g.kh * g.kw);
         let ki = (r / g.kw) % g.kh;
         let kj = r % g.kw;
@@ -56,11 +61,11 @@ fn im2col(g: &Geom, x: &[f32], i0: usize, nb: usize, col: &mut [f32]) {
 
 /// col2im of images `i0 .. i0 + nb` into `dx` (the planes of those images, zeroed here):
 /// the adjoint of [`im2col`].
-fn col2im(g: &Geom, col: &[f32], nb: usize, dx: &mut [f32]) {
+fn col2im(g: &Geom, col: &[f32], nb: usize, dx: &mut [f32], th: usize) {
     let (oh, ow, ohw) = (g.oh(), g.ow(), g.ohw());
     let cols = nb * ohw;
     let plane = g.h * g.w;
-    for_chunks(dx, plane, |p, dst| {
+    for_chunks(th, dx, plane, |p, dst| {
         let (j, c) = (p / g.cin, p % g.cin);
         dst.fill(0.0);
         for ki in 0..g.kh {
@@ -92,99 +97,114 @@ fn col2im(g: &Geom, col: &[f32], nb: usize, dx: &mut [f32]) {
 
 /// `y = conv(x, w) + b`.
 pub fn forward(g: &Geom, x: &[f32], w: &[f32], b: Option<&[f32]>, y: &mut [f32]) {
-    let (ohw, k, th) = (g.ohw(), g.k(), threads());
+    let (ohw, k, nb) = (g.ohw(), g.k(), g.chunk());
     let wv = View::rows(w, k);
-    let nb = g.chunk();
-    let direct = nb == 1;
-    let sizes = [
-        k * nb * ohw,
-        if direct { 0 } else { g.cout * nb * ohw },
-        0,
-        0,
-    ];
-    with_workspace(sizes, |[col, tmp, _, _]| {
-        for i0 in (0..g.n).step_by(nb) {
-            let nb = nb.min(g.n - i0);
-            let cols = nb * ohw;
-            im2col(g, x, i0, nb, &mut col[..k * cols]);
-            let rhs = View::rows(&col[..k * cols], cols);
+    over_chunks(y, nb * g.cout * ohw, |c, y, th| {
+        let (i0, cols) = (c * nb, y.len() / g.cout);
+        let nb = cols / ohw;
+        let direct = nb == 1;
+        let sizes = [k * cols, if direct { 0 } else { g.cout * cols }, 0];
+        with_workspace(sizes, |[col, tmp, _]| {
+            im2col(g, x, i0, nb, col, th);
+            let rhs = View::rows(col, cols);
             if direct {
-                let dst = &mut y[i0 * g.cout * ohw..(i0 + 1) * g.cout * ohw];
                 if let Some(b) = b {
-                    dst.chunks_mut(ohw).zip(b).for_each(|(r, &v)| r.fill(v));
+                    y.chunks_mut(ohw).zip(b).for_each(|(r, &v)| r.fill(v));
                 }
-                matmul(g.cout, cols, k, dst, cols, b.is_some(), wv, rhs, th);
+                matmul(g.cout, cols, k, y, cols, b.is_some(), wv, rhs, th);
             } else {
-                let tmp = &mut tmp[..g.cout * cols];
                 matmul(g.cout, cols, k, tmp, cols, false, wv, rhs, th);
-                let out = &mut y[i0 * g.cout * ohw..(i0 + nb) * g.cout * ohw];
-                for_chunks(out, ohw, |r, dst| {
+                for_chunks(th, y, ohw, |r, dst| {
                     let (j, co) = (r / g.cout, r % g.cout);
                     let src = &tmp[co * cols + j * ohw..][..ohw];
                     let bias = b.map_or(0.0, |b| b[co]);
                     dst.iter_mut().zip(src).for_each(|(d, s)| *d = s + bias);
                 });
             }
-        }
+        });
     });
 }
 
 /// `dL/dx` for output gradient `dy`.
 pub fn input_grad(g: &Geom, w: &[f32], dy: &[f32], dx: &mut [f32]) {
-    let (ohw, k, th) = (g.ohw(), g.k(), threads());
+    let (ohw, k, nb) = (g.ohw(), g.k(), g.chunk());
     let plane = g.h * g.w;
     let wt = View::transposed(w, k);
-    let nb = g.chunk();
-    let sizes = [
-        k * nb * ohw,
-        if nb == 1 { 0 } else { g.cout * nb * ohw },
-        0,
-        0,
-    ];
-    with_workspace(sizes, |[col, tmp, _, _]| {
-        for i0 in (0..g.n).step_by(nb) {
-            let nb = nb.min(g.n - i0);
-            let cols = nb * ohw;
-            let rhs = dy_chunk(g, dy, i0, nb, tmp);
-            matmul(
-                k,
-                cols,
-                g.cout,
-                &mut col[..k * cols],
-                cols,
-                false,
-                wt,
-                rhs,
-                th,
-            );
-            col2im(
-                g,
-                &col[..k * cols],
-                nb,
-                &mut dx[i0 * g.cin * plane..(i0 + nb) * g.cin * plane],
-            );
-        }
+    over_chunks(dx, nb * g.cin * plane, |c, dx, th| {
+        let i0 = c * nb;
+        let nb = dx.len() / (g.cin * plane);
+        let cols = nb * ohw;
+        let sizes = [k * cols, if nb == 1 { 0 } else { g.cout * cols }, 0];
+        with_workspace(sizes, |[col, tmp, _]| {
+            let rhs = dy_chunk(g, dy, i0, nb, tmp, th);
+            matmul(k, cols, g.cout, col, cols, false, wt, rhs, th);
+            col2im(g, col, nb, dx, th);
+        });
     });
 }
 
-/// `dL/dw` for output gradient `dy`.
-pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32], dw: &mut [f32]) {
-    let (ohw, k, th) = (g.ohw(), g.k(), threads());
-    let nb = g.chunk();
-    let sizes = [
-        k * nb * ohw,
-        if nb == 1 { 0 } else { g.cout * nb * ohw },
-        0,
-        0,
-    ];
-    with_workspace(sizes, |[col, tmp, _, _]| {
-        for i0 in (0..g.n).step_by(nb) {
-            let nb = nb.min(g.n - i0);
-            let cols = nb * ohw;
-            let lhs = dy_chunk(g, dy, i0, nb, tmp);
-            im2col(g, x, i0, nb, &mut col[..k * cols]);
-            let rhs = View::transposed(&col[..k * cols], cols);
-            matmul(g.cout, k, cols, dw, k, i0 > 0, lhs, rhs, th);
-        }
+/// Writes the weight gradient of images `i0 .. i0 + nb` into `dw`.
+fn weight_grad_chunk(
+    g: &Geom,
+    x: &[f32],
+    dy: &[f32],
+    i0: usize,
+    nb: usize,
+    dw: &mut [f32],
+    th: usize,
+) {
+    let (k, cols) = (g.k(), nb * g.ohw());
+    let sizes = [k * cols, if nb == 1 { 0 } else { g.cout * cols }, 0];
+    with_workspace(sizes, |[col, tmp, _]| {
+        let lhs = dy_chunk(g, dy, i0, nb, tmp, th);
+        im2col(g, x, i0, nb, col, th);
+        matmul(
+            g.cout,
+            k,
+            cols,
+            dw,
+            k,
+            false,
+            lhs,
+            View::transposed(col, cols),
+            th,
+        );
     });
+}
+
+/// `dL/dw` for output gradient `dy`: each chunk's gradient is computed on its own, and the
+/// chunks' gradients are summed in chunk order, whether the chunks run on several threads or
+/// one after another (the same sums in the same order, so the same bits).
+pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32], dw: &mut [f32]) {
+    let (k, nb) = (g.k(), g.chunk());
+    let ck = g.cout * k;
+    let chunks = g.n.div_ceil(nb);
+    if chunks_in_parallel(chunks) {
+        with_weights(chunks * ck, |parts| {
+            parts.par_chunks_mut(ck).enumerate().for_each(|(c, part)| {
+                let nbc = nb.min(g.n - c * nb);
+                weight_grad_chunk(g, x, dy, c * nb, nbc, part, 1);
+            });
+            for_chunks(threads(), dw, 4096, |blk, d| {
+                let at = blk * 4096;
+                d.copy_from_slice(&parts[at..at + d.len()]);
+                for c in 1..chunks {
+                    add_row(d, &parts[c * ck + at..]);
+                }
+            });
+        });
+    } else {
+        let th = threads();
+        with_weights(ck, |part| {
+            for c in 0..chunks {
+                let nbc = nb.min(g.n - c * nb);
+                if c == 0 {
+                    weight_grad_chunk(g, x, dy, 0, nbc, dw, th);
+                } else {
+                    weight_grad_chunk(g, x, dy, c * nb, nbc, part, th);
+                    add_row(dw, part);
+                }
+            }
+        });
+    }
 }

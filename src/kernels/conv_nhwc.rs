@@ -4,40 +4,50 @@
 //! to match (and its gradient back). Chosen when `cin` is large enough for those copies to be
 //! long. Each function writes the whole of its output slice.
 
+use rayon::prelude::*;
+
 use super::conv::{Geom, dy_chunk};
 use super::gemm::{View, matmul};
-use super::scratch::{add_row, copy_row, for_chunks, threads, with_workspace};
+use super::scratch::{
+    add_row, chunks_in_parallel, copy_row, for_chunks, over_chunks, threads, with_weights,
+    with_workspace,
+};
 
 /// Zero-padded channels-last copy of images `i0 .. i0 + nb`: `xp[j][y][x][c]`.
-fn to_padded_nhwc(g: &Geom, x: &[f32], i0: usize, nb: usize, xp: &mut [f32]) {
+fn to_padded_nhwc(g: &Geom, x: &[f32], i0: usize, nb: usize, xp: &mut [f32], th: usize) {
     let (hp, plane, cin) = (g.hp(), g.h * g.w, g.cin);
-    for_chunks(&mut xp[..nb * hp * g.wp() * cin], g.wp() * cin, |r, row| {
-        let (j, y) = (r / hp, r % hp);
-        if y < g.ph || y >= g.ph + g.h {
-            row.fill(0.0);
-            return;
-        }
-        let iy = y - g.ph;
-        row[..g.pw * cin].fill(0.0);
-        row[(g.pw + g.w) * cin..].fill(0.0);
-        let src = &x[(i0 + j) * cin * plane + iy * g.w..];
-        let body = &mut row[g.pw * cin..(g.pw + g.w) * cin];
-        for c in 0..cin {
-            let s = &src[c * plane..c * plane + g.w];
-            for (ix, &v) in s.iter().enumerate() {
-                body[ix * cin + c] = v;
+    for_chunks(
+        th,
+        &mut xp[..nb * hp * g.wp() * cin],
+        g.wp() * cin,
+        |r, row| {
+            let (j, y) = (r / hp, r % hp);
+            if y < g.ph || y >= g.ph + g.h {
+                row.fill(0.0);
+                return;
             }
-        }
-    });
+            let iy = y - g.ph;
+            row[..g.pw * cin].fill(0.0);
+            row[(g.pw + g.w) * cin..].fill(0.0);
+            let src = &x[(i0 + j) * cin * plane + iy * g.w..];
+            let body = &mut row[g.pw * cin..(g.pw + g.w) * cin];
+            for c in 0..cin {
+                let s = &src[c * plane..c * plane + g.w];
+                for (ix, &v) in s.iter().enumerate() {
+                    body[ix * cin + c] = v;
+                }
+            }
+        },
+    );
 }
 
 /// im2row of a padded channels-last chunk: row `p = (j, oy, ox)` of `col` holds the window
 /// of output position `p` in `(ki, kj, c)` order.
-fn im2row(g: &Geom, xp: &[f32], nb: usize, col: &mut [f32]) {
+fn im2row(g: &Geom, xp: &[f32], nb: usize, col: &mut [f32], th: usize) {
     let (hp, wp, ow, ohw) = (g.hp(), g.wp(), g.ow(), g.ohw());
     let seg = g.kw * g.cin;
     let k = g.kh * seg;
-    for_chunks(&mut col[..nb * ohw * k], k, |p, row| {
+    for_chunks(th, &mut col[..nb * ohw * k], k, |p, row| {
         let (j, q) = (p / ohw, p % ohw);
         let (oy, ox) = (q / ow, q % ow);
         for ki in 0..g.kh {
@@ -50,30 +60,35 @@ fn im2row(g: &Geom, xp: &[f32], nb: usize, col: &mut [f32]) {
 
 /// The adjoint of [`im2row`]: accumulates `col` into the padded channels-last `dxp`
 /// (zeroed here). Each padded row `(j, y)` gathers its contributions in a fixed order.
-fn row2im(g: &Geom, col: &[f32], nb: usize, dxp: &mut [f32]) {
+fn row2im(g: &Geom, col: &[f32], nb: usize, dxp: &mut [f32], th: usize) {
     let (hp, wp, oh, ow, ohw) = (g.hp(), g.wp(), g.oh(), g.ow(), g.ohw());
     let seg = g.kw * g.cin;
     let k = g.kh * seg;
-    for_chunks(&mut dxp[..nb * hp * wp * g.cin], wp * g.cin, |r, row| {
-        let (j, y) = (r / hp, r % hp);
-        row.fill(0.0);
-        for ki in 0..g.kh {
-            if y < ki || (y - ki) % g.sh != 0 || (y - ki) / g.sh >= oh {
-                continue;
+    for_chunks(
+        th,
+        &mut dxp[..nb * hp * wp * g.cin],
+        wp * g.cin,
+        |r, row| {
+            let (j, y) = (r / hp, r % hp);
+            row.fill(0.0);
+            for ki in 0..g.kh {
+                if y < ki || (y - ki) % g.sh != 0 || (y - ki) / g.sh >= oh {
+                    continue;
+                }
+                let oy = (y - ki) / g.sh;
+                for ox in 0..ow {
+                    let src = &col[(j * ohw + oy * ow + ox) * k + ki * seg..][..seg];
+                    add_row(&mut row[ox * g.sw * g.cin..][..seg], src);
+                }
             }
-            let oy = (y - ki) / g.sh;
-            for ox in 0..ow {
-                let src = &col[(j * ohw + oy * ow + ox) * k + ki * seg..][..seg];
-                add_row(&mut row[ox * g.sw * g.cin..][..seg], src);
-            }
-        }
-    });
+        },
+    );
 }
 
 /// `dx[j][c][iy][ix] = dxp[j][iy + ph][ix + pw][c]` for images `0 .. nb` of the chunk.
-fn from_padded_nhwc(g: &Geom, dxp: &[f32], nb: usize, dx: &mut [f32]) {
+fn from_padded_nhwc(g: &Geom, dxp: &[f32], nb: usize, dx: &mut [f32], th: usize) {
     let (hp, wp, plane, cin) = (g.hp(), g.wp(), g.h * g.w, g.cin);
-    for_chunks(&mut dx[..nb * cin * plane], plane, |r, out| {
+    for_chunks(th, &mut dx[..nb * cin * plane], plane, |r, out| {
         let (j, c) = (r / cin, r % cin);
         for iy in 0..g.h {
             let src = &dxp[((j * hp + iy + g.ph) * wp + g.pw) * cin + c..];
@@ -98,98 +113,117 @@ fn weight_to_rows(g: &Geom, w: &[f32], wt: &mut [f32]) {
 
 /// `y = conv(x, w) + b`.
 pub fn forward(g: &Geom, x: &[f32], w: &[f32], b: Option<&[f32]>, y: &mut [f32]) {
-    let (ohw, k, th) = (g.ohw(), g.k(), threads());
-    let nb = g.chunk();
-    let sizes = [
-        nb * g.hp() * g.wp() * g.cin,
-        nb * ohw * k,
-        nb * ohw * g.cout,
-        g.cout * k,
-    ];
-    with_workspace(sizes, |[xp, col, tmp, wt]| {
+    let (ohw, k, nb) = (g.ohw(), g.k(), g.chunk());
+    with_weights(g.cout * k, |wt| {
         weight_to_rows(g, w, wt);
-        for i0 in (0..g.n).step_by(nb) {
-            let nb = nb.min(g.n - i0);
-            let cols = nb * ohw;
-            to_padded_nhwc(g, x, i0, nb, xp);
-            im2row(g, xp, nb, col);
-            // position-major result [cols, cout]: gemm then reads the im2row matrix as it
-            // lies, without packing it
-            let tmp = &mut tmp[..cols * g.cout];
-            let (a, bt) = (View::rows(&col[..cols * k], k), View::transposed(wt, k));
-            matmul(cols, g.cout, k, tmp, g.cout, false, a, bt, th);
-            let out = &mut y[i0 * g.cout * ohw..(i0 + nb) * g.cout * ohw];
-            for_chunks(out, ohw, |r, dst| {
-                let (j, co) = (r / g.cout, r % g.cout);
-                let src = &tmp[j * ohw * g.cout + co..];
-                let bias = b.map_or(0.0, |b| b[co]);
-                for (q, d) in dst.iter_mut().enumerate() {
-                    *d = src[q * g.cout] + bias;
-                }
+        let wt = &*wt;
+        over_chunks(y, nb * g.cout * ohw, |c, y, th| {
+            let (i0, cols) = (c * nb, y.len() / g.cout);
+            let nb = cols / ohw;
+            let sizes = [nb * g.hp() * g.wp() * g.cin, cols * k, cols * g.cout];
+            with_workspace(sizes, |[xp, col, tmp]| {
+                to_padded_nhwc(g, x, i0, nb, xp, th);
+                im2row(g, xp, nb, col, th);
+                // position-major result [cols, cout]: gemm then reads the im2row matrix as
+                // it lies, without packing it
+                let (a, bt) = (View::rows(col, k), View::transposed(wt, k));
+                matmul(cols, g.cout, k, tmp, g.cout, false, a, bt, th);
+                for_chunks(th, y, ohw, |r, dst| {
+                    let (j, co) = (r / g.cout, r % g.cout);
+                    let src = &tmp[j * ohw * g.cout + co..];
+                    let bias = b.map_or(0.0, |b| b[co]);
+                    for (q, d) in dst.iter_mut().enumerate() {
+                        *d = src[q * g.cout] + bias;
+                    }
+                });
             });
-        }
+        });
     });
 }
 
 /// `dL/dx` for output gradient `dy`.
 pub fn input_grad(g: &Geom, w: &[f32], dy: &[f32], dx: &mut [f32]) {
-    let (ohw, k, th) = (g.ohw(), g.k(), threads());
+    let (ohw, k, nb) = (g.ohw(), g.k(), g.chunk());
     let plane = g.h * g.w;
-    let nb = g.chunk();
-    let sizes = [
-        nb * g.hp() * g.wp() * g.cin,
-        nb * ohw * k,
-        if nb == 1 { 0 } else { g.cout * nb * ohw },
-        g.cout * k,
-    ];
-    with_workspace(sizes, |[dxp, col, tmp, wt]| {
+    with_weights(g.cout * k, |wt| {
         weight_to_rows(g, w, wt);
-        for i0 in (0..g.n).step_by(nb) {
-            let nb = nb.min(g.n - i0);
+        let wt = &*wt;
+        over_chunks(dx, nb * g.cin * plane, |c, dx, th| {
+            let i0 = c * nb;
+            let nb = dx.len() / (g.cin * plane);
             let cols = nb * ohw;
-            let dyv = dy_chunk(g, dy, i0, nb, tmp);
-            // dY is [cout, cols]; its transpose is the left operand
-            let lhs = View {
-                data: dyv.data,
-                rs: 1,
-                cs: dyv.rs,
-            };
-            matmul(
-                cols,
-                k,
-                g.cout,
-                &mut col[..cols * k],
-                k,
-                false,
-                lhs,
-                View::rows(wt, k),
-                th,
-            );
-            row2im(g, col, nb, dxp);
-            from_padded_nhwc(g, dxp, nb, &mut dx[i0 * g.cin * plane..]);
-        }
+            let gathered = if nb == 1 { 0 } else { g.cout * cols };
+            let sizes = [nb * g.hp() * g.wp() * g.cin, cols * k, gathered];
+            with_workspace(sizes, |[dxp, col, tmp]| {
+                let dyv = dy_chunk(g, dy, i0, nb, tmp, th);
+                // dY is [cout, cols]; its transpose is the left operand
+                let lhs = View {
+                    data: dyv.data,
+                    rs: 1,
+                    cs: dyv.rs,
+                };
+                matmul(cols, k, g.cout, col, k, false, lhs, View::rows(wt, k), th);
+                row2im(g, col, nb, dxp, th);
+                from_padded_nhwc(g, dxp, nb, dx, th);
+            });
+        });
     });
 }
 
-/// `dL/dw` for output gradient `dy`.
+/// Writes the weight gradient of images `i0 .. i0 + nb` into `dwt`, in `[cout, (ki, kj, c)]`
+/// order.
+fn weight_grad_chunk(
+    g: &Geom,
+    x: &[f32],
+    dy: &[f32],
+    i0: usize,
+    nb: usize,
+    dwt: &mut [f32],
+    th: usize,
+) {
+    let (k, cols) = (g.k(), nb * g.ohw());
+    let gathered = if nb == 1 { 0 } else { g.cout * cols };
+    let sizes = [nb * g.hp() * g.wp() * g.cin, cols * k, gathered];
+    with_workspace(sizes, |[xp, col, tmp]| {
+        let lhs = dy_chunk(g, dy, i0, nb, tmp, th);
+        to_padded_nhwc(g, x, i0, nb, xp, th);
+        im2row(g, xp, nb, col, th);
+        matmul(g.cout, k, cols, dwt, k, false, lhs, View::rows(col, k), th);
+    });
+}
+
+/// `dL/dw` for output gradient `dy`: each chunk's gradient is computed on its own, and the
+/// chunks' gradients are summed in chunk order, whether the chunks run on several threads or
+/// one after another (the same sums in the same order, so the same bits).
 pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32], dw: &mut [f32]) {
-    let (ohw, k, th) = (g.ohw(), g.k(), threads());
-    let nb = g.chunk();
-    let sizes = [
-        nb * g.hp() * g.wp() * g.cin,
-        nb * ohw * k,
-        if nb == 1 { 0 } else { g.cout * nb * ohw },
-        g.cout * k,
-    ];
-    with_workspace(sizes, |[xp, col, tmp, dwt]| {
-        for i0 in (0..g.n).step_by(nb) {
-            let nb = nb.min(g.n - i0);
-            let cols = nb * ohw;
-            let lhs = dy_chunk(g, dy, i0, nb, tmp);
-            to_padded_nhwc(g, x, i0, nb, xp);
-            im2row(g, xp, nb, col);
-            let rhs = View::rows(&col[..cols * k], k);
-            matmul(g.cout, k, cols, dwt, k, i0 > 0, lhs, rhs, th);
+    let (k, nb) = (g.k(), g.chunk());
+    let ck = g.cout * k;
+    let chunks = g.n.div_ceil(nb);
+    let par = chunks_in_parallel(chunks);
+    with_weights(if par { (chunks + 1) * ck } else { 2 * ck }, |buf| {
+        let (dwt, parts) = buf.split_at_mut(ck);
+        if par {
+            parts.par_chunks_mut(ck).enumerate().for_each(|(c, part)| {
+                let nbc = nb.min(g.n - c * nb);
+                weight_grad_chunk(g, x, dy, c * nb, nbc, part, 1);
+            });
+            for_chunks(threads(), dwt, 4096, |blk, d| {
+                let at = blk * 4096;
+                d.copy_from_slice(&parts[at..at + d.len()]);
+                for c in 1..chunks {
+                    add_row(d, &parts[c * ck + at..]);
+                }
+            });
+        } else {
+            let th = threads();
+            for c in 0..chunks {
+                let nbc = nb.min(g.n - c * nb);
+                let target = if c == 0 { &mut *dwt } else { &mut *parts };
+                weight_grad_chunk(g, x, dy, c * nb, nbc, target, th);
+                if c > 0 {
+                    add_row(dwt, parts);
+                }
+            }
         }
         // [cout, (ki, kj, c)] → [cout, c, ki, kj]
         let kk = g.kh * g.kw;

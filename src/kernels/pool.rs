@@ -104,11 +104,7 @@ pub fn backward(p: &Pool, x: &[f32], dy: &[f32]) -> Vec<f32> {
                     let (k, m) = if m23 > m01 { (k23, m23) } else { (k01, m01) };
                     // a NaN maximum passes no gradient, as in burn's ReLU
                     let passes = !p.relu || m > 0.0;
-                    let d = if !passes {
-                        0.0
-                    } else {
-                        g[oy * ow + ox]
-                    };
+                    let d = if !passes { 0.0 } else { g[oy * ow + ox] };
                     out[i] = if k == 0 { d } else { 0.0 };
                     out[i + 1] = if k == 1 { d } else { 0.0 };
                     out[j] = if k == 2 { d } else { 0.0 };

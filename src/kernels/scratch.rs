@@ -8,28 +8,41 @@ use std::cell::RefCell;
 const PARALLEL_COPY_MIN: usize = 1 << 15;
 
 thread_local! {
-    static WORKSPACE: RefCell<[Vec<f32>; 4]> =
-        const { RefCell::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) };
+    static WORKSPACE: RefCell<[Vec<f32>; 3]> =
+        const { RefCell::new([Vec::new(), Vec::new(), Vec::new()]) };
+    static WEIGHTS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Runs `f` with four scratch buffers of at least the given sizes, reused across calls on this
-/// thread. The buffers are taken out of the thread-local slot while `f` runs, so a nested call
-/// (rayon may run other work while this thread waits) gets fresh ones instead of a panic.
-pub fn with_workspace<R>(sizes: [usize; 4], f: impl FnOnce([&mut [f32]; 4]) -> R) -> R {
+/// Takes `slot` out of its thread-local place, sized to at least `n`, for `f`, and puts it
+/// back. Taken out, so a nested call (rayon may run other work on this thread while it
+/// waits) gets fresh buffers instead of a panic.
+fn grow(v: &mut Vec<f32>, n: usize) {
+    if v.len() < n {
+        v.resize(n, 0.0);
+    }
+}
+
+/// Runs `f` with three per-thread scratch buffers of at least the given sizes (the unfolded
+/// input and gemm operands of one chunk), reused across calls on this thread.
+pub fn with_workspace<R>(sizes: [usize; 3], f: impl FnOnce([&mut [f32]; 3]) -> R) -> R {
     let mut bufs = WORKSPACE.with(|w| std::mem::take(&mut *w.borrow_mut()));
     for (b, &n) in bufs.iter_mut().zip(&sizes) {
-        if b.len() < n {
-            b.resize(n, 0.0);
-        }
+        grow(b, n);
     }
-    let [a, b, c, d] = &mut bufs;
-    let r = f([
-        &mut a[..sizes[0]],
-        &mut b[..sizes[1]],
-        &mut c[..sizes[2]],
-        &mut d[..sizes[3]],
-    ]);
+    let [a, b, c] = &mut bufs;
+    let r = f([&mut a[..sizes[0]], &mut b[..sizes[1]], &mut c[..sizes[2]]]);
     WORKSPACE.with(|w| *w.borrow_mut() = bufs);
+    r
+}
+
+/// Runs `f` with a per-thread buffer of at least `n` elements for a whole call's weights (the
+/// reordered weight, or the weight-gradient accumulators), separate from the chunk buffers of
+/// [`with_workspace`] so that chunks can run on this thread meanwhile.
+pub fn with_weights<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    let mut v = WEIGHTS.with(|w| std::mem::take(&mut *w.borrow_mut()));
+    grow(&mut v, n);
+    let r = f(&mut v[..n]);
+    WEIGHTS.with(|w| *w.borrow_mut() = v);
     r
 }
 
@@ -37,14 +50,45 @@ pub fn threads() -> usize {
     rayon::current_num_threads()
 }
 
-/// Runs `f(index, chunk)` over `data.chunks_mut(size)`, in parallel when it is worth it.
-pub fn for_chunks(data: &mut [f32], size: usize, f: impl Fn(usize, &mut [f32]) + Sync + Send) {
-    if threads() > 1 && data.len() >= PARALLEL_COPY_MIN {
+/// Runs `f(index, chunk)` over `data.chunks_mut(size)`, on `th` threads when it is worth it.
+pub fn for_chunks(
+    th: usize,
+    data: &mut [f32],
+    size: usize,
+    f: impl Fn(usize, &mut [f32]) + Sync + Send,
+) {
+    if th > 1 && data.len() >= PARALLEL_COPY_MIN {
         data.par_chunks_mut(size)
             .enumerate()
             .for_each(|(i, c)| f(i, c));
     } else {
         data.chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
+    }
+}
+
+/// Whether `chunks` chunks of images run one per thread (each with single-thread kernels) rather
+/// than one after another (each with all threads). Which way they run never changes a result.
+pub fn chunks_in_parallel(chunks: usize) -> bool {
+    let th = threads();
+    th > 1 && chunks >= 2 * th
+}
+
+/// Runs `f(chunk, out_chunk, threads)` over `out.chunks_mut(per)`: one chunk per thread when
+/// there are enough chunks ([`chunks_in_parallel`]), else one after another with all threads.
+pub fn over_chunks(
+    out: &mut [f32],
+    per: usize,
+    f: impl Fn(usize, &mut [f32], usize) + Sync + Send,
+) {
+    if chunks_in_parallel(out.len().div_ceil(per)) {
+        out.par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(c, o)| f(c, o, 1));
+    } else {
+        let th = threads();
+        out.chunks_mut(per)
+            .enumerate()
+            .for_each(|(c, o)| f(c, o, th));
     }
 }
 
