@@ -141,6 +141,9 @@ fn conv2d_matches_burn_on_the_models_layers() {
         (4, 64, 128, [32, 32], 1, 2, 0),
         (4, 256, 256, [8, 8], 3, 1, 1),
         (4, 512, 512, [4, 4], 3, 1, 1),
+        // Winograd shapes: 3×3, stride 1, padding 1, even maps, 16+ channels each way
+        (50, 32, 48, [10, 12], 3, 1, 1),
+        (1, 17, 16, [6, 8], 3, 1, 1),
     ];
     for (n, cin, cout, hw, k, stride, pad) in layers {
         check(&Case {
@@ -151,7 +154,7 @@ fn conv2d_matches_burn_on_the_models_layers() {
             k,
             stride,
             pad,
-            bias: k == 5,
+            bias: k == 5 || cin == 17,
             strided: false,
         });
     }

@@ -11,7 +11,7 @@
 
 use super::gemm::{View, matmul};
 use super::scratch::{copy_row, for_chunks, sum, threads};
-use super::{conv_nchw as nchw, conv_nhwc as nhwc};
+use super::{conv_nchw as nchw, conv_nhwc as nhwc, winograd};
 
 /// Geometry of one convolution: input `[n, cin, h, w]`, weight `[cout, cin, kh, kw]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +52,17 @@ impl Geom {
     /// Images per chunk.
     pub(super) fn chunk(&self) -> usize {
         TARGET_COLS.div_ceil(self.ohw()).clamp(1, self.n.max(1))
+    }
+    /// The convolution that maps the output gradient to the input gradient, for stride 1 and
+    /// `2p = k − 1` (same-size maps): channels swapped, the kernel flipped.
+    pub(super) fn transposed(&self) -> Geom {
+        Geom {
+            cin: self.cout,
+            cout: self.cin,
+            h: self.oh(),
+            w: self.ow(),
+            ..*self
+        }
     }
     /// Multiply-adds of the forward pass (direct convolution count).
     pub fn macs(&self) -> usize {
@@ -107,6 +118,7 @@ pub fn forward(g: &Geom, x: &[f32], w: &[f32], b: Option<&[f32]>) -> Vec<f32> {
             }
         }
         Strategy::Nchw => nchw::forward(g, x, w, b, &mut y),
+        Strategy::Nhwc if winograd::applies(g) => winograd::forward(g, x, w, b, false, &mut y),
         Strategy::Nhwc => nhwc::forward(g, x, w, b, &mut y),
     }
     y
@@ -126,6 +138,10 @@ pub fn input_grad(g: &Geom, w: &[f32], dy: &[f32]) -> Vec<f32> {
             }
         }
         Strategy::Nchw => nchw::input_grad(g, w, dy, &mut dx),
+        // the input gradient of a 3×3 stride-1 padding-1 convolution is one too
+        Strategy::Nhwc if winograd::applies(&g.transposed()) => {
+            winograd::forward(&g.transposed(), dy, w, None, true, &mut dx)
+        }
         Strategy::Nhwc => nhwc::input_grad(g, w, dy, &mut dx),
     }
     dx

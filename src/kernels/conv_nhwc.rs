@@ -14,7 +14,7 @@ use super::scratch::{
 };
 
 /// Zero-padded channels-last copy of images `i0 .. i0 + nb`: `xp[j][y][x][c]`.
-fn to_padded_nhwc(g: &Geom, x: &[f32], i0: usize, nb: usize, xp: &mut [f32], th: usize) {
+pub(super) fn to_padded_nhwc(g: &Geom, x: &[f32], i0: usize, nb: usize, xp: &mut [f32], th: usize) {
     let (hp, plane, cin) = (g.hp(), g.h * g.w, g.cin);
     for_chunks(
         th,

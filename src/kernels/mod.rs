@@ -12,6 +12,7 @@ pub mod gemm;
 pub mod norm;
 pub mod pool;
 mod scratch;
+mod winograd;
 
 use burn::backend::{DispatchDevice, ops::ConvOptions};
 use burn::nn::GroupNorm;
