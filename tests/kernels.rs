@@ -220,11 +220,12 @@ fn max_pool2d_matches_burn() {
 #[test]
 fn kernels_give_the_same_bits_at_one_and_two_threads() {
     use fedrun::kernels::conv::{self, Geom};
-    // both unfoldings (channels-last for 64 input channels, channels-first for 3); 24×24
-    // maps give one image per chunk, so on two threads the chunks run in parallel (each with
-    // one-thread kernels), while 16×16 maps give few chunks that run one after another with
-    // the gemm and copy loops split over the threads
-    for (cin, side) in [(64, 24), (3, 24), (64, 16)] {
+    // every path: Winograd (64 channels, even maps), channels-last im2row (odd maps),
+    // channels-first im2col (3 channels); 23×23 and 24×24 maps give one image per chunk, so
+    // on two threads the chunks run in parallel (each with one-thread kernels), while 15×15
+    // and 16×16 maps give few chunks that run one after another with the gemm and copy loops
+    // split over the threads
+    for (cin, side) in [(64, 24), (64, 16), (64, 23), (64, 15), (3, 24)] {
         let g = Geom {
             n: 6,
             cin,

@@ -161,6 +161,7 @@ pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f32>) {
             }
         }
         Strategy::Nchw => nchw::weight_grad(g, x, dy, &mut dw),
+        Strategy::Nhwc if winograd::applies(g) => winograd::weight_grad(g, x, dy, &mut dw),
         Strategy::Nhwc => nhwc::weight_grad(g, x, dy, &mut dw),
     }
     let mut db = vec![0.0f32; g.cout];

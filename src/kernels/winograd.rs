@@ -4,17 +4,24 @@
 //! transformed (`Bᵀ d B`), the 16 transformed positions are 16 gemms against the transformed
 //! weight (`G g Gᵀ`), and each result tile is transformed back (`Aᵀ m A`). The input gradient
 //! is the same convolution of the output gradient with the kernel flipped and its channels
-//! swapped. Results differ from the direct sum by float rounding only (tested against burn's
+//! swapped, and the weight gradient is formed in the transform domain (`Vᵀ·(A dY Aᵀ)` per
+//! position, 16 gemms) and transformed back (`Gᵀ dU G`). Results differ from the direct sum by float rounding only (tested against burn's
 //! op), and do not depend on the thread count.
 
 use super::conv::Geom;
 use super::conv_nhwc::to_padded_nhwc;
 use super::gemm::{View, matmul};
-use super::scratch::{for_chunks, over_chunks, with_weights, with_workspace};
+use rayon::prelude::*;
 
-/// Whether the convolution `g` runs here.
+use super::scratch::{
+    add_row, chunks_in_parallel, for_chunks, over_chunks, threads, with_weights, with_workspace,
+};
+
+/// Whether the convolution `g` runs here. Maps of at least 8×8: on smaller ones (ResNet-18's
+/// 4×4 stage) the 16·cin·cout transformed weights cost more than the multiplications saved.
 pub fn applies(g: &Geom) -> bool {
     (g.kh, g.kw, g.sh, g.sw, g.ph, g.pw) == (3, 3, 1, 1, 1, 1)
+        && g.h * g.w >= 64
         && g.h.is_multiple_of(2)
         && g.w.is_multiple_of(2)
         && g.cin >= 16
@@ -187,5 +194,138 @@ pub fn forward(g: &Geom, x: &[f32], w: &[f32], b: Option<&[f32]>, flip: bool, y:
                 });
             });
         });
+    });
+}
+
+/// `dm[p][ξ][co] = (A dY Aᵀ)[ξ]` for every tile of the chunk: the gradient of the transformed
+/// products, from the output gradient (NCHW, images `i0 ..`).
+fn output_grad_transform(g: &Geom, dy: &[f32], i0: usize, nb: usize, dm: &mut [f32], th: usize) {
+    let (cout, hw) = (g.cout, g.h * g.w);
+    let (tyn, txn) = (g.h / 2, g.w / 2);
+    for_chunks(
+        th,
+        &mut dm[..nb * tyn * txn * 16 * cout],
+        16 * cout,
+        |p, out| {
+            let (j, t) = (p / (tyn * txn), p % (tyn * txn));
+            let (y0, x0) = (2 * (t / txn), 2 * (t % txn));
+            let base = &dy[(i0 + j) * cout * hw..(i0 + j + 1) * cout * hw];
+            for co in 0..cout {
+                let plane = &base[co * hw..];
+                let (a, b) = (plane[y0 * g.w + x0], plane[y0 * g.w + x0 + 1]);
+                let (c, d) = (plane[(y0 + 1) * g.w + x0], plane[(y0 + 1) * g.w + x0 + 1]);
+                // r = A dY (rows of two), then each row (u, v) → (u, u + v, u − v, −v)
+                let rows = [[a, b], [a + c, b + d], [a - c, b - d], [-c, -d]];
+                for (r, [u, v]) in rows.into_iter().enumerate() {
+                    let o = &mut out[4 * r * cout..];
+                    o[co] = u;
+                    o[cout + co] = u + v;
+                    o[2 * cout + co] = u - v;
+                    o[3 * cout + co] = -v;
+                }
+            }
+        },
+    );
+}
+
+/// `dw[co][c][i][j] = (Gᵀ du[·][c][co] G)[i][j]` from the transform-domain gradient.
+fn weight_grad_transform(g: &Geom, du: &[f32], dw: &mut [f32]) {
+    let (cin, cout) = (g.cin, g.cout);
+    // Gᵀ rows: (1, ½, ½, 0), (0, ½, −½, 0), (0, ½, ½, 1)
+    const GT: [[f32; 4]; 3] = [
+        [1.0, 0.5, 0.5, 0.0],
+        [0.0, 0.5, -0.5, 0.0],
+        [0.0, 0.5, 0.5, 1.0],
+    ];
+    for co in 0..cout {
+        for c in 0..cin {
+            let q = |r: usize, s: usize| du[((4 * r + s) * cin + c) * cout + co];
+            for (i, gi) in GT.iter().enumerate() {
+                // row i of Gᵀ du (4 values)
+                let t: [f32; 4] = std::array::from_fn(|s| {
+                    gi[0] * q(0, s) + gi[1] * q(1, s) + gi[2] * q(2, s) + gi[3] * q(3, s)
+                });
+                for (j, gj) in GT.iter().enumerate() {
+                    dw[((co * cin + c) * 3 + i) * 3 + j] =
+                        gj[0] * t[0] + gj[1] * t[1] + gj[2] * t[2] + gj[3] * t[3];
+                }
+            }
+        }
+    }
+}
+
+/// Writes the transform-domain weight gradient of images `i0 .. i0 + nb` into
+/// `du[ξ][c][co]`.
+fn weight_grad_chunk(
+    g: &Geom,
+    x: &[f32],
+    dy: &[f32],
+    i0: usize,
+    nb: usize,
+    du: &mut [f32],
+    th: usize,
+) {
+    let (cin, cout, hw) = (g.cin, g.cout, g.h * g.w);
+    let tiles = nb * hw / 4;
+    let sizes = [
+        nb * (g.h + 2) * (g.w + 2) * cin,
+        tiles * 16 * cin,
+        tiles * 16 * cout,
+    ];
+    with_workspace(sizes, |[xp, v, dm]| {
+        to_padded_nhwc(g, x, i0, nb, xp, th);
+        input_transform(g, xp, nb, v, th);
+        output_grad_transform(g, dy, i0, nb, dm, th);
+        for xi in 0..16 {
+            // du[ξ] = V[ξ]ᵀ dM[ξ]: (c, p) · (p, co)
+            let a = View {
+                data: &v[xi * cin..],
+                rs: 1,
+                cs: 16 * cin,
+            };
+            let b = View {
+                data: &dm[xi * cout..],
+                rs: 16 * cout,
+                cs: 1,
+            };
+            let dst = &mut du[xi * cin * cout..(xi + 1) * cin * cout];
+            matmul(cin, cout, tiles, dst, cout, false, a, b, th);
+        }
+    });
+}
+
+/// `dL/dw` for a convolution that [`applies`]: the chunks' transform-domain gradients are
+/// summed in chunk order (on one thread or several alike), then transformed back.
+pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32], dw: &mut [f32]) {
+    let nb = g.chunk();
+    let cu = 16 * g.cin * g.cout;
+    let chunks = g.n.div_ceil(nb);
+    let par = chunks_in_parallel(chunks);
+    with_weights(if par { (chunks + 1) * cu } else { 2 * cu }, |buf| {
+        let (du, parts) = buf.split_at_mut(cu);
+        if par {
+            parts.par_chunks_mut(cu).enumerate().for_each(|(c, part)| {
+                let nbc = nb.min(g.n - c * nb);
+                weight_grad_chunk(g, x, dy, c * nb, nbc, part, 1);
+            });
+            for_chunks(threads(), du, 4096, |blk, d| {
+                let at = blk * 4096;
+                d.copy_from_slice(&parts[at..at + d.len()]);
+                for c in 1..chunks {
+                    add_row(d, &parts[c * cu + at..]);
+                }
+            });
+        } else {
+            let th = threads();
+            for c in 0..chunks {
+                let nbc = nb.min(g.n - c * nb);
+                let target = if c == 0 { &mut *du } else { &mut *parts };
+                weight_grad_chunk(g, x, dy, c * nb, nbc, target, th);
+                if c > 0 {
+                    add_row(du, parts);
+                }
+            }
+        }
+        weight_grad_transform(g, du, dw);
     });
 }
