@@ -226,6 +226,11 @@ fn real_leaf_sample_parses_when_present() {
     let f = leaf::read_file(&dir.join("all_data_niid_023_keep_64_train_9.json")).unwrap();
     assert_eq!(f.users.len(), 10);
     assert!(f.num_samples.iter().all(|&n| n > 0));
+    assert_eq!(f.stale_counts(), (0, 0));
+    // LEAF's own test file: every user lists 79 samples more than its arrays hold
+    let t = leaf::read_file(&dir.join("all_data_niid_023_keep_64_test_9.json")).unwrap();
+    assert_eq!(t.users.len(), 10);
+    assert_eq!(t.stale_counts(), (10, 790));
 }
 
 #[test]
