@@ -3,14 +3,9 @@
 //! first layers, 3 channels) and 1×1 strided kernels, where a channels-last copy would give
 //! short segments and a gemm of poor shape. Each function writes the whole of its output.
 
-use rayon::prelude::*;
-
 use super::conv::{Geom, dy_chunk};
 use super::gemm::{View, matmul};
-use super::scratch::{
-    add_row, chunks_in_parallel, copy_row, for_chunks, over_chunks, threads, with_weights,
-    with_workspace, zero,
-};
+use super::scratch::{copy_row, for_chunks, over_chunks, sum_over_chunks, with_workspace, zero};
 
 /// The valid output range `[lo, hi)` along one axis for kernel offset `kk`: the outputs whose
 /// input index `o·s + kk − p` lies in `[0, len)`.
@@ -172,39 +167,10 @@ fn weight_grad_chunk(
     });
 }
 
-/// `dL/dw` for output gradient `dy`: each chunk's gradient is computed on its own, and the
-/// chunks' gradients are summed in chunk order, whether the chunks run on several threads or
-/// one after another (the same sums in the same order, so the same bits).
+/// `dL/dw` for output gradient `dy`: the chunks' gradients summed in chunk order.
 pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32], dw: &mut [f32]) {
-    let (k, nb) = (g.k(), g.chunk());
-    let ck = g.cout * k;
-    let chunks = g.n.div_ceil(nb);
-    if chunks_in_parallel(chunks) {
-        with_weights(chunks * ck, |parts| {
-            parts.par_chunks_mut(ck).enumerate().for_each(|(c, part)| {
-                let nbc = nb.min(g.n - c * nb);
-                weight_grad_chunk(g, x, dy, c * nb, nbc, part, 1);
-            });
-            for_chunks(threads(), dw, 4096, |blk, d| {
-                let at = blk * 4096;
-                d.copy_from_slice(&parts[at..at + d.len()]);
-                for c in 1..chunks {
-                    add_row(d, &parts[c * ck + at..]);
-                }
-            });
-        });
-    } else {
-        let th = threads();
-        with_weights(ck, |part| {
-            for c in 0..chunks {
-                let nbc = nb.min(g.n - c * nb);
-                if c == 0 {
-                    weight_grad_chunk(g, x, dy, 0, nbc, dw, th);
-                } else {
-                    weight_grad_chunk(g, x, dy, c * nb, nbc, part, th);
-                    add_row(dw, part);
-                }
-            }
-        });
-    }
+    let nb = g.chunk();
+    sum_over_chunks(g.n.div_ceil(nb), dw, |c, part, th| {
+        weight_grad_chunk(g, x, dy, c * nb, nb.min(g.n - c * nb), part, th);
+    });
 }

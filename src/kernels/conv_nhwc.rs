@@ -4,13 +4,10 @@
 //! to match (and its gradient back). Chosen when `cin` is large enough for those copies to be
 //! long. Each function writes the whole of its output slice.
 
-use rayon::prelude::*;
-
 use super::conv::{Geom, dy_chunk};
 use super::gemm::{View, matmul};
 use super::scratch::{
-    add_row, chunks_in_parallel, copy_row, for_chunks, over_chunks, threads, with_weights,
-    with_workspace,
+    add_row, copy_row, for_chunks, over_chunks, sum_over_chunks, with_weights, with_workspace,
 };
 
 /// Zero-padded channels-last copy of images `i0 .. i0 + nb`: `xp[j][y][x][c]`.
@@ -192,39 +189,13 @@ fn weight_grad_chunk(
     });
 }
 
-/// `dL/dw` for output gradient `dy`: each chunk's gradient is computed on its own, and the
-/// chunks' gradients are summed in chunk order, whether the chunks run on several threads or
-/// one after another (the same sums in the same order, so the same bits).
+/// `dL/dw` for output gradient `dy`: the chunks' gradients summed in chunk order.
 pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32], dw: &mut [f32]) {
     let (k, nb) = (g.k(), g.chunk());
-    let ck = g.cout * k;
-    let chunks = g.n.div_ceil(nb);
-    let par = chunks_in_parallel(chunks);
-    with_weights(if par { (chunks + 1) * ck } else { 2 * ck }, |buf| {
-        let (dwt, parts) = buf.split_at_mut(ck);
-        if par {
-            parts.par_chunks_mut(ck).enumerate().for_each(|(c, part)| {
-                let nbc = nb.min(g.n - c * nb);
-                weight_grad_chunk(g, x, dy, c * nb, nbc, part, 1);
-            });
-            for_chunks(threads(), dwt, 4096, |blk, d| {
-                let at = blk * 4096;
-                d.copy_from_slice(&parts[at..at + d.len()]);
-                for c in 1..chunks {
-                    add_row(d, &parts[c * ck + at..]);
-                }
-            });
-        } else {
-            let th = threads();
-            for c in 0..chunks {
-                let nbc = nb.min(g.n - c * nb);
-                let target = if c == 0 { &mut *dwt } else { &mut *parts };
-                weight_grad_chunk(g, x, dy, c * nb, nbc, target, th);
-                if c > 0 {
-                    add_row(dwt, parts);
-                }
-            }
-        }
+    with_weights(g.cout * k, |dwt| {
+        sum_over_chunks(g.n.div_ceil(nb), dwt, |c, part, th| {
+            weight_grad_chunk(g, x, dy, c * nb, nb.min(g.n - c * nb), part, th);
+        });
         // [cout, (ki, kj, c)] → [cout, c, ki, kj]
         let kk = g.kh * g.kw;
         for co in 0..g.cout {

@@ -11,6 +11,7 @@ thread_local! {
     static WORKSPACE: RefCell<[Vec<f32>; 3]> =
         const { RefCell::new([Vec::new(), Vec::new(), Vec::new()]) };
     static WEIGHTS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    static PARTS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Takes `slot` out of its thread-local place, sized to at least `n`, for `f`, and puts it
@@ -71,6 +72,47 @@ pub fn for_chunks(
 pub fn chunks_in_parallel(chunks: usize) -> bool {
     let th = threads();
     th > 1 && chunks >= 2 * th
+}
+
+/// `out = Σ_c f(c)` over `chunks` per-chunk results of `out.len()` floats (`f(c, part,
+/// threads)` writes chunk `c`'s result into `part`), summed in chunk order. The results are
+/// computed one per thread when there are enough chunks ([`chunks_in_parallel`]), else one after
+/// another with all threads: the same sums in the same order either way, so the same bits.
+pub fn sum_over_chunks(
+    chunks: usize,
+    out: &mut [f32],
+    f: impl Fn(usize, &mut [f32], usize) + Sync + Send,
+) {
+    let n = out.len();
+    let mut parts = PARTS.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    if chunks_in_parallel(chunks) {
+        grow(&mut parts, chunks * n);
+        let parts = &mut parts[..chunks * n];
+        parts
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(c, p)| f(c, p, 1));
+        let parts = &*parts;
+        for_chunks(threads(), out, 4096, |blk, d| {
+            let at = blk * 4096;
+            d.copy_from_slice(&parts[at..at + d.len()]);
+            for c in 1..chunks {
+                add_row(d, &parts[c * n + at..]);
+            }
+        });
+    } else {
+        let th = threads();
+        grow(&mut parts, n);
+        for c in 0..chunks {
+            if c == 0 {
+                f(0, out, th);
+            } else {
+                f(c, &mut parts[..n], th);
+                add_row(out, &parts[..n]);
+            }
+        }
+    }
+    PARTS.with(|p| *p.borrow_mut() = parts);
 }
 
 /// Runs `f(chunk, out_chunk, threads)` over `out.chunks_mut(per)`: one chunk per thread when

@@ -11,11 +11,7 @@
 use super::conv::Geom;
 use super::conv_nhwc::to_padded_nhwc;
 use super::gemm::{View, matmul};
-use rayon::prelude::*;
-
-use super::scratch::{
-    add_row, chunks_in_parallel, for_chunks, over_chunks, threads, with_weights, with_workspace,
-};
+use super::scratch::{for_chunks, over_chunks, sum_over_chunks, with_weights, with_workspace};
 
 /// Whether the convolution `g` runs here. Maps of at least 8×8: on ResNet-18's 4×4 stage the
 /// 16·cin·cout transformed weights (built on one thread) made a two-thread training step 7 %
@@ -295,38 +291,14 @@ fn weight_grad_chunk(
     });
 }
 
-/// `dL/dw` for a convolution that [`applies`]: the chunks' transform-domain gradients are
-/// summed in chunk order (on one thread or several alike), then transformed back.
+/// `dL/dw` for a convolution that [`applies`]: the chunks' transform-domain gradients summed
+/// in chunk order, then transformed back.
 pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32], dw: &mut [f32]) {
     let nb = g.chunk();
-    let cu = 16 * g.cin * g.cout;
-    let chunks = g.n.div_ceil(nb);
-    let par = chunks_in_parallel(chunks);
-    with_weights(if par { (chunks + 1) * cu } else { 2 * cu }, |buf| {
-        let (du, parts) = buf.split_at_mut(cu);
-        if par {
-            parts.par_chunks_mut(cu).enumerate().for_each(|(c, part)| {
-                let nbc = nb.min(g.n - c * nb);
-                weight_grad_chunk(g, x, dy, c * nb, nbc, part, 1);
-            });
-            for_chunks(threads(), du, 4096, |blk, d| {
-                let at = blk * 4096;
-                d.copy_from_slice(&parts[at..at + d.len()]);
-                for c in 1..chunks {
-                    add_row(d, &parts[c * cu + at..]);
-                }
-            });
-        } else {
-            let th = threads();
-            for c in 0..chunks {
-                let nbc = nb.min(g.n - c * nb);
-                let target = if c == 0 { &mut *du } else { &mut *parts };
-                weight_grad_chunk(g, x, dy, c * nb, nbc, target, th);
-                if c > 0 {
-                    add_row(du, parts);
-                }
-            }
-        }
+    with_weights(16 * g.cin * g.cout, |du| {
+        sum_over_chunks(g.n.div_ceil(nb), du, |c, part, th| {
+            weight_grad_chunk(g, x, dy, c * nb, nb.min(g.n - c * nb), part, th);
+        });
         weight_grad_transform(g, du, dw);
     });
 }
