@@ -161,7 +161,7 @@ fn conv2d_matches_burn_on_the_models_layers() {
 }
 
 #[test]
-fn conv2d_is_burns_op_off_flex_and_when_asked() {
+fn kernels_burn_gives_burns_conv_bit_for_bit() {
     // `Kernels::Burn` must give burn's result bit for bit.
     let dev = Device::flex();
     let conv: Conv2d = Conv2dConfig::new([3, 4], [3, 3]).init(&dev);

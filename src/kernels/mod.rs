@@ -1,8 +1,8 @@
 //! fedrun's own CPU kernels for the hot ops, plugged into burn as a backend extension
 //! ([`ext`]) for the flex backend, with their own backward under autodiff. The models keep
 //! burn's modules (parameters, records and the flat layout are unchanged) and call
-//! [`conv2d`] in their forward; on any other backend, or with `run.kernels = "burn"`, the
-//! call is burn's own op.
+//! [`conv2d`], [`max_pool2d`] and [`group_norm`] in their forward; on any other backend, or
+//! with `run.kernels = "burn"`, the call is burn's own op.
 
 pub mod conv;
 mod conv_nchw;
@@ -54,8 +54,8 @@ pub fn is_flex(device: &Device) -> bool {
     }
 }
 
-/// The options of `conv` on an input of spatial size `[h, w]` if fedrun's kernel covers it
-/// (groups 1, dilation 1, symmetric padding per axis).
+/// The options of `conv` if fedrun's kernel covers it (groups 1, dilation 1, symmetric padding
+/// per axis).
 fn options(conv: &Conv2d) -> Option<ConvOptions<2>> {
     let (ph, pw) = match conv.padding {
         PaddingConfig2d::Valid => (0, 0),

@@ -5,6 +5,8 @@
 
 use rayon::prelude::*;
 
+use super::scratch::{for_chunks, threads, worth_parallel};
+
 /// Input `[n, c, hw]` (hw = all spatial positions) in `groups` groups of channels.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gn {
@@ -25,10 +27,6 @@ impl Gn {
     fn block(&self) -> usize {
         self.cpg() * self.hw
     }
-}
-
-fn par(len: usize) -> bool {
-    rayon::current_num_threads() > 1 && len >= 1 << 16
 }
 
 /// Mean and `1/sqrt(var + eps)` of one block (biased variance, two passes).
@@ -71,11 +69,7 @@ pub fn forward(g: &Gn, x: &[f32], gamma: &[f32], beta: &[f32]) -> Vec<f32> {
             }
         }
     };
-    if par(x.len()) {
-        y.par_chunks_mut(bl).enumerate().for_each(body);
-    } else {
-        y.chunks_mut(bl).enumerate().for_each(body);
-    }
+    for_chunks(threads(), &mut y, bl, |i, out| body((i, out)));
     y
 }
 
@@ -130,7 +124,7 @@ pub fn backward(
                 .for_each(|(o, &v)| *o = a * *o + bcoef * v + ccoef);
         }
     };
-    if par(x.len()) {
+    if worth_parallel(threads(), x.len()) {
         dx.par_chunks_mut(bl)
             .zip(part.par_chunks_mut(cpg))
             .enumerate()

@@ -5,7 +5,7 @@
 //! monotone, and a window whose maximum is not positive passes no gradient either way) at a
 //! quarter of the ReLU's work.
 
-use rayon::prelude::*;
+use super::scratch::{for_chunks, threads};
 
 /// Input `[n, c, h, w]` (n·c planes), window `k`, stride `s`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,10 +43,6 @@ impl Pool {
     }
 }
 
-fn planes_par(len: usize) -> bool {
-    rayon::current_num_threads() > 1 && len >= 1 << 16
-}
-
 pub fn forward(p: &Pool, x: &[f32]) -> Vec<f32> {
     let (oh, ow, plane) = (p.oh(), p.ow(), p.h * p.w);
     let mut y = vec![0.0f32; p.planes * oh * ow];
@@ -77,11 +73,7 @@ pub fn forward(p: &Pool, x: &[f32]) -> Vec<f32> {
             }
         }
     };
-    if planes_par(x.len()) {
-        y.par_chunks_mut(oh * ow).enumerate().for_each(body);
-    } else {
-        y.chunks_mut(oh * ow).enumerate().for_each(body);
-    }
+    for_chunks(threads(), &mut y, oh * ow, |i, out| body((i, out)));
     y
 }
 
@@ -122,10 +114,6 @@ pub fn backward(p: &Pool, x: &[f32], dy: &[f32]) -> Vec<f32> {
             }
         }
     };
-    if planes_par(x.len()) {
-        dx.par_chunks_mut(plane).enumerate().for_each(body);
-    } else {
-        dx.chunks_mut(plane).enumerate().for_each(body);
-    }
+    for_chunks(threads(), &mut dx, plane, |i, out| body((i, out)));
     dx
 }

@@ -14,9 +14,10 @@ thread_local! {
     static PARTS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Takes `slot` out of its thread-local place, sized to at least `n`, for `f`, and puts it
-/// back. Taken out, so a nested call (rayon may run other work on this thread while it
-/// waits) gets fresh buffers instead of a panic.
+/// Grows `v` to at least `n` elements (buffers only ever grow). The `with_*` helpers take their
+/// buffers out of the thread-local slot while `f` runs and put them back after, so a nested
+/// call (rayon may run other work on this thread while it waits) gets fresh buffers instead of
+/// a panic.
 fn grow(v: &mut Vec<f32>, n: usize) {
     if v.len() < n {
         v.resize(n, 0.0);
@@ -51,6 +52,11 @@ pub fn threads() -> usize {
     rayon::current_num_threads()
 }
 
+/// Whether a loop over `len` elements is worth splitting over `th` threads.
+pub fn worth_parallel(th: usize, len: usize) -> bool {
+    th > 1 && len >= PARALLEL_COPY_MIN
+}
+
 /// Runs `f(index, chunk)` over `data.chunks_mut(size)`, on `th` threads when it is worth it.
 pub fn for_chunks(
     th: usize,
@@ -58,7 +64,7 @@ pub fn for_chunks(
     size: usize,
     f: impl Fn(usize, &mut [f32]) + Sync + Send,
 ) {
-    if th > 1 && data.len() >= PARALLEL_COPY_MIN {
+    if worth_parallel(th, data.len()) {
         data.par_chunks_mut(size)
             .enumerate()
             .for_each(|(i, c)| f(i, c));
