@@ -115,7 +115,7 @@ fn learning_happens_on_small_real_format_data() {
 fn quickstart_runs_two_rounds_on_the_embedded_plays() {
     let d = TempDir::new("qs");
     let spec = Spec::from_str_with(
-        fedrun::cli::QUICKSTART,
+        fedrun::config::QUICKSTART,
         "quickstart",
         &[
             "fl.rounds=2".into(),

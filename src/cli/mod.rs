@@ -6,12 +6,9 @@ mod bench_ops;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-use crate::config::Spec;
+use crate::config::{QUICKSTART, Spec};
 use crate::error::Result;
 use crate::fl::engine::{RunOptions, run};
-
-/// The quickstart spec, run when no --config is given.
-pub const QUICKSTART: &str = include_str!("../../configs/quickstart.toml");
 
 #[derive(Parser, Debug)]
 #[command(

@@ -12,7 +12,7 @@ pub use keys::{apply_override, parse_spec_str};
 pub use validate::validate;
 
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 
@@ -233,6 +233,9 @@ pub struct Spec {
     pub run: RunSpec,
 }
 
+/// The quickstart spec, run when no --config is given.
+pub const QUICKSTART: &str = include_str!("../../configs/quickstart.toml");
+
 impl Spec {
     /// Load a spec file, apply `--set` overrides, and validate.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Spec> {
@@ -257,20 +260,6 @@ impl Spec {
     /// The resolved spec, every key included, as TOML.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("spec serialises")
-    }
-
-    /// The data path: `data.path`, else `--data-dir`, else the data set's default.
-    pub fn data_path(&self, data_dir: Option<&Path>) -> PathBuf {
-        if let Some(d) = data_dir {
-            return d.to_path_buf();
-        }
-        if !self.data.path.is_empty() {
-            return PathBuf::from(&self.data.path);
-        }
-        match self.data.dataset.as_str() {
-            "shakespeare" => PathBuf::from(crate::data::shakespeare::DEFAULT_PLAYS),
-            other => PathBuf::from("data").join(other),
-        }
     }
 
     /// Keys whose values differ between two specs (for resume checks).

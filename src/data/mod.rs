@@ -16,7 +16,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use crate::config::Spec;
 use crate::error::{Error, Result};
 use crate::rng::{Rng, Stream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The input features of one split.
 #[derive(Clone, Debug)]
@@ -174,9 +174,24 @@ pub fn batch(
     (x, y)
 }
 
+/// The data path: `--data-dir`, else `data.path`, else the data set's default location
+/// (`data/<dataset>`; the plays archive for Shakespeare).
+pub fn path_of(spec: &Spec, data_dir: Option<&Path>) -> PathBuf {
+    if let Some(d) = data_dir {
+        return d.to_path_buf();
+    }
+    if !spec.data.path.is_empty() {
+        return PathBuf::from(&spec.data.path);
+    }
+    match spec.data.dataset.as_str() {
+        "shakespeare" => PathBuf::from(shakespeare::DEFAULT_PLAYS),
+        other => PathBuf::from("data").join(other),
+    }
+}
+
 /// Load the data set a spec names and partition it.
 pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
-    let path = spec.data_path(data_dir);
+    let path = path_of(spec, data_dir);
     let d = &spec.data;
     let mut part_rng = Rng::derive(spec.run.seed, Stream::Partition, &[]);
     let fed = match d.dataset.as_str() {

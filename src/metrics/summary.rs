@@ -28,7 +28,7 @@ pub struct Summary {
 impl Summary {
     pub fn write(&self, dir: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self).expect("json");
-        crate::fl::engine::write_atomic(&dir.join("summary.json"), text.as_bytes())
+        crate::io::write_atomic(&dir.join("summary.json"), text.as_bytes())
     }
 
     pub fn read(dir: &Path) -> Result<Summary> {

@@ -111,7 +111,7 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
     let text = match &o.config {
         Some(c) => std::fs::read_to_string(c)
             .map_err(|e| Error::io(format!("cannot read config {}", c.display()), e))?,
-        None => crate::cli::QUICKSTART.to_string(),
+        None => crate::config::QUICKSTART.to_string(),
     };
     let mut named = Vec::new();
     for p in &points {
@@ -246,7 +246,7 @@ fn write_csv(path: &Path, axes: &[Axis], rows: &[(Point, String, Summary)]) -> R
             sm.elapsed_s
         ));
     }
-    crate::fl::engine::write_atomic(path, s.as_bytes())
+    crate::io::write_atomic(path, s.as_bytes())
 }
 
 #[cfg(test)]

@@ -1,0 +1,145 @@
+//! The experiment: everything built before the first round (data, model layout, global
+//! model, algorithm, client trainers, evaluator), and one round of it.
+
+use burn::tensor::Device;
+
+use super::options::{client_workers, devices, shape_of};
+use super::round::{Divergence, RoundConfig, RoundStats, run_round};
+use super::workers::BurnClients;
+use crate::config::Spec;
+use crate::data::FedData;
+use crate::error::{Error, Result};
+use crate::fl::algorithm::Algorithm;
+use crate::fl::algorithms;
+use crate::fl::client::Trainer;
+use crate::fl::step::LocalOptimizer;
+use crate::kernels::Kernels;
+use crate::metrics::csv::Row;
+use crate::metrics::eval::Evaluator;
+use crate::model::params::{Layout, write_params};
+use crate::model::{Model, init};
+use crate::rng::{Rng, Stream};
+
+/// Everything built before the first round; also used by `bench`.
+pub struct Experiment {
+    pub spec: Spec,
+    pub data: FedData,
+    pub layout: Layout,
+    pub global: Vec<f32>,
+    pub alg: Box<dyn Algorithm>,
+    /// One trainer per client worker (`run.client_workers`).
+    pub trainers: Vec<Trainer>,
+    /// One single-thread pool per worker when there are several.
+    pub pools: Vec<rayon::ThreadPool>,
+    pub evaluator: Evaluator,
+    pub device: Device,
+}
+
+impl Experiment {
+    pub fn new(spec: &Spec, data: FedData) -> Result<Experiment> {
+        let (device, eval_device) = devices(&spec.run.backend)?;
+        let shape = shape_of(&data);
+        let kernels = Kernels::parse(&spec.run.kernels).expect("validated");
+        let model = Model::build(&spec.model, shape, kernels, &device)?;
+        let layout = Layout::of(&model);
+        let mut init_rng = Rng::derive(spec.run.seed, Stream::Init, &[]);
+        let global = init::init_flat(&layout, &mut init_rng, spec.model.identical_layers);
+        let model = write_params(model, &global);
+        let alg = algorithms::build(spec, layout.total, &data.client_sizes())?;
+        let workers = client_workers(spec, layout.total);
+        let mut trainers = vec![Trainer::new(
+            model,
+            device.clone(),
+            layout.total,
+            LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar),
+        )];
+        for _ in 1..workers {
+            let m = write_params(Model::build(&spec.model, shape, kernels, &device)?, &global);
+            trainers.push(Trainer::new(
+                m,
+                device.clone(),
+                layout.total,
+                LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar),
+            ));
+        }
+        let pools = if workers > 1 {
+            (0..workers)
+                .map(|_| {
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(1)
+                        .build()
+                        .map_err(|e| Error::Run(format!("cannot start a client worker: {e}")))
+                })
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
+        let eval_model = Model::build(&spec.model, shape, kernels, &eval_device)?;
+        Ok(Experiment {
+            spec: spec.clone(),
+            trainers,
+            pools,
+            evaluator: Evaluator::new(eval_model, eval_device, spec.fl.eval_batch_size),
+            data,
+            layout,
+            global,
+            alg,
+            device,
+        })
+    }
+
+    /// Local learning rate of round t: lr · decay^(t+1) (the FedNAR code's schedule).
+    pub fn lr(&self, t: usize) -> f64 {
+        self.spec.local.lr * self.spec.local.lr_decay.powi(t as i32 + 1)
+    }
+
+    /// Run round t; returns the CSV row (without evaluation fields) or the divergence.
+    pub fn round(&mut self, t: usize) -> std::result::Result<Row, Divergence> {
+        let st = self.round_stats(t)?;
+        Ok(Row {
+            round: t,
+            test_acc: f64::NAN,
+            test_loss: f64::NAN,
+            train_loss: st.loss_sum / st.steps.max(1) as f64,
+            lr: self.lr(t),
+            clipped_steps: st.clipped,
+            mean_clip_norm: st.clip_norm_sum / st.steps.max(1) as f64,
+            update_norm: st.update_norm,
+            server_lr: st.server.server_lr,
+            server_state_norm: st.server.state_norm,
+            elapsed_s: 0.0,
+        })
+    }
+
+    /// Run round t; returns the round's raw statistics or the divergence.
+    pub fn round_stats(&mut self, t: usize) -> std::result::Result<RoundStats, Divergence> {
+        let lr = self.lr(t);
+        let sizes = self.data.client_sizes();
+        let mut client = BurnClients {
+            trainers: &mut self.trainers,
+            pools: &self.pools,
+            data: &self.data,
+            spec: &self.spec,
+            device: &self.device,
+        };
+        let cfg = RoundConfig {
+            seed: self.spec.run.seed,
+            clients_per_round: self.spec.fl.clients_per_round,
+            lr,
+        };
+        run_round(
+            t,
+            &cfg,
+            &sizes,
+            &mut self.global,
+            self.alg.as_mut(),
+            &mut client,
+        )
+    }
+
+    /// Evaluate the algorithm's evaluation model on the test split.
+    pub fn evaluate(&mut self) -> (f64, f64) {
+        let params = self.alg.eval_params().unwrap_or(&self.global);
+        self.evaluator.evaluate(params, &self.data.test)
+    }
+}

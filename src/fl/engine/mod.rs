@@ -1,0 +1,26 @@
+//! The round engine. It knows nothing about any particular algorithm: it samples clients,
+//! runs the local loop, aggregates, calls the algorithm's hooks, evaluates, and writes the
+//! outputs and checkpoints. Every random stream is derived from (seed, round, client), so a
+//! resumed run replays exactly what the uninterrupted one would have done.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `options.rs` | run options, devices, model shape, client workers |
+//! | `experiment.rs` | what is built before the first round; one round of it |
+//! | `workers.rs` | local training as the round sees it; the burn trainers and worker pool |
+//! | `round.rs` | one round: sample, train, aggregate, server update |
+//! | `checkpoint.rs` | the checkpoint format |
+//! | `run.rs` | the outer loop: run folder, CSV, summary, resume, divergence |
+
+pub mod checkpoint;
+mod experiment;
+mod options;
+mod round;
+mod run;
+mod workers;
+
+pub use experiment::Experiment;
+pub use options::{RunOptions, client_workers, devices, shape_of};
+pub use round::{Divergence, RoundConfig, RoundStats, run_round, sample_clients};
+pub use run::run;
+pub use workers::{BurnClients, LocalTrainer};

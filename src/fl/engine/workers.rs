@@ -1,0 +1,111 @@
+//! Local training as the round sees it ([`LocalTrainer`]), and its implementation over burn
+//! models: one trainer per client worker, each on its own one-thread pool.
+
+use burn::tensor::Device;
+
+use crate::config::Spec;
+use crate::data::FedData;
+use crate::fl::algorithm::Algorithm;
+use crate::fl::client::{LocalStats, Trainer, local_steps};
+use crate::rng::{Rng, Stream};
+
+/// Local training as the round sees it: train clients from an anchor, leave each Δ_i.
+pub trait LocalTrainer {
+    /// How many clients `train_many` trains at once.
+    fn width(&self) -> usize {
+        1
+    }
+    /// Train `clients` (at most `width`) from `anchor`; stats in the same order, and Δ of the
+    /// k-th client in `delta(k)`.
+    fn train_many(
+        &mut self,
+        round: usize,
+        clients: &[usize],
+        anchor: &[f32],
+        alg: &dyn Algorithm,
+        lr: f64,
+    ) -> Vec<LocalStats>;
+    fn delta(&self, k: usize) -> &[f32];
+}
+
+/// The burn model trainers (one per worker) over a federated data set.
+pub struct BurnClients<'a> {
+    pub trainers: &'a mut [Trainer],
+    pub pools: &'a [rayon::ThreadPool],
+    pub data: &'a FedData,
+    pub spec: &'a Spec,
+    pub device: &'a Device,
+}
+
+/// Train client `c` of round `t` on `trainer`: its local steps, batches and augmentation are
+/// drawn from the (seed, round, client) stream, whoever trains it.
+#[allow(clippy::too_many_arguments)]
+fn train_client(
+    trainer: &mut Trainer,
+    data: &FedData,
+    spec: &Spec,
+    t: usize,
+    c: usize,
+    anchor: &[f32],
+    alg: &dyn Algorithm,
+    lr: f64,
+) -> LocalStats {
+    let k = local_steps(
+        spec.local.steps,
+        spec.local.epochs,
+        spec.local.batch_size,
+        data.clients[c].len(),
+    );
+    let mut rng = Rng::derive(spec.run.seed, Stream::Local, &[t as u64, c as u64]);
+    trainer.train(data, c, anchor, alg, k, spec.local.batch_size, lr, &mut rng)
+}
+
+impl LocalTrainer for BurnClients<'_> {
+    fn width(&self) -> usize {
+        self.trainers.len()
+    }
+
+    fn train_many(
+        &mut self,
+        t: usize,
+        clients: &[usize],
+        anchor: &[f32],
+        alg: &dyn Algorithm,
+        lr: f64,
+    ) -> Vec<LocalStats> {
+        let (data, spec) = (self.data, self.spec);
+        if clients.len() == 1 || self.pools.is_empty() {
+            return clients
+                .iter()
+                .zip(self.trainers.iter_mut())
+                .map(|(&c, tr)| {
+                    // dropout draws from the backend's global generator: seed it per client
+                    self.device.seed(
+                        Rng::derive(spec.run.seed, Stream::Dropout, &[t as u64, c as u64])
+                            .next_u64(),
+                    );
+                    train_client(tr, data, spec, t, c, anchor, alg, lr)
+                })
+                .collect();
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = clients
+                .iter()
+                .zip(self.trainers.iter_mut().zip(self.pools))
+                .map(|(&c, (tr, pool))| {
+                    s.spawn(move || {
+                        pool.install(|| train_client(tr, data, spec, t, c, anchor, alg, lr))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("client worker panicked"))
+                .collect()
+        })
+    }
+
+    fn delta(&self, k: usize) -> &[f32] {
+        self.trainers[k].delta()
+    }
+}
