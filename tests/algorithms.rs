@@ -4,7 +4,7 @@ mod common;
 
 use fedrun::config::Spec;
 use fedrun::data;
-use fedrun::fl::algorithm::{Aggregate, Algorithm, RoundInfo};
+use fedrun::fl::algorithm::{Aggregate, Algorithm, RoundInfo, StepCtx};
 use fedrun::fl::algorithms::{self, AdaptiveServer, FedExP, Rule, Scaffold};
 use fedrun::fl::client::LocalStats;
 use fedrun::fl::engine::{Experiment, LocalTrainer, RoundConfig, run_round};
@@ -52,7 +52,7 @@ impl Quadratic {
 impl LocalTrainer for Quadratic {
     fn train_many(
         &mut self,
-        _round: usize,
+        round: usize,
         clients: &[usize],
         anchor: &[f32],
         alg: &dyn Algorithm,
@@ -60,7 +60,7 @@ impl LocalTrainer for Quadratic {
     ) -> Vec<LocalStats> {
         clients
             .iter()
-            .map(|&c| self.train(c, anchor, alg, lr))
+            .map(|&c| self.train(round, c, anchor, alg, lr))
             .collect()
     }
     fn delta(&self, _k: usize) -> &[f32] {
@@ -69,22 +69,47 @@ impl LocalTrainer for Quadratic {
 }
 
 impl Quadratic {
-    fn train(&mut self, c: usize, anchor: &[f32], alg: &dyn Algorithm, lr: f64) -> LocalStats {
+    fn train(
+        &mut self,
+        round: usize,
+        c: usize,
+        anchor: &[f32],
+        alg: &dyn Algorithm,
+        lr: f64,
+    ) -> LocalStats {
         let mut x = anchor.to_vec();
         self.grads[c].clear();
         let mut st = LocalStats::default();
-        for _ in 0..self.steps {
+        for step in 0..self.steps {
+            let ctx = StepCtx {
+                round,
+                epoch: 0,
+                step,
+                steps: self.steps,
+                lr,
+            };
             let mut g: Vec<f32> = (0..x.len())
                 .map(|j| self.a[c][j] * (x[j] - self.b[c][j]))
                 .collect();
             self.grads[c].push(g.clone());
-            alg.local_grad(c, anchor, &x, &mut g);
+            alg.local_grad(c, &ctx, anchor, &x, &mut g);
             let s = self.opt.step(lr as f32, &mut x, &mut g);
             st.steps += 1;
             st.clipped += usize::from(s.clipped);
         }
         self.delta = x.iter().zip(anchor).map(|(x, a)| x - a).collect();
         st
+    }
+}
+
+/// A step context for direct hook calls.
+fn ctx0() -> StepCtx {
+    StepCtx {
+        round: 0,
+        epoch: 0,
+        step: 0,
+        steps: 1,
+        lr: 0.1,
     }
 }
 
@@ -112,6 +137,7 @@ fn run_quadratic(alg: &mut dyn Algorithm, q: &mut Quadratic, rounds: usize, lr: 
         seed: 0,
         clients_per_round: 2,
         lr,
+        uniform: false,
     };
     for t in 0..rounds {
         run_round(t, &cfg, &[1, 1], &mut x, alg, q).unwrap();
@@ -160,6 +186,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
             seed: 0,
             clients_per_round: 2,
             lr,
+            uniform: false,
         },
         &[1, 1],
         &mut x,
@@ -195,7 +222,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
         .collect();
     assert_eq!(c, mean);
     let mut g = vec![0f32; 2];
-    s.local_grad(0, &x, &x, &mut g);
+    s.local_grad(0, &ctx0(), &x, &x, &mut g);
     let c0 = s.control_variate(0).unwrap();
     assert_eq!(g, vec![c[0] - c0[0], c[1] - c0[1]]);
 }
@@ -217,6 +244,7 @@ fn fednar_lemma1_global_update_identity_on_a_linear_model() {
                 seed: 0,
                 clients_per_round: 2,
                 lr: lr as f64,
+                uniform: false,
             },
             &[1, 1],
             &mut x,
@@ -282,8 +310,8 @@ fn fedadam_two_rounds_by_hand() {
         &common::synthetic_spec(""),
         "t",
         &[
-            "fl.adam_variant=\"reddi\"".into(),
-            "fl.adam_eps=0.001".into(),
+            "fedadam.variant=\"reddi\"".into(),
+            "fedadam.eps=0.001".into(),
             "fl.global_lr=0.01".into(),
         ],
     )
@@ -321,8 +349,8 @@ fn fedexp_step_size_by_hand_and_never_below_one() {
             &common::synthetic_spec(""),
             "t",
             &[
-                "fl.fedexp_eps=0.1".into(),
-                format!("fl.fedexp_eps_form=\"{form}\""),
+                "fedexp.eps=0.1".into(),
+                format!("fedexp.eps_form=\"{form}\""),
             ],
         )
         .unwrap();
@@ -454,19 +482,19 @@ fn fedprox_with_zero_mu_and_fedavgm_with_zero_beta_equal_fedavg() {
     let avg = globals_after(&["fl.algorithm=\"fedavg\""], 2);
     assert_eq!(
         avg,
-        globals_after(&["fl.algorithm=\"fedprox\"", "fl.prox_mu=0"], 2)
+        globals_after(&["fl.algorithm=\"fedprox\"", "fedprox.mu=0"], 2)
     );
     assert_ne!(
         avg,
-        globals_after(&["fl.algorithm=\"fedprox\"", "fl.prox_mu=0.5"], 2)
+        globals_after(&["fl.algorithm=\"fedprox\"", "fedprox.mu=0.5"], 2)
     );
     assert_eq!(
         avg,
-        globals_after(&["fl.algorithm=\"fedavgm\"", "fl.server_momentum=0"], 2)
+        globals_after(&["fl.algorithm=\"fedavgm\"", "fedavgm.momentum=0"], 2)
     );
     assert_ne!(
         avg,
-        globals_after(&["fl.algorithm=\"fedavgm\"", "fl.server_momentum=0.9"], 2)
+        globals_after(&["fl.algorithm=\"fedavgm\"", "fedavgm.momentum=0.9"], 2)
     );
 }
 

@@ -79,7 +79,25 @@ fn check_value(v: &toml::Value, expected: &toml::Value, path: &str, origin: &str
     }
 }
 
+/// Keys that moved into their algorithm's own table.
+const MOVED: &[(&str, &str)] = &[
+    ("fl.prox_mu", "fedprox.mu"),
+    ("fl.server_momentum", "fedavgm.momentum"),
+    ("fl.adam_beta1", "fedadam.beta1"),
+    ("fl.adam_beta2", "fedadam.beta2"),
+    ("fl.adam_eps", "fedadam.eps"),
+    ("fl.adam_variant", "fedadam.variant"),
+    ("fl.fedexp_eps", "fedexp.eps"),
+    ("fl.fedexp_eps_form", "fedexp.eps_form"),
+    ("fl.fedexp_eval_avg", "fedexp.eval_avg"),
+];
+
 fn unknown_key(path: &str, key: &str, schema: &toml::Table, prefix: &str, origin: &str) -> Error {
+    if let Some((_, new)) = MOVED.iter().find(|(old, _)| *old == path) {
+        return Error::Config(format!(
+            "{origin}: key `{path}` has moved to its algorithm's table: `{new}`"
+        ));
+    }
     let best = schema
         .keys()
         .map(|c| (edit_distance(key, c), c))

@@ -6,7 +6,7 @@
 //! value out of range is an error that names the key path and what is expected.
 
 mod keys;
-mod validate;
+pub(crate) mod validate;
 
 pub use keys::{apply_override, parse_spec_str};
 pub use validate::validate;
@@ -109,7 +109,8 @@ impl Default for ModelSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FlSpec {
-    /// `fedavg` | `fedprox` | `scaffold` | `fedexp` | `fedadam` | `fedadagrad` | `fedyogi` | `fedavgm`.
+    /// One of `fl::algorithms::NAMES` (`fedrun check` lists them); its own keys are in its
+    /// table (`[fedprox]`, `[fedacg]`, …).
     pub algorithm: String,
     /// Rounds run: t = 0 .. rounds-1. (The FedNAR code runs `num_rounds + 1`.)
     pub rounds: usize,
@@ -120,22 +121,9 @@ pub struct FlSpec {
     pub eval_every: usize,
     /// Evaluation batch size.
     pub eval_batch_size: usize,
-    /// FedProx μ: `½μ‖x − x_global‖²` is added to the local loss.
-    pub prox_mu: f64,
-    /// FedAvgM server momentum β.
-    pub server_momentum: f64,
-    /// FedAdam / FedAdagrad / FedYogi: β1, β2, ε (τ) and form.
-    pub adam_beta1: f64,
-    pub adam_beta2: f64,
-    pub adam_eps: f64,
-    /// `fedexp` (§3.6: v of m², ε inside the sqrt, ε decays 0.998²/round) | `reddi` (§5).
-    pub adam_variant: String,
-    /// FedExP ε_0 (decays by decay² per round).
-    pub fedexp_eps: f64,
-    /// FedExP: `code` uses |S|·ε in the denominator (as the official code), `paper` uses ε.
-    pub fedexp_eps_form: String,
-    /// FedExP: evaluate the average of the last two iterates (official code).
-    pub fedexp_eval_avg: bool,
+    /// Client weights in Δ̄: `size` (p_i ∝ n_i, the FedNAR code) | `uniform` (1/M, the FedACG
+    /// code).
+    pub aggregation: String,
 }
 
 impl Default for FlSpec {
@@ -147,15 +135,7 @@ impl Default for FlSpec {
             global_lr: 1.0,
             eval_every: 1,
             eval_batch_size: 100,
-            prox_mu: 0.001,
-            server_momentum: 0.9,
-            adam_beta1: 0.9,
-            adam_beta2: 0.99,
-            adam_eps: 0.01,
-            adam_variant: "fedexp".into(),
-            fedexp_eps: 0.0,
-            fedexp_eps_form: "code".into(),
-            fedexp_eval_avg: true,
+            aggregation: "size".into(),
         }
     }
 }
@@ -169,8 +149,11 @@ pub struct LocalSpec {
     pub epochs: usize,
     pub batch_size: usize,
     pub lr: f64,
-    /// Per-round decay: l_t = lr · lr_decay^(t+1) (the FedNAR code's schedule).
+    /// Decay factor d of the learning-rate schedule.
     pub lr_decay: f64,
+    /// `round`: l = lr·d^(t+1) for all of round t (the FedNAR code) | `epoch`: l = lr·d^(t+e)
+    /// in local epoch e of round t (the FedACG code: LambdaLR stepped per local epoch).
+    pub lr_schedule: String,
     pub weight_decay: f64,
     /// Clip threshold A on the global L2 norm; 0 disables clipping.
     pub max_norm: f64,
@@ -186,6 +169,7 @@ impl Default for LocalSpec {
             batch_size: 50,
             lr: 0.01,
             lr_decay: 0.998,
+            lr_schedule: "round".into(),
             weight_decay: 0.05,
             max_norm: 10.0,
             nar: false,
@@ -223,14 +207,20 @@ impl Default for RunSpec {
     }
 }
 
+/// The spec. Unknown keys are refused by the schema check in `keys.rs` (serde's
+/// `deny_unknown_fields` does not combine with `flatten`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(default)]
 pub struct Spec {
     pub data: DataSpec,
     pub model: ModelSpec,
     pub fl: FlSpec,
     pub local: LocalSpec,
     pub run: RunSpec,
+    /// Each algorithm's own table (`[fedprox]`, `[fedacg]`, …), owned by its file in
+    /// `fl/algorithms/`.
+    #[serde(flatten)]
+    pub algorithms: crate::fl::algorithms::AlgorithmKeys,
 }
 
 /// The quickstart spec, run when no --config is given.

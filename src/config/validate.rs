@@ -22,7 +22,7 @@ pub const HEADS: &[&str] = &["fednar", "global"];
 pub const BACKENDS: &[&str] = &["flex", "wgpu"];
 pub const KERNELS: &[&str] = &["fedrun", "burn"];
 
-fn one_of(key: &str, value: &str, valid: &[&str]) -> Result<()> {
+pub(crate) fn one_of(key: &str, value: &str, valid: &[&str]) -> Result<()> {
     if valid.contains(&value) {
         Ok(())
     } else {
@@ -33,7 +33,7 @@ fn one_of(key: &str, value: &str, valid: &[&str]) -> Result<()> {
     }
 }
 
-fn positive(key: &str, v: f64) -> Result<()> {
+pub(crate) fn positive(key: &str, v: f64) -> Result<()> {
     if v > 0.0 && v.is_finite() {
         Ok(())
     } else {
@@ -43,7 +43,7 @@ fn positive(key: &str, v: f64) -> Result<()> {
     }
 }
 
-fn at_least_one(key: &str, v: usize) -> Result<()> {
+pub(crate) fn at_least_one(key: &str, v: usize) -> Result<()> {
     if v >= 1 {
         Ok(())
     } else {
@@ -51,7 +51,7 @@ fn at_least_one(key: &str, v: usize) -> Result<()> {
     }
 }
 
-fn non_negative(key: &str, v: f64) -> Result<()> {
+pub(crate) fn non_negative(key: &str, v: f64) -> Result<()> {
     if v >= 0.0 && v.is_finite() {
         Ok(())
     } else {
@@ -109,27 +109,19 @@ pub fn validate(s: &Spec) -> Result<()> {
         )));
     }
     positive("fl.global_lr", s.fl.global_lr)?;
-    non_negative("fl.prox_mu", s.fl.prox_mu)?;
-    if !(0.0..1.0).contains(&s.fl.server_momentum) {
-        return Err(Error::Config(format!(
-            "key `fl.server_momentum` must be in [0, 1), got {}",
-            s.fl.server_momentum
-        )));
-    }
-    one_of("fl.adam_variant", &s.fl.adam_variant, &["fedexp", "reddi"])?;
-    one_of(
-        "fl.fedexp_eps_form",
-        &s.fl.fedexp_eps_form,
-        &["code", "paper"],
-    )?;
-    non_negative("fl.fedexp_eps", s.fl.fedexp_eps)?;
-    non_negative("fl.adam_eps", s.fl.adam_eps)?;
+    one_of("fl.aggregation", &s.fl.aggregation, &["size", "uniform"])?;
+    s.algorithms.validate()?;
     if s.local.epochs == 0 {
         at_least_one("local.steps", s.local.steps)?;
     }
     at_least_one("local.batch_size", s.local.batch_size)?;
     positive("local.lr", s.local.lr)?;
     positive("local.lr_decay", s.local.lr_decay)?;
+    one_of(
+        "local.lr_schedule",
+        &s.local.lr_schedule,
+        &["round", "epoch"],
+    )?;
     non_negative("local.weight_decay", s.local.weight_decay)?;
     non_negative("local.max_norm", s.local.max_norm)?;
     one_of("run.backend", &s.run.backend, BACKENDS)?;

@@ -91,6 +91,20 @@ impl FedData {
         self.clients.iter().map(|c| c.len()).collect()
     }
 
+    /// Each client's training samples per class.
+    pub fn class_counts(&self) -> Vec<Vec<usize>> {
+        self.clients
+            .iter()
+            .map(|c| {
+                let mut n = vec![0usize; self.num_classes];
+                for &i in c {
+                    n[self.train.y[i] as usize] += 1;
+                }
+                n
+            })
+            .collect()
+    }
+
     /// One-line description for the log.
     pub fn describe(&self) -> String {
         let sizes = self.client_sizes();

@@ -6,14 +6,65 @@
 //! Round t, as the engine runs it:
 //! 1. `begin_round` (e.g. SCAFFOLD's c = Σ p_j c_j);
 //! 2. `broadcast`: the model clients start from (default: the global model; FedACG: θ + λm);
-//! 3. each sampled client i: local steps on its data; in each, after the loss gradient g,
-//!    `local_grad` adds the algorithm's own term (FedProx, SCAFFOLD), then the local
-//!    optimizer chain (clip, weight decay / FedNAR) and SGD; then `client_done` with Δ_i;
-//! 4. `server_update` with the weighted mean Δ̄ and mean ‖Δ_i‖²;
+//! 3. each sampled client i: the models `frozen` names are loaded once (the anchor, the
+//!    client's previous model); then local steps on its data. In each step the model's
+//!    [`Outputs`] (logits and features) and the frozen models' outputs on the same batch go to
+//!    `local_loss` (default: cross-entropy; FedLC, FedNTD, FedDecorr), its gradient g is read
+//!    back, `local_grad` adds the algorithm's flat-vector term (FedProx, SCAFFOLD, FedDyn,
+//!    FedACG) or reshapes g (FedCM), then the local optimizer chain (clip, weight decay /
+//!    FedNAR) and SGD; then `client_done` with Δ_i;
+//! 4. `server_update` with the mean Δ̄ (`fl.aggregation`: size-weighted or uniform) and mean
+//!    ‖Δ_i‖²;
 //! 5. evaluation of `eval_params` (default: the global model; FedExP: the last two iterates'
 //!    average).
 
+use burn::tensor::{Int, Tensor};
+
+use crate::config::Spec;
 use crate::error::Result;
+use crate::model::Outputs;
+
+/// What an algorithm is built from.
+pub struct Setup<'a> {
+    pub spec: &'a Spec,
+    /// Parameters of the model (length of every flat vector).
+    pub dim: usize,
+    /// Training samples of each client.
+    pub client_sizes: &'a [usize],
+    /// Training samples of each client per class.
+    pub class_counts: &'a [Vec<usize>],
+}
+
+/// Where a local step is: the round, the local epoch and step, the client's step count K, and
+/// the step's learning rate (which the per-epoch schedule may change within a round).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepCtx {
+    pub round: usize,
+    pub epoch: usize,
+    pub step: usize,
+    pub steps: usize,
+    pub lr: f64,
+}
+
+/// A model that a client's loss reads without training it.
+pub enum Frozen<'a> {
+    /// The model the client started from (the broadcast global model).
+    Anchor,
+    /// Any other parameter vector (the client's previous local model, for MOON).
+    Params(&'a [f32]),
+}
+
+/// What the local objective sees at one step.
+pub struct LossInput<'a> {
+    pub client: usize,
+    pub ctx: &'a StepCtx,
+    /// The trained model's outputs on the batch (with gradient).
+    pub out: &'a Outputs,
+    /// The batch's labels.
+    pub targets: &'a Tensor<1, Int>,
+    /// The outputs of the models [`Algorithm::frozen`] named, in that order (no gradient).
+    pub frozen: &'a [Outputs],
+}
 
 /// Facts about the round, shared by all hooks.
 #[derive(Clone, Debug)]
@@ -61,9 +112,28 @@ pub trait Algorithm: Send + Sync {
         None
     }
 
-    /// Add the gradient of the algorithm's local term at `x` to `g` (`anchor` = the model the
-    /// client started from).
-    fn local_grad(&self, _client: usize, _anchor: &[f32], _x: &[f32], _g: &mut [f32]) {}
+    /// Models the client's loss reads besides the trained one (default: none).
+    fn frozen(&self, _client: usize) -> Vec<Frozen<'_>> {
+        Vec::new()
+    }
+
+    /// The local loss of one batch; None = cross-entropy of the logits.
+    fn local_loss(&self, _input: &LossInput) -> Option<Tensor<1>> {
+        None
+    }
+
+    /// Add the gradient of the algorithm's flat-vector term at `x` to `g`, or transform `g`
+    /// (`anchor` = the model the client started from). Runs before the optimizer chain, so
+    /// the term is clipped with the loss gradient (and is inside FedNAR's clip).
+    fn local_grad(
+        &self,
+        _client: usize,
+        _ctx: &StepCtx,
+        _anchor: &[f32],
+        _x: &[f32],
+        _g: &mut [f32],
+    ) {
+    }
 
     /// Called after client `client` trained, with Δ_i = x_i − anchor.
     fn client_done(&mut self, _client: usize, _delta: &[f32], _info: &ClientInfo) {}

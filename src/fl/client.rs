@@ -2,14 +2,15 @@
 //! pass over the client's data, reshuffled when it runs out; the last batch of a pass may be
 //! short. One model object and two flat buffers (x, g) are reused for every client.
 
-use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::Device;
 
-use super::algorithm::Algorithm;
+use super::algorithm::{Algorithm, Frozen, LossInput, StepCtx};
+use super::losses::cross_entropy;
+use super::schedule::Schedule;
 use super::step::LocalOptimizer;
 use crate::data::{self, FedData};
-use crate::model::Model;
 use crate::model::params::{read_grads, write_params};
+use crate::model::{Model, Outputs};
 use crate::rng::Rng;
 
 /// Per-client results besides Δ_i (which is left in the trainer's buffer).
@@ -26,6 +27,9 @@ pub struct LocalStats {
 
 pub struct Trainer {
     model: Option<Model>,
+    /// Copies of the model that hold the frozen models an algorithm's loss reads (made when
+    /// first needed).
+    frozen: Vec<Option<Model>>,
     device: Device,
     x: Vec<f32>,
     g: Vec<f32>,
@@ -41,10 +45,23 @@ pub fn local_steps(steps: usize, epochs: usize, batch: usize, n: usize) -> usize
     }
 }
 
+/// What one client's local training is asked to do.
+#[derive(Clone, Copy, Debug)]
+pub struct Work<'a> {
+    pub client: usize,
+    pub round: usize,
+    /// The model the client starts from.
+    pub anchor: &'a [f32],
+    pub steps: usize,
+    pub batch_size: usize,
+    pub schedule: &'a Schedule,
+}
+
 impl Trainer {
     pub fn new(model: Model, device: Device, dim: usize, optimizer: LocalOptimizer) -> Self {
         Trainer {
             model: Some(model),
+            frozen: Vec::new(),
             device,
             x: vec![0.0; dim],
             g: vec![0.0; dim],
@@ -52,41 +69,78 @@ impl Trainer {
         }
     }
 
-    /// Train `client` from `anchor` for `steps` steps at rate `lr`. On return
-    /// [`Trainer::delta`] holds Δ_i = x_i − anchor.
-    #[allow(clippy::too_many_arguments)]
+    /// Load the frozen models `alg` names for `client`.
+    fn load_frozen(&mut self, alg: &dyn Algorithm, client: usize, anchor: &[f32]) -> usize {
+        let frozen = alg.frozen(client);
+        for (k, f) in frozen.iter().enumerate() {
+            if self.frozen.len() <= k {
+                self.frozen.push(None);
+            }
+            let m = self.frozen[k]
+                .take()
+                .unwrap_or_else(|| self.model.as_ref().expect("model").clone());
+            let params = match f {
+                Frozen::Anchor => anchor,
+                Frozen::Params(p) => p,
+            };
+            self.frozen[k] = Some(write_params(m, params));
+        }
+        frozen.len()
+    }
+
+    /// Train `w.client` from `w.anchor` for `w.steps` steps. On return [`Trainer::delta`]
+    /// holds Δ_i = x_i − anchor.
     pub fn train(
         &mut self,
         data: &FedData,
-        client: usize,
-        anchor: &[f32],
         alg: &dyn Algorithm,
-        steps: usize,
-        batch_size: usize,
-        lr: f64,
+        w: &Work,
         rng: &mut Rng,
     ) -> LocalStats {
+        let (client, anchor) = (w.client, w.anchor);
         let idx = &data.clients[client];
-        let loss_fn = CrossEntropyLossConfig::new().init(&self.device);
+        let per_epoch = idx.len().div_ceil(w.batch_size).max(1);
+        let n_frozen = self.load_frozen(alg, client, anchor);
         self.x.copy_from_slice(anchor);
         let mut stats = LocalStats::default();
         let mut order: Vec<usize> = Vec::new();
         let mut pos = usize::MAX;
         let mut model = self.model.take().expect("model");
-        for step in 0..steps {
+        for step in 0..w.steps {
             if pos >= order.len() {
                 order.clear();
                 order.extend_from_slice(idx);
                 rng.shuffle(&mut order);
                 pos = 0;
             }
-            let end = (pos + batch_size).min(order.len());
+            let end = (pos + w.batch_size).min(order.len());
             let bidx = &order[pos..end];
             pos = end;
+            let epoch = step / per_epoch;
+            let ctx = StepCtx {
+                round: w.round,
+                epoch,
+                step,
+                steps: w.steps,
+                lr: w.schedule.lr(w.round, epoch),
+            };
             let (input, y) = data::batch(&data.train, bidx, data.augment, Some(rng), &self.device);
             model = write_params(model, &self.x);
-            let logits = model.forward(input);
-            let loss = loss_fn.forward(logits, y);
+            let frozen: Vec<Outputs> = self.frozen[..n_frozen]
+                .iter()
+                .map(|m| m.as_ref().expect("frozen").outputs(input.clone()).detach())
+                .collect();
+            let out = model.outputs(input);
+            let loss = alg
+                .local_loss(&LossInput {
+                    client,
+                    ctx: &ctx,
+                    out: &out,
+                    targets: &y,
+                    frozen: &frozen,
+                })
+                .unwrap_or_else(|| cross_entropy(out.logits.clone(), y));
+            drop((out, frozen));
             let loss_v = loss.clone().into_scalar::<f32>() as f64;
             let grads = loss.backward();
             read_grads(&model, &grads, &mut self.g);
@@ -94,8 +148,8 @@ impl Trainer {
             if !loss_v.is_finite() && stats.diverged_at.is_none() {
                 stats.diverged_at = Some(step);
             }
-            alg.local_grad(client, anchor, &self.x, &mut self.g);
-            let s = self.optimizer.step(lr as f32, &mut self.x, &mut self.g);
+            alg.local_grad(client, &ctx, anchor, &self.x, &mut self.g);
+            let s = self.optimizer.step(ctx.lr as f32, &mut self.x, &mut self.g);
             stats.loss_sum += loss_v;
             stats.steps += 1;
             stats.samples += bidx.len();

@@ -5,4 +5,6 @@ pub mod algorithm;
 pub mod algorithms;
 pub mod client;
 pub mod engine;
+pub mod losses;
+pub mod schedule;
 pub mod step;

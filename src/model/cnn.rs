@@ -55,19 +55,24 @@ impl Cnn {
     }
 
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        self.classify(self.features(x))
+    }
+
+    /// The last hidden layer's activations (192-d in the FedExP CNN).
+    pub fn features(&self, x: Tensor<4>) -> Tensor<2> {
         let k = self.kernels;
         // relu(pool(·)) = pool(relu(·)), value and gradient (kernels::max_pool2d)
         let x = max_pool2d(&self.pool, conv2d(&self.conv1, x, k), true, k);
         let x = max_pool2d(&self.pool, conv2d(&self.conv2, x, k), true, k);
         let mut h: Tensor<2> = x.flatten(1, 3);
-        let last = self.fcs.len() - 1;
-        for (i, fc) in self.fcs.iter().enumerate() {
-            h = fc.forward(h);
-            if i < last {
-                h = relu(h);
-            }
+        for fc in &self.fcs[..self.fcs.len() - 1] {
+            h = relu(fc.forward(h));
         }
         h
+    }
+
+    pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {
+        self.fcs[self.fcs.len() - 1].forward(features)
     }
 }
 
@@ -86,6 +91,12 @@ impl Mlp {
         }
     }
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
-        self.fc2.forward(relu(self.fc1.forward(x)))
+        self.fc2.forward(self.features(x))
+    }
+    pub fn features(&self, x: Tensor<2>) -> Tensor<2> {
+        relu(self.fc1.forward(x))
+    }
+    pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {
+        self.fc2.forward(features)
     }
 }

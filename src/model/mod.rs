@@ -29,6 +29,27 @@ pub enum Model {
     Lstm(lstm::CharLstm),
 }
 
+/// What a model computes on a batch, for the local objectives that read more than the logits.
+#[derive(Clone, Debug)]
+pub struct Outputs {
+    /// `[batch, classes]`.
+    pub logits: Tensor<2>,
+    /// The representation the classifier reads `[batch, d]`: the CNN's last hidden layer
+    /// (192), ResNet-18's pooled features (512), the MLP's hidden layer; the logits for the
+    /// sequence models.
+    pub features: Tensor<2>,
+}
+
+impl Outputs {
+    /// The same outputs cut from the autodiff graph.
+    pub fn detach(self) -> Outputs {
+        Outputs {
+            logits: self.logits.detach(),
+            features: self.features.detach(),
+        }
+    }
+}
+
 /// What the data set tells the model: input kind and number of classes.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -117,6 +138,29 @@ impl Model {
             }
             other => return Err(Error::Config(format!("unknown model.kind \"{other}\""))),
         })
+    }
+
+    /// Logits and features of a batch (see [`Outputs`]).
+    pub fn outputs(&self, input: Input) -> Outputs {
+        let (features, logits) = match (self, input) {
+            (Model::Cnn(m), Input::Images(x)) => {
+                let f = m.features(x);
+                (f.clone(), m.classify(f))
+            }
+            (Model::Mlp(m), Input::Images(x)) => {
+                let f = m.features(x.flatten(1, 3));
+                (f.clone(), m.classify(f))
+            }
+            (Model::ResNet(m), Input::Images(x)) => {
+                let f = m.features(x);
+                (f.clone(), m.classify(f))
+            }
+            (_, input) => {
+                let l = self.forward(input);
+                (l.clone(), l)
+            }
+        };
+        Outputs { logits, features }
     }
 
     /// Logits `[batch, classes]`.

@@ -110,6 +110,11 @@ impl ResNet18 {
     }
 
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        self.fc.forward(self.features(x))
+    }
+
+    /// The pooled 512-d representation before the classifier.
+    pub fn features(&self, x: Tensor<4>) -> Tensor<2> {
         let k = self.kernels;
         let mut x = group_norm(&self.stem_gn, conv2d(&self.stem, x, k), true, k);
         for b in &self.blocks {
@@ -119,6 +124,10 @@ impl ResNet18 {
             Head::FedNar(p) => p.forward(x),
             Head::Global(p) => p.forward(x),
         };
-        self.fc.forward(x.flatten(1, 3))
+        x.flatten(1, 3)
+    }
+
+    pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {
+        self.fc.forward(features)
     }
 }

@@ -1,4 +1,4 @@
-//! Adaptive servers: FedAdam, FedAdagrad, FedYogi. Two forms (`fl.adam_variant`):
+//! Adaptive servers: FedAdam, FedAdagrad, FedYogi. Two forms (`fedadam.variant`):
 //!
 //! `fedexp` (default; the FedExP / FedNAR code, §3.6): the second moment tracks the squared
 //! *momentum*, bias-correction constants do not depend on t, and ε sits inside the sqrt and
@@ -8,15 +8,50 @@
 //! - Yogi (our extension of the same form): `v ← v − (1−β2)·m²·sign(v − m²)`, u as Adam
 //!
 //! `reddi` (Reddi et al.; FedACG's `ServerAdam`, §5): second moment of Δ̄², `v_0 = τ²`, no bias
-//! correction, `u = m / (sqrt(v) + τ)` with τ = `fl.adam_eps`, constant:
+//! correction, `u = m / (sqrt(v) + τ)` with τ = `fedadam.eps`, constant:
 //! - Adam: `v ← β2·v + (1−β2)·Δ̄²`; Adagrad: `v ← v + Δ̄²`; Yogi: `v ← v − (1−β2)·Δ̄²·sign(v − Δ̄²)`
 //!
 //! In both, `x ← x + η_g·u`.
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::Spec;
+use crate::config::validate::{non_negative, one_of};
 use crate::error::Result;
 use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, axpy, take_state};
 use crate::fl::step::global_norm;
+
+/// `[fedadam]`, read by `fedadam`, `fedadagrad` and `fedyogi`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Keys {
+    pub beta1: f64,
+    pub beta2: f64,
+    /// ε (`fedexp` form, decays by decay² per round) or τ (`reddi` form, constant).
+    pub eps: f64,
+    /// `fedexp` (§3.6: v of m², ε inside the sqrt) | `reddi` (§5: v of Δ̄², v_0 = τ²).
+    pub variant: String,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys {
+            beta1: 0.9,
+            beta2: 0.99,
+            eps: 0.01,
+            variant: "fedexp".into(),
+        }
+    }
+}
+
+impl Keys {
+    pub fn validate(&self) -> Result<()> {
+        one_of("fedadam.variant", &self.variant, &["fedexp", "reddi"])?;
+        non_negative("fedadam.eps", self.eps)?;
+        non_negative("fedadam.beta1", self.beta1)?;
+        non_negative("fedadam.beta2", self.beta2)
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
@@ -40,21 +75,17 @@ pub struct AdaptiveServer {
 
 impl AdaptiveServer {
     pub fn new(rule: Rule, spec: &Spec, dim: usize) -> Self {
-        let fl = &spec.fl;
-        let reddi = fl.adam_variant == "reddi";
-        let v0 = if reddi {
-            (fl.adam_eps * fl.adam_eps) as f32
-        } else {
-            0.0
-        };
+        let k = &spec.algorithms.fedadam;
+        let reddi = k.variant == "reddi";
+        let v0 = if reddi { (k.eps * k.eps) as f32 } else { 0.0 };
         AdaptiveServer {
             rule,
             reddi,
-            b1: fl.adam_beta1,
-            b2: fl.adam_beta2,
-            eps0: fl.adam_eps,
+            b1: k.beta1,
+            b2: k.beta2,
+            eps0: k.eps,
             decay: spec.local.lr_decay,
-            eta: fl.global_lr,
+            eta: spec.fl.global_lr,
             m: vec![0.0; dim],
             v: vec![v0; dim],
             u: vec![0.0; dim],

@@ -1,12 +1,44 @@
 //! FedExP (§3.4): the server step adapts to the clients' disagreement,
 //! `η_g = max(1, ½·G / (‖Δ̄‖² + |S|·ε_t))` with `G = mean ‖Δ_i‖²` and
 //! `ε_t = ε_0·decay^{2(t+1)}`. The official code has `|S|·ε`; the paper has ε
-//! (`fl.fedexp_eps_form = "paper"`). Evaluation uses the average of the last two iterates
-//! (`fl.fedexp_eval_avg`), except in round 0; training continues from x_t.
+//! (`fedexp.eps_form = "paper"`). Evaluation uses the average of the last two iterates
+//! (`fedexp.eval_avg`), except in round 0; training continues from x_t.
+
+use serde::{Deserialize, Serialize};
 
 use crate::config::Spec;
+use crate::config::validate::{non_negative, one_of};
 use crate::error::Result;
 use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, axpy, take_state};
+
+/// `[fedexp]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Keys {
+    /// ε_0 (decays by decay² per round; 0 in FedNAR's scripts).
+    pub eps: f64,
+    /// `code`: |S|·ε in the denominator (the official code) | `paper`: ε.
+    pub eps_form: String,
+    /// Evaluate the average of the last two iterates (the official code).
+    pub eval_avg: bool,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys {
+            eps: 0.0,
+            eps_form: "code".into(),
+            eval_avg: true,
+        }
+    }
+}
+
+impl Keys {
+    pub fn validate(&self) -> Result<()> {
+        one_of("fedexp.eps_form", &self.eps_form, &["code", "paper"])?;
+        non_negative("fedexp.eps", self.eps)
+    }
+}
 
 pub struct FedExP {
     eps0: f64,
@@ -20,11 +52,11 @@ pub struct FedExP {
 impl FedExP {
     pub fn new(spec: &Spec, _dim: usize) -> Self {
         FedExP {
-            eps0: spec.fl.fedexp_eps,
+            eps0: spec.algorithms.fedexp.eps,
             decay: spec.local.lr_decay,
-            paper_eps: spec.fl.fedexp_eps_form == "paper",
+            paper_eps: spec.algorithms.fedexp.eps_form == "paper",
             lower: spec.fl.global_lr,
-            eval_avg: spec.fl.fedexp_eval_avg,
+            eval_avg: spec.algorithms.fedexp.eval_avg,
             eval: None,
         }
     }

@@ -1,8 +1,33 @@
 //! FedProx (§3.2): `½μ‖x − x_global‖²` is added to the local loss, so `μ(x − x_global)` joins
 //! the gradient and is clipped with it; server as FedAvg.
 
+use serde::{Deserialize, Serialize};
+
 use super::FedAvg;
-use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog};
+use crate::config::validate::non_negative;
+use crate::error::Result;
+use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, StepCtx};
+
+/// `[fedprox]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Keys {
+    /// μ: `½μ‖x − x_global‖²` joins the local loss (FedACG's code writes `w·Σ(θ−Φ)²` without
+    /// ½: its w = 1e-3 is μ = 2e-3 here).
+    pub mu: f64,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys { mu: 0.001 }
+    }
+}
+
+impl Keys {
+    pub fn validate(&self) -> Result<()> {
+        non_negative("fedprox.mu", self.mu)
+    }
+}
 
 pub struct FedProx {
     mu: f32,
@@ -19,13 +44,8 @@ impl FedProx {
 }
 
 impl Algorithm for FedProx {
-    fn local_grad(&self, _client: usize, anchor: &[f32], x: &[f32], g: &mut [f32]) {
-        if self.mu != 0.0 {
-            let mu = self.mu;
-            g.iter_mut()
-                .zip(x.iter().zip(anchor))
-                .for_each(|(g, (x, a))| *g += mu * (x - a));
-        }
+    fn local_grad(&self, _client: usize, _ctx: &StepCtx, anchor: &[f32], x: &[f32], g: &mut [f32]) {
+        prox_grad(self.mu, anchor, x, g);
     }
 
     fn server_update(
@@ -35,5 +55,14 @@ impl Algorithm for FedProx {
         agg: &Aggregate,
     ) -> ServerLog {
         self.server.server_update(info, global, agg)
+    }
+}
+
+/// `g ← g + μ·(x − anchor)`, the gradient of `½μ‖x − anchor‖²` (nothing when μ = 0).
+pub fn prox_grad(mu: f32, anchor: &[f32], x: &[f32], g: &mut [f32]) {
+    if mu != 0.0 {
+        g.iter_mut()
+            .zip(x.iter().zip(anchor))
+            .for_each(|(g, (x, a))| *g += mu * (x - a));
     }
 }

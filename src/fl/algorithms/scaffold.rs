@@ -7,7 +7,9 @@
 
 use super::FedAvg;
 use crate::error::Result;
-use crate::fl::algorithm::{Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, take_state};
+use crate::fl::algorithm::{
+    Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, StepCtx, take_state,
+};
 
 pub struct Scaffold {
     dim: usize,
@@ -59,7 +61,14 @@ impl Algorithm for Scaffold {
             .for_each(|(c, a)| *c = *a as f32);
     }
 
-    fn local_grad(&self, client: usize, _anchor: &[f32], _x: &[f32], g: &mut [f32]) {
+    fn local_grad(
+        &self,
+        client: usize,
+        _ctx: &StepCtx,
+        _anchor: &[f32],
+        _x: &[f32],
+        g: &mut [f32],
+    ) {
         match &self.ci[client] {
             Some(ci) => g
                 .iter_mut()

@@ -9,9 +9,10 @@ use super::workers::BurnClients;
 use crate::config::Spec;
 use crate::data::FedData;
 use crate::error::{Error, Result};
-use crate::fl::algorithm::Algorithm;
+use crate::fl::algorithm::{Algorithm, Setup};
 use crate::fl::algorithms;
 use crate::fl::client::Trainer;
+use crate::fl::schedule::Schedule;
 use crate::fl::step::LocalOptimizer;
 use crate::kernels::Kernels;
 use crate::metrics::csv::Row;
@@ -45,7 +46,14 @@ impl Experiment {
         let mut init_rng = Rng::derive(spec.run.seed, Stream::Init, &[]);
         let global = init::init_flat(&layout, &mut init_rng, spec.model.identical_layers);
         let model = write_params(model, &global);
-        let alg = algorithms::build(spec, layout.total, &data.client_sizes())?;
+        let sizes = data.client_sizes();
+        let counts = data.class_counts();
+        let alg = algorithms::build(&Setup {
+            spec,
+            dim: layout.total,
+            client_sizes: &sizes,
+            class_counts: &counts,
+        })?;
         let workers = client_workers(spec, layout.total);
         let mut trainers = vec![Trainer::new(
             model,
@@ -88,9 +96,9 @@ impl Experiment {
         })
     }
 
-    /// Local learning rate of round t: lr · decay^(t+1) (the FedNAR code's schedule).
+    /// Local learning rate of round t (of its first local epoch, `local.lr_schedule`).
     pub fn lr(&self, t: usize) -> f64 {
-        self.spec.local.lr * self.spec.local.lr_decay.powi(t as i32 + 1)
+        Schedule::new(&self.spec.local).lr(t, 0)
     }
 
     /// Run round t; returns the CSV row (without evaluation fields) or the divergence.
@@ -126,6 +134,7 @@ impl Experiment {
             seed: self.spec.run.seed,
             clients_per_round: self.spec.fl.clients_per_round,
             lr,
+            uniform: self.spec.fl.aggregation == "uniform",
         };
         run_round(
             t,

@@ -12,7 +12,10 @@ pub type Divergence = (usize, Option<usize>, String);
 pub struct RoundConfig {
     pub seed: u64,
     pub clients_per_round: usize,
+    /// The round's learning rate (of its first local epoch).
     pub lr: f64,
+    /// Weigh clients equally in Δ̄ (`fl.aggregation = "uniform"`) instead of by size.
+    pub uniform: bool,
 }
 
 /// What a round reports.
@@ -34,7 +37,8 @@ pub fn sample_clients(seed: u64, t: usize, n: usize, k: usize) -> Vec<usize> {
 }
 
 /// One round (§1): sample, train each client from the broadcast model, aggregate
-/// Δ̄ = Σ p_i Δ_i / Σ p_i and G = Σ p_i ‖Δ_i‖² / Σ p_i (p_i = n_i / Σ n) in sampling order,
+/// Δ̄ = Σ p_i Δ_i / Σ p_i and G = Σ p_i ‖Δ_i‖² / Σ p_i (p_i = n_i / Σ n, or 1 with
+/// `uniform`) in sampling order,
 /// and let the algorithm update the global model.
 pub fn run_round(
     t: usize,
@@ -72,7 +76,11 @@ pub fn run_round(
                 ));
             }
             let delta = trainer.delta(k);
-            let p = client_sizes[c] as f64 / total as f64;
+            let p = if cfg.uniform {
+                1.0
+            } else {
+                client_sizes[c] as f64 / total as f64
+            };
             wsum += p;
             sq += p * global_norm(delta).powi(2);
             acc.iter_mut()

@@ -6,7 +6,8 @@ use burn::tensor::Device;
 use crate::config::Spec;
 use crate::data::FedData;
 use crate::fl::algorithm::Algorithm;
-use crate::fl::client::{LocalStats, Trainer, local_steps};
+use crate::fl::client::{LocalStats, Trainer, Work, local_steps};
+use crate::fl::schedule::Schedule;
 use crate::rng::{Rng, Stream};
 
 /// Local training as the round sees it: train clients from an anchor, leave each Δ_i.
@@ -39,7 +40,6 @@ pub struct BurnClients<'a> {
 
 /// Train client `c` of round `t` on `trainer`: its local steps, batches and augmentation are
 /// drawn from the (seed, round, client) stream, whoever trains it.
-#[allow(clippy::too_many_arguments)]
 fn train_client(
     trainer: &mut Trainer,
     data: &FedData,
@@ -48,7 +48,6 @@ fn train_client(
     c: usize,
     anchor: &[f32],
     alg: &dyn Algorithm,
-    lr: f64,
 ) -> LocalStats {
     let k = local_steps(
         spec.local.steps,
@@ -57,7 +56,16 @@ fn train_client(
         data.clients[c].len(),
     );
     let mut rng = Rng::derive(spec.run.seed, Stream::Local, &[t as u64, c as u64]);
-    trainer.train(data, c, anchor, alg, k, spec.local.batch_size, lr, &mut rng)
+    let schedule = Schedule::new(&spec.local);
+    let work = Work {
+        client: c,
+        round: t,
+        anchor,
+        steps: k,
+        batch_size: spec.local.batch_size,
+        schedule: &schedule,
+    };
+    trainer.train(data, alg, &work, &mut rng)
 }
 
 impl LocalTrainer for BurnClients<'_> {
@@ -71,7 +79,7 @@ impl LocalTrainer for BurnClients<'_> {
         clients: &[usize],
         anchor: &[f32],
         alg: &dyn Algorithm,
-        lr: f64,
+        _lr: f64,
     ) -> Vec<LocalStats> {
         let (data, spec) = (self.data, self.spec);
         if clients.len() == 1 || self.pools.is_empty() {
@@ -84,7 +92,7 @@ impl LocalTrainer for BurnClients<'_> {
                         Rng::derive(spec.run.seed, Stream::Dropout, &[t as u64, c as u64])
                             .next_u64(),
                     );
-                    train_client(tr, data, spec, t, c, anchor, alg, lr)
+                    train_client(tr, data, spec, t, c, anchor, alg)
                 })
                 .collect();
         }
@@ -94,7 +102,7 @@ impl LocalTrainer for BurnClients<'_> {
                 .zip(self.trainers.iter_mut().zip(self.pools))
                 .map(|(&c, (tr, pool))| {
                     s.spawn(move || {
-                        pool.install(|| train_client(tr, data, spec, t, c, anchor, alg, lr))
+                        pool.install(|| train_client(tr, data, spec, t, c, anchor, alg))
                     })
                 })
                 .collect();

@@ -1,0 +1,95 @@
+//! FedCM (§5; Xu et al. 2021, as in the GHBM reference code), α ∈ {0.1, 0.3, 0.5}: the client
+//! mixes its gradient with the last round's server direction,
+//! `d = α·g + (1−α)·Δ_{t−1}/(η_l·K)` with `Δ_{t−1} = θ_{t−1} − mean θ_i = −Δ̄_{t−1}` (0 in
+//! round 0), η_l the step's learning rate and K the client's local steps; then the usual
+//! clip / weight decay / SGD on d. Server as FedAvg, and it keeps Δ̄ for the next round.
+//! α = 1 is FedAvg.
+
+use serde::{Deserialize, Serialize};
+
+use super::FedAvg;
+use crate::error::{Error, Result};
+use crate::fl::algorithm::{
+    Aggregate, Algorithm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
+};
+
+/// `[fedcm]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Keys {
+    /// α: the weight of the client's own gradient.
+    pub alpha: f64,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys { alpha: 0.1 }
+    }
+}
+
+impl Keys {
+    pub fn validate(&self) -> Result<()> {
+        if (0.0..=1.0).contains(&self.alpha) {
+            Ok(())
+        } else {
+            Err(Error::Config(format!(
+                "key `fedcm.alpha` must be in [0, 1], got {}",
+                self.alpha
+            )))
+        }
+    }
+}
+
+pub struct FedCm {
+    alpha: f32,
+    server: FedAvg,
+    /// Δ̄ of the last round.
+    last: Vec<f32>,
+}
+
+impl FedCm {
+    pub fn new(s: &Setup) -> Self {
+        FedCm {
+            alpha: s.spec.algorithms.fedcm.alpha as f32,
+            server: FedAvg::new(s.spec.fl.global_lr),
+            last: vec![0.0; s.dim],
+        }
+    }
+}
+
+impl Algorithm for FedCm {
+    fn local_grad(
+        &self,
+        _client: usize,
+        ctx: &StepCtx,
+        _anchor: &[f32],
+        _x: &[f32],
+        g: &mut [f32],
+    ) {
+        let a = self.alpha;
+        // Δ_{t−1}/(η_l·K) = −Δ̄_{t−1}/(η_l·K)
+        let c = (-(1.0 - a as f64) / (ctx.lr * ctx.steps as f64)) as f32;
+        g.iter_mut()
+            .zip(&self.last)
+            .for_each(|(g, d)| *g = a * *g + c * d);
+    }
+
+    fn server_update(
+        &mut self,
+        info: &RoundInfo,
+        global: &mut [f32],
+        agg: &Aggregate,
+    ) -> ServerLog {
+        self.last.copy_from_slice(&agg.mean_delta);
+        self.server.server_update(info, global, agg)
+    }
+
+    fn state(&self) -> Vec<(String, Vec<f32>)> {
+        vec![("last".into(), self.last.clone())]
+    }
+
+    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        self.last = take_state(&mut state, "last", self.last.len())?;
+        Ok(())
+    }
+}

@@ -1,0 +1,162 @@
+//! FedDC (§5, from the official FedDC code), α = 0.01. Client weight `w_i = n_i / mean(n)`
+//! (1 for equal sizes) and `α_i = α / w_i`. Each client keeps a drift `h_i` and a variate
+//! `g_i` (0 until it first trains); the server keeps a variate `g`.
+//! - local loss `CE + (α_i/2)·‖θ − (θ_g − h_i)‖² + ⟨θ, g/w_i − g_i⟩`, so
+//!   `α_i·(θ − θ_g + h_i) + g/w_i − g_i` joins the gradient;
+//! - after training (Δ_i = θ_i − θ_g, K steps, η_0 the *undecayed* `local.lr`, as the code):
+//!   `h_i ← h_i + Δ_i`; `g_i ← g_i − g/w_i − Δ_i/(K·η_0)`;
+//!   `g ← g + (1/N)·Σ_{i∈S} w_i·(g_i,new − g_i,old)` (applied after the round's clients);
+//! - server: `θ ← θ + η_g·Δ̄ + mean_{all N} h_j` (the mean of the sampled client models plus
+//!   the mean drift, with η_g = 1 and uniform aggregation).
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::validate::non_negative;
+use crate::error::Result;
+use crate::fl::algorithm::{
+    Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, Setup, StepCtx, take_state,
+};
+use crate::fl::step::global_norm;
+
+/// `[feddc]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Keys {
+    pub alpha: f64,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys { alpha: 0.01 }
+    }
+}
+
+impl Keys {
+    pub fn validate(&self) -> Result<()> {
+        non_negative("feddc.alpha", self.alpha)
+    }
+}
+
+#[derive(Clone)]
+struct ClientState {
+    h: Vec<f32>,
+    g: Vec<f32>,
+}
+
+pub struct FedDc {
+    alpha: f64,
+    eta: f32,
+    base_lr: f64,
+    dim: usize,
+    weights: Vec<f64>,
+    clients: Vec<Option<ClientState>>,
+    g: Vec<f32>,
+    /// Σ_j h_j over all clients (f32, so that a checkpoint restores it exactly).
+    sum_h: Vec<f32>,
+    /// Σ_{i∈S} w_i·(g_i,new − g_i,old) of the round so far.
+    dg: Vec<f64>,
+}
+
+impl FedDc {
+    pub fn new(s: &Setup) -> Self {
+        let n = s.client_sizes.len();
+        let mean = s.client_sizes.iter().sum::<usize>() as f64 / n as f64;
+        FedDc {
+            alpha: s.spec.algorithms.feddc.alpha,
+            eta: s.spec.fl.global_lr as f32,
+            base_lr: s.spec.local.lr,
+            dim: s.dim,
+            weights: s.client_sizes.iter().map(|&c| c as f64 / mean).collect(),
+            clients: vec![None; n],
+            g: vec![0.0; s.dim],
+            sum_h: vec![0.0; s.dim],
+            dg: vec![0.0; s.dim],
+        }
+    }
+}
+
+#[allow(clippy::needless_range_loop)]
+impl Algorithm for FedDc {
+    fn local_grad(&self, client: usize, _ctx: &StepCtx, anchor: &[f32], x: &[f32], g: &mut [f32]) {
+        let w = self.weights[client];
+        let a = (self.alpha / w) as f32;
+        let inv_w = (1.0 / w) as f32;
+        match &self.clients[client] {
+            Some(st) => {
+                for i in 0..g.len() {
+                    g[i] += a * (x[i] - anchor[i] + st.h[i]) + self.g[i] * inv_w - st.g[i];
+                }
+            }
+            None => {
+                for i in 0..g.len() {
+                    g[i] += a * (x[i] - anchor[i]) + self.g[i] * inv_w;
+                }
+            }
+        }
+    }
+
+    fn client_done(&mut self, client: usize, delta: &[f32], info: &ClientInfo) {
+        let w = self.weights[client];
+        let inv_w = (1.0 / w) as f32;
+        let scale = (1.0 / (info.steps as f64 * self.base_lr)) as f32;
+        let dim = self.dim;
+        let st = self.clients[client].get_or_insert_with(|| ClientState {
+            h: vec![0.0; dim],
+            g: vec![0.0; dim],
+        });
+        for i in 0..dim {
+            st.h[i] += delta[i];
+            self.sum_h[i] += delta[i];
+            let new = st.g[i] - self.g[i] * inv_w - delta[i] * scale;
+            self.dg[i] += w * (new - st.g[i]) as f64;
+            st.g[i] = new;
+        }
+    }
+
+    fn server_update(
+        &mut self,
+        _info: &RoundInfo,
+        global: &mut [f32],
+        agg: &Aggregate,
+    ) -> ServerLog {
+        let n = self.clients.len() as f64;
+        let eta = self.eta;
+        for i in 0..self.dim {
+            global[i] += eta * agg.mean_delta[i] + (self.sum_h[i] as f64 / n) as f32;
+            self.g[i] += (self.dg[i] / n) as f32;
+        }
+        self.dg.fill(0.0);
+        ServerLog {
+            server_lr: eta as f64,
+            state_norm: Some(global_norm(&self.g)),
+        }
+    }
+
+    fn state(&self) -> Vec<(String, Vec<f32>)> {
+        let mut out = vec![
+            ("g".to_string(), self.g.clone()),
+            ("sum_h".to_string(), self.sum_h.clone()),
+        ];
+        for (i, st) in self.clients.iter().enumerate() {
+            if let Some(st) = st {
+                out.push((format!("h_{i}"), st.h.clone()));
+                out.push((format!("g_{i}"), st.g.clone()));
+            }
+        }
+        out
+    }
+
+    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        self.g = take_state(&mut state, "g", self.dim)?;
+        for i in 0..self.clients.len() {
+            let name = format!("h_{i}");
+            if state.iter().any(|(n, _)| *n == name) {
+                let h = take_state(&mut state, &name, self.dim)?;
+                let g = take_state(&mut state, &format!("g_{i}"), self.dim)?;
+                self.clients[i] = Some(ClientState { h, g });
+            }
+        }
+        self.sum_h = take_state(&mut state, "sum_h", self.dim)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,66 @@
+//! FedDecorr (§5, the FedACG code's `Decorr` client), β = 0.01: loss `CE + β·L_decorr(f)`
+//! with f the batch's features (ResNet-18's pooled 512-d, the CNN's last hidden layer),
+//! `L_decorr = mean(offdiag(zᵀz)²)/N` over the batch-standardised features (see
+//! `fl::losses::decorrelation`). β = 0 is FedAvg. Server as FedAvg.
+
+use burn::tensor::Tensor;
+use serde::{Deserialize, Serialize};
+
+use super::FedAvg;
+use crate::config::validate::non_negative;
+use crate::error::Result;
+use crate::fl::algorithm::{Aggregate, Algorithm, LossInput, RoundInfo, ServerLog, Setup};
+use crate::fl::losses::{cross_entropy, decorrelation};
+
+/// `[feddecorr]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Keys {
+    pub beta: f64,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys { beta: 0.01 }
+    }
+}
+
+impl Keys {
+    pub fn validate(&self) -> Result<()> {
+        non_negative("feddecorr.beta", self.beta)
+    }
+}
+
+pub struct FedDecorr {
+    beta: f64,
+    server: FedAvg,
+}
+
+impl FedDecorr {
+    pub fn new(s: &Setup) -> Self {
+        FedDecorr {
+            beta: s.spec.algorithms.feddecorr.beta,
+            server: FedAvg::new(s.spec.fl.global_lr),
+        }
+    }
+}
+
+impl Algorithm for FedDecorr {
+    fn local_loss(&self, input: &LossInput) -> Option<Tensor<1>> {
+        if self.beta == 0.0 {
+            return None;
+        }
+        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
+        let dec = decorrelation(input.out.features.clone());
+        Some(ce + dec.mul_scalar(self.beta as f32))
+    }
+
+    fn server_update(
+        &mut self,
+        info: &RoundInfo,
+        global: &mut [f32],
+        agg: &Aggregate,
+    ) -> ServerLog {
+        self.server.server_update(info, global, agg)
+    }
+}

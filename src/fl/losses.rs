@@ -1,0 +1,68 @@
+//! Loss terms of the local objectives, as burn tensor ops (so autodiff gives their gradient):
+//! cross-entropy, FedLC's calibrated cross-entropy, FedNTD's not-true distillation and
+//! FedDecorr's decorrelation. Each returns a one-element tensor.
+
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Int, Tensor};
+
+/// Mean cross-entropy of `logits` `[B, C]` against `targets` `[B]` (burn's
+/// `CrossEntropyLoss`, the default local loss).
+pub fn cross_entropy(logits: Tensor<2>, targets: Tensor<1, Int>) -> Tensor<1> {
+    CrossEntropyLossConfig::new()
+        .init(&logits.device())
+        .forward(logits, targets)
+}
+
+/// FedLC: `−mean_b log softmax(z + offset)_y` with a per-class offset `[1, C]`
+/// (`−τ·n_c^{−1/4}`; [`MASKED`] for a class the client does not hold).
+pub fn calibrated_cross_entropy(
+    logits: Tensor<2>,
+    offsets: Tensor<2>,
+    targets: Tensor<1, Int>,
+) -> Tensor<1> {
+    let [b, c] = logits.dims();
+    let lp = log_softmax(logits + offsets, 1);
+    let onehot = targets.one_hot::<2>(c).float();
+    (lp * onehot).sum().div_scalar(b as f32).neg()
+}
+
+/// A logit far below any real one: masks a class out of a softmax (exp underflows to 0
+/// exactly) without the NaN that −∞ gives in `0·(−∞)`.
+pub const MASKED: f32 = -1.0e9;
+
+/// FedNTD: `KL(softmax(g_nt/T) ‖ softmax(z_nt/T))`, batch mean, where `_nt` drops the true
+/// class (here: masks it out of both softmaxes), `g` the frozen global model's logits.
+pub fn not_true_kl(
+    logits: Tensor<2>,
+    global: Tensor<2>,
+    targets: Tensor<1, Int>,
+    temperature: f64,
+) -> Tensor<1> {
+    let [b, c] = logits.dims();
+    let mask = targets.one_hot::<2>(c).float().mul_scalar(MASKED);
+    let t = temperature as f32;
+    let lq = log_softmax((logits + mask.clone()).div_scalar(t), 1);
+    let lp = log_softmax((global + mask).div_scalar(t), 1);
+    let p = lp.clone().exp();
+    (p * (lp - lq)).sum().div_scalar(b as f32)
+}
+
+/// FedDecorr: standardise each feature over the batch (`(f − mean)/sqrt(1e-8 + var)`,
+/// unbiased variance), `K = zᵀz`, and return `mean(offdiag(K)²)/N` (0 for N = 1).
+pub fn decorrelation(features: Tensor<2>) -> Tensor<1> {
+    let [n, c] = features.dims();
+    if n < 2 || c < 2 {
+        return features.sum().mul_scalar(0.0);
+    }
+    let x = features.clone() - features.mean_dim(0);
+    let var = (x.clone() * x.clone())
+        .sum_dim(0)
+        .div_scalar((n - 1) as f32);
+    let z = x / var.add_scalar(1e-8).sqrt();
+    let k = z.clone().transpose().matmul(z.clone());
+    let total = (k.clone() * k).sum();
+    let diag = (z.clone() * z).sum_dim(0);
+    let diag_sq = (diag.clone() * diag).sum();
+    (total - diag_sq).div_scalar((c * (c - 1)) as f32 * n as f32)
+}
