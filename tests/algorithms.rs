@@ -2,12 +2,14 @@
 
 mod common;
 
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use fedrun::config::Spec;
 use fedrun::data;
-use fedrun::fl::algorithm::{Aggregate, Algorithm, RoundInfo, StepCtx};
+use fedrun::fl::algorithm::{Aggregate, Algorithm, RoundInfo, Setup, StepCtx};
 use fedrun::fl::algorithms::{self, AdaptiveServer, FedExP, Rule, Scaffold};
 use fedrun::fl::client::LocalStats;
 use fedrun::fl::engine::{Experiment, LocalTrainer, RoundConfig, run_round};
+use fedrun::fl::losses;
 use fedrun::fl::step::{LocalOptimizer, global_norm};
 
 // ------------------------------------------------------------- a least-squares oracle
@@ -506,4 +508,224 @@ fn clip_statistics_count_clipped_steps() {
     let s = opt.step(1.0, &mut x, &mut g);
     assert!(s.clipped && (s.pre_clip_norm - 5.0).abs() < 1e-9);
     assert!((global_norm(&x) - 1.0).abs() < 1e-5);
+}
+
+// ------------------------------------------------------------- the FedACG family
+
+#[test]
+fn fedacg_reduces_to_fedprox_and_fedavg() {
+    // λ = 0: Φ = θ, and w·Σ(θ − Φ)² is FedProx with μ = 2w
+    assert_eq!(
+        globals_after(
+            &[
+                "fl.algorithm=\"fedacg\"",
+                "fedacg.lambda=0",
+                "fedacg.prox=0.25"
+            ],
+            3
+        ),
+        globals_after(&["fl.algorithm=\"fedprox\"", "fedprox.mu=0.5"], 3)
+    );
+    let avg = globals_after(&["fl.algorithm=\"fedavg\""], 3);
+    assert_eq!(
+        avg,
+        globals_after(
+            &[
+                "fl.algorithm=\"fedacg\"",
+                "fedacg.lambda=0",
+                "fedacg.prox=0"
+            ],
+            3
+        )
+    );
+    assert_ne!(avg, globals_after(&["fl.algorithm=\"fedacg\""], 3));
+}
+
+#[test]
+fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
+    // full participation, one local step, no weight decay, no clip, uniform weights:
+    // θ_i = Φ − l·∇f_i(Φ), so m ← λm − l·∇f(θ + λm), θ ← θ + m (Nesterov, Sutskever form)
+    let (lambda, lr) = (0.85f64, 0.1f64);
+    let spec = Spec::from_str_with(
+        &common::synthetic_spec(""),
+        "test",
+        &[
+            "fl.algorithm=\"fedacg\"".into(),
+            format!("fedacg.lambda={lambda}"),
+        ],
+    )
+    .unwrap();
+    let counts = vec![vec![0usize; 10]; 2];
+    let mut alg = algorithms::build(&Setup {
+        spec: &spec,
+        dim: 2,
+        client_sizes: &[1, 1],
+        class_counts: &counts,
+    })
+    .unwrap();
+    let mut q = two_clients(1, LocalOptimizer::sgd(0.0, 0.0, false));
+    let mut x = vec![0.5f32, -0.5];
+    let cfg = RoundConfig {
+        seed: 0,
+        clients_per_round: 2,
+        lr,
+        uniform: true,
+    };
+    let (a, b) = (q.a.clone(), q.b.clone());
+    let grad = |p: &[f64]| -> Vec<f64> {
+        (0..2)
+            .map(|j| {
+                (0..2)
+                    .map(|i| 0.5 * a[i][j] as f64 * (p[j] - b[i][j] as f64))
+                    .sum()
+            })
+            .collect()
+    };
+    let (mut th, mut m) = (vec![0.5f64, -0.5], vec![0f64; 2]);
+    for t in 0..5 {
+        run_round(t, &cfg, &[1, 1], &mut x, alg.as_mut(), &mut q).unwrap();
+        let look: Vec<f64> = (0..2).map(|j| th[j] + lambda * m[j]).collect();
+        let g = grad(&look);
+        for j in 0..2 {
+            m[j] = lambda * m[j] - lr * g[j];
+            th[j] += m[j];
+        }
+        for j in 0..2 {
+            assert!(
+                (x[j] as f64 - th[j]).abs() < 1e-6,
+                "round {t}, coordinate {j}: {} vs Nesterov {}",
+                x[j],
+                th[j]
+            );
+        }
+    }
+}
+
+#[test]
+fn feddyn_reaches_the_optimum_where_fedavg_stays_biased_and_starts_as_fedprox() {
+    let opt = || LocalOptimizer::sgd(0.0, 0.0, false);
+    let xstar = two_clients(10, opt()).optimum();
+    let spec = |alg: &str| {
+        Spec::from_str_with(
+            &common::synthetic_spec(""),
+            "test",
+            &[
+                format!("fl.algorithm=\"{alg}\""),
+                "feddyn.alpha=0.1".into(),
+                "fedprox.mu=0.1".into(),
+            ],
+        )
+        .unwrap()
+    };
+    let counts = vec![vec![0usize; 10]; 2];
+    let build = |s: &Spec| {
+        algorithms::build(&Setup {
+            spec: s,
+            dim: 2,
+            client_sizes: &[1, 1],
+            class_counts: &counts,
+        })
+        .unwrap()
+    };
+    let cfg = RoundConfig {
+        seed: 0,
+        clients_per_round: 2,
+        lr: 0.1,
+        uniform: true,
+    };
+    let run = |alg: &mut dyn Algorithm, rounds: usize| {
+        let mut q = two_clients(10, opt());
+        let mut x = vec![0f32; 2];
+        for t in 0..rounds {
+            run_round(t, &cfg, &[1, 1], &mut x, alg, &mut q).unwrap();
+        }
+        x
+    };
+    let err = |x: &[f32]| {
+        x.iter()
+            .zip(&xstar)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max)
+    };
+    let dyn_x = run(build(&spec("feddyn")).as_mut(), 500);
+    let avg_x = run(build(&spec("fedavg")).as_mut(), 500);
+    assert!(err(&dyn_x) < 1e-4, "FedDyn {dyn_x:?} vs optimum {xstar:?}");
+    assert!(err(&avg_x) > 0.02, "FedAvg {avg_x:?} stays biased");
+    // round 0: the same local updates as FedProx with μ = α; with all N clients sampled and
+    // uniform weights the server then moves twice as far (θ + Δ̄ − h/α, h = −α·Δ̄)
+    let d = run(build(&spec("feddyn")).as_mut(), 1);
+    let p = run(build(&spec("fedprox")).as_mut(), 1);
+    for j in 0..2 {
+        assert!(
+            (d[j] - 2.0 * p[j]).abs() < 1e-7,
+            "{d:?} vs 2 × FedProx {p:?}"
+        );
+    }
+}
+
+#[test]
+fn loss_terms_off_and_fedcm_with_alpha_one_equal_fedavg() {
+    let avg = globals_after(&["fl.algorithm=\"fedavg\""], 2);
+    for (alg, off, on) in [
+        ("fedlc", "fedlc.tau=0", "fedlc.tau=1"),
+        ("fedntd", "fedntd.weight=0", "fedntd.weight=0.3"),
+        ("feddecorr", "feddecorr.beta=0", "feddecorr.beta=0.5"),
+        ("fedcm", "fedcm.alpha=1", "fedcm.alpha=0.1"),
+    ] {
+        let name = format!("fl.algorithm=\"{alg}\"");
+        assert_eq!(avg, globals_after(&[&name, off], 2), "{alg} with {off}");
+        assert_ne!(avg, globals_after(&[&name, on], 2), "{alg} with {on}");
+    }
+}
+
+fn t2(rows: &[[f32; 3]]) -> Tensor<2> {
+    let flat: Vec<f32> = rows.iter().flatten().copied().collect();
+    Tensor::from_data(TensorData::new(flat, [rows.len(), 3]), &Device::flex())
+}
+
+fn labels(y: &[i64]) -> Tensor<1, Int> {
+    Tensor::from_data(TensorData::new(y.to_vec(), [y.len()]), &Device::flex())
+}
+
+fn value(t: Tensor<1>) -> f64 {
+    t.into_scalar::<f32>() as f64
+}
+
+#[test]
+fn loss_terms_by_hand() {
+    // FedLC: counts (16, 1, 0), τ = 1 → offsets (−1/2, −1, masked); logits z = (1, 2, 5), y = 0:
+    // softmax over classes 0 and 1 of (0.5, 1.0) → −log(e^0.5/(e^0.5 + e^1))
+    let off = algorithms::fedlc_offsets(1.0, &[16, 1, 0]);
+    assert_eq!(&off[..2], &[-0.5, -1.0]);
+    let offsets = Tensor::<2>::from_data(TensorData::new(off, [1, 3]), &Device::flex());
+    let lc = value(losses::calibrated_cross_entropy(
+        t2(&[[1.0, 2.0, 5.0]]),
+        offsets,
+        labels(&[0]),
+    ));
+    let want = -(0.5f64.exp() / (0.5f64.exp() + 1f64.exp())).ln();
+    assert!((lc - want).abs() < 1e-6, "FedLC {lc} vs {want}");
+    // FedNTD: true class 2 dropped; local (0, ln 3) → q = (1/4, 3/4); global (0, 0) → p = ½, ½:
+    // KL(p‖q) = ½ ln(½/¼) + ½ ln(½/¾)
+    let kl = value(losses::not_true_kl(
+        t2(&[[0.0, 3f32.ln(), 9.0]]),
+        t2(&[[0.0, 0.0, -4.0]]),
+        labels(&[2]),
+        1.0,
+    ));
+    let want = 0.5 * 2f64.ln() + 0.5 * (2.0f64 / 3.0).ln();
+    assert!((kl - want).abs() < 1e-6, "FedNTD {kl} vs {want}");
+    // FedDecorr: features (1, 2, 0), (−1, 0, 1), (0, −2, −1): N = 3, standardised columns
+    // z_j = x_j/σ_j with σ² = (unbiased) 1, 4, 1; K = zᵀz has K_01 = (1·1 + 0 + 0)·... by hand:
+    // z0 = (1, −1, 0), z1 = (1, 0, −1), z2 = (0, 1, −1) → K_01 = 1, K_02 = −1, K_12 = 1
+    // offdiag² mean = 1, divided by N = 3
+    let dec = value(losses::decorrelation(t2(&[
+        [1.0, 2.0, 0.0],
+        [-1.0, 0.0, 1.0],
+        [0.0, -2.0, -1.0],
+    ])));
+    assert!((dec - 1.0 / 3.0).abs() < 1e-5, "FedDecorr {dec} vs 1/3");
+    // the cross-entropy these build on
+    let ce = value(losses::cross_entropy(t2(&[[0.0, 0.0, 0.0]]), labels(&[1])));
+    assert!((ce - 3f64.ln()).abs() < 1e-6);
 }

@@ -510,7 +510,7 @@ fn same_csv_with_one_or_two_threads() {
 fn every_shipped_config_is_valid() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
     let mut n = 0;
-    for dir in [root.clone(), root.join("paper")] {
+    for dir in [root.clone(), root.join("paper"), root.join("fedacg")] {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             if e.path().extension().is_some_and(|x| x == "toml") {
                 Spec::load(&e.path(), &[])
@@ -519,7 +519,7 @@ fn every_shipped_config_is_valid() {
             }
         }
     }
-    assert!(n >= 20, "{n} configs");
+    assert!(n >= 40, "{n} configs");
 }
 
 #[test]
@@ -603,4 +603,39 @@ fn fedrun_kernels_and_burn_ops_learn_alike() {
         "the CNN must learn the synthetic classes: {acc:?}"
     );
     assert!((acc[0] - acc[1]).abs() <= 0.5, "test accuracy {acc:?}");
+}
+
+#[test]
+fn every_algorithm_resumes_with_its_state_to_the_same_csv() {
+    for alg in fedrun::fl::algorithms::NAMES {
+        let nar = alg.len() % 2 == 0; // half of them with FedNAR
+        let text = synthetic_spec("").replace("rounds = 2", "rounds = 4");
+        let set = vec![
+            format!("fl.algorithm=\"{alg}\""),
+            format!("local.nar={nar}"),
+        ];
+        let spec = Spec::from_str_with(&text, "t", &set).unwrap();
+        let d = TempDir::new("resume-alg");
+        let full = RunOptions {
+            out: d.path().join("full"),
+            ..Default::default()
+        };
+        run(&spec, &full).unwrap();
+        let part = RunOptions {
+            out: d.path().join("part"),
+            max_rounds_this_call: Some(2),
+            ..Default::default()
+        };
+        assert_eq!(run(&spec, &part).unwrap().status, "interrupted");
+        let rest = RunOptions {
+            max_rounds_this_call: None,
+            ..part
+        };
+        assert_eq!(run(&spec, &rest).unwrap().status, "complete");
+        assert_eq!(
+            csv_without_time(&full.out.join("t/rounds.csv")),
+            csv_without_time(&rest.out.join("t/rounds.csv")),
+            "{alg} (nar={nar}) resumed from round 2"
+        );
+    }
 }
