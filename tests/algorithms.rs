@@ -671,6 +671,7 @@ fn loss_terms_off_and_fedcm_with_alpha_one_equal_fedavg() {
         ("fedntd", "fedntd.weight=0", "fedntd.weight=0.3"),
         ("feddecorr", "feddecorr.beta=0", "feddecorr.beta=0.5"),
         ("fedcm", "fedcm.alpha=1", "fedcm.alpha=0.1"),
+        ("moon", "moon.mu=0", "moon.mu=1"),
     ] {
         let name = format!("fl.algorithm=\"{alg}\"");
         assert_eq!(avg, globals_after(&[&name, off], 2), "{alg} with {off}");
@@ -725,7 +726,49 @@ fn loss_terms_by_hand() {
         [0.0, -2.0, -1.0],
     ])));
     assert!((dec - 1.0 / 3.0).abs() < 1e-5, "FedDecorr {dec} vs 1/3");
+    // MOON: z = (1, 0), z_glob = (1, 0), z_prev = (0, 1): cosines 1 and 0, τ = ½ → logits
+    // (2, 0) → −log(e²/(e² + 1)); with z = z_glob = z_prev the term is ln 2
+    let t =
+        |v: [f32; 2]| Tensor::<2>::from_data(TensorData::new(v.to_vec(), [1, 2]), &Device::flex());
+    let con = value(losses::model_contrastive(
+        t([1.0, 0.0]),
+        t([1.0, 0.0]),
+        t([0.0, 1.0]),
+        0.5,
+    ));
+    let want = -(2f64.exp() / (2f64.exp() + 1.0)).ln();
+    assert!((con - want).abs() < 1e-6, "MOON {con} vs {want}");
+    let same = value(losses::model_contrastive(
+        t([0.3, -2.0]),
+        t([0.3, -2.0]),
+        t([0.3, -2.0]),
+        0.5,
+    ));
+    assert!(
+        (same - 2f64.ln()).abs() < 1e-6,
+        "MOON with equal models {same}"
+    );
     // the cross-entropy these build on
     let ce = value(losses::cross_entropy(t2(&[[0.0, 0.0, 0.0]]), labels(&[1])));
     assert!((ce - 3f64.ln()).abs() < 1e-6);
+}
+
+#[test]
+fn moon_first_step_loss_is_cross_entropy_plus_mu_ln2() {
+    // round 0, one client, one step: the global, previous (θ_0) and local models coincide
+    let base = [
+        "data.num_clients=1",
+        "fl.clients_per_round=1",
+        "local.steps=1",
+        "model.projection=16",
+    ];
+    let mut avg = experiment(&[&base[..], &["fl.algorithm=\"fedavg\""]].concat());
+    let mut moon = experiment(&[&base[..], &["fl.algorithm=\"moon\"", "moon.mu=0.7"]].concat());
+    let (a, m) = (avg.round(0).unwrap(), moon.round(0).unwrap());
+    assert!(
+        (m.train_loss - (a.train_loss + 0.7 * 2f64.ln())).abs() < 1e-5,
+        "MOON {} vs CE {} + 0.7·ln 2",
+        m.train_loss,
+        a.train_loss
+    );
 }

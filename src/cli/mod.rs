@@ -14,7 +14,7 @@ use crate::fl::engine::{RunOptions, run};
 #[command(
     name = "fedrun",
     version,
-    about = "Federated-learning experiments on burn: FedAvg, FedProx, SCAFFOLD, FedExP, FedAdam/FedAdagrad/FedYogi and FedAvgM, each with or without FedNAR",
+    about = "Federated-learning experiments on burn: the algorithms of the FedNAR and FedACG papers (fedrun check lists them), each with or without FedNAR",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -190,6 +190,10 @@ pub fn main_with(cli: Cli) -> Result<()> {
         Some(Cmd::Check(a)) => {
             let spec = a.load()?;
             print!("{}", spec.to_toml());
+            println!(
+                "\n# fl.algorithm is one of: {}",
+                crate::fl::algorithms::NAMES.join(", ")
+            );
             Ok(())
         }
         Some(Cmd::Bench(b)) => bench::run(&b),

@@ -87,6 +87,9 @@ pub struct ModelSpec {
     pub hidden: usize,
     /// MLP hidden width (tests, MNIST).
     pub mlp_hidden: usize,
+    /// CNN / ResNet-18: MOON's projection head to this width before the classifier (256 in
+    /// MOON); 0 = none.
+    pub projection: usize,
 }
 
 impl Default for ModelSpec {
@@ -102,6 +105,7 @@ impl Default for ModelSpec {
             identical_layers: true,
             hidden: 256,
             mlp_hidden: 200,
+            projection: 0,
         }
     }
 }

@@ -66,3 +66,23 @@ pub fn decorrelation(features: Tensor<2>) -> Tensor<1> {
     let diag_sq = (diag.clone() * diag).sum();
     (total - diag_sq).div_scalar((c * (c - 1)) as f32 * n as f32)
 }
+
+/// Cosine similarity of the rows of `a` and `b` `[B, d]` → `[B, 1]`, as PyTorch's
+/// `CosineSimilarity`: `a·b / max(‖a‖·‖b‖, 1e-8)`.
+pub fn cosine(a: Tensor<2>, b: Tensor<2>) -> Tensor<2> {
+    let dot = (a.clone() * b.clone()).sum_dim(1);
+    let na = (a.clone() * a).sum_dim(1).sqrt();
+    let nb = (b.clone() * b).sum_dim(1).sqrt();
+    dot / (na * nb).clamp_min(1e-8)
+}
+
+/// MOON's model-contrastive term: `CE([cos(z, z_glob), cos(z, z_prev)]/τ, target 0)`, batch
+/// mean.
+pub fn model_contrastive(z: Tensor<2>, glob: Tensor<2>, prev: Tensor<2>, tau: f64) -> Tensor<1> {
+    let b = z.dims()[0];
+    let pos = cosine(z.clone(), glob);
+    let neg = cosine(z, prev);
+    let logits = Tensor::cat(vec![pos, neg], 1).div_scalar(tau as f32);
+    let lp = log_softmax(logits, 1);
+    lp.narrow(1, 0, 1).sum().div_scalar(b as f32).neg()
+}

@@ -7,6 +7,7 @@ use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use super::projection::{Projection, project};
 use crate::kernels::{Kernels, conv2d, max_pool2d};
 
 /// conv5×5 c1 → ReLU → maxpool2 → conv5×5 c2 → ReLU → maxpool2 → fc … → classes.
@@ -16,6 +17,8 @@ pub struct Cnn {
     conv2: Conv2d,
     pool: MaxPool2d,
     fcs: Vec<Linear>,
+    /// MOON's projection head before the classifier (`model.projection > 0`).
+    proj: Option<Projection>,
     #[module(skip)]
     kernels: Kernels,
 }
@@ -26,12 +29,19 @@ impl Cnn {
         c2: usize,
         hidden: &[usize],
         classes: usize,
+        projection: usize,
         kernels: Kernels,
         device: &Device,
     ) -> Self {
         let mut dims = vec![c2 * 5 * 5];
         dims.extend_from_slice(hidden);
-        dims.push(classes);
+        let last = *dims.last().expect("dims");
+        let proj = (projection > 0).then(|| Projection::new(last, projection, device));
+        // the classifier's input: the projection, or the last hidden layer
+        let mut fc_dims = dims.clone();
+        if projection > 0 {
+            fc_dims.push(projection);
+        }
         Cnn {
             conv1: Conv2dConfig::new([3, c1], [5, 5]).init(device),
             conv2: Conv2dConfig::new([c1, c2], [5, 5]).init(device),
@@ -39,26 +49,31 @@ impl Cnn {
             fcs: dims
                 .windows(2)
                 .map(|w| LinearConfig::new(w[0], w[1]).init(device))
+                .chain(std::iter::once(
+                    LinearConfig::new(*fc_dims.last().expect("dims"), classes).init(device),
+                ))
                 .collect(),
+            proj,
             kernels,
         }
     }
 
     /// The FedExP CNN: 32 and 64 channels, 1600 → 384 → 192 → classes (744,330 parameters).
-    pub fn fedexp(classes: usize, kernels: Kernels, device: &Device) -> Self {
-        Self::with(32, 64, &[384, 192], classes, kernels, device)
+    pub fn fedexp(classes: usize, projection: usize, kernels: Kernels, device: &Device) -> Self {
+        Self::with(32, 64, &[384, 192], classes, projection, kernels, device)
     }
 
     /// A small CNN of the same shape for tests and smoke runs.
-    pub fn tiny(classes: usize, kernels: Kernels, device: &Device) -> Self {
-        Self::with(4, 8, &[32], classes, kernels, device)
+    pub fn tiny(classes: usize, projection: usize, kernels: Kernels, device: &Device) -> Self {
+        Self::with(4, 8, &[32], classes, projection, kernels, device)
     }
 
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
         self.classify(self.features(x))
     }
 
-    /// The last hidden layer's activations (192-d in the FedExP CNN).
+    /// The representation the classifier reads: the last hidden layer's activations (192-d in
+    /// the FedExP CNN), or their projection.
     pub fn features(&self, x: Tensor<4>) -> Tensor<2> {
         let k = self.kernels;
         // relu(pool(·)) = pool(relu(·)), value and gradient (kernels::max_pool2d)
@@ -68,7 +83,7 @@ impl Cnn {
         for fc in &self.fcs[..self.fcs.len() - 1] {
             h = relu(fc.forward(h));
         }
-        h
+        project(&self.proj, h)
     }
 
     pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {

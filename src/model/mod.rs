@@ -7,6 +7,7 @@ pub mod cnn;
 pub mod init;
 pub mod lstm;
 pub mod params;
+pub mod projection;
 pub mod resnet;
 pub mod transformer;
 
@@ -86,11 +87,21 @@ impl Model {
         Ok(match spec.kind.as_str() {
             "cnn" => {
                 image("cnn")?;
-                Model::Cnn(cnn::Cnn::fedexp(shape.classes, kernels, device))
+                Model::Cnn(cnn::Cnn::fedexp(
+                    shape.classes,
+                    spec.projection,
+                    kernels,
+                    device,
+                ))
             }
             "tiny-cnn" => {
                 image("tiny-cnn")?;
-                Model::Cnn(cnn::Cnn::tiny(shape.classes, kernels, device))
+                Model::Cnn(cnn::Cnn::tiny(
+                    shape.classes,
+                    spec.projection,
+                    kernels,
+                    device,
+                ))
             }
             "linear" => Model::Linear(
                 burn::nn::LinearConfig::new(
@@ -110,6 +121,7 @@ impl Model {
                 Model::ResNet(resnet::ResNet18::new(
                     shape.classes,
                     spec.head == "fednar",
+                    spec.projection,
                     kernels,
                     device,
                 ))

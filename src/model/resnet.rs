@@ -10,6 +10,7 @@ use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use super::projection::{Projection, project};
 use crate::kernels::{Kernels, conv2d, group_norm};
 
 pub const GROUPS: usize = 2;
@@ -80,13 +81,21 @@ pub struct ResNet18 {
     stem_gn: GroupNorm,
     blocks: Vec<Block>,
     head: Head,
+    /// MOON's projection head before the classifier (`model.projection > 0`).
+    proj: Option<Projection>,
     fc: Linear,
     #[module(skip)]
     kernels: Kernels,
 }
 
 impl ResNet18 {
-    pub fn new(classes: usize, fednar_head: bool, kernels: Kernels, device: &Device) -> Self {
+    pub fn new(
+        classes: usize,
+        fednar_head: bool,
+        projection: usize,
+        kernels: Kernels,
+        device: &Device,
+    ) -> Self {
         let mut blocks = Vec::new();
         let mut cin = 64;
         for (i, &w) in [64usize, 128, 256, 512].iter().enumerate() {
@@ -104,7 +113,9 @@ impl ResNet18 {
             stem_gn: gn(64, device),
             blocks,
             head,
-            fc: LinearConfig::new(512, classes).init(device),
+            proj: (projection > 0).then(|| Projection::new(512, projection, device)),
+            fc: LinearConfig::new(if projection > 0 { projection } else { 512 }, classes)
+                .init(device),
             kernels,
         }
     }
@@ -113,7 +124,7 @@ impl ResNet18 {
         self.fc.forward(self.features(x))
     }
 
-    /// The pooled 512-d representation before the classifier.
+    /// The representation the classifier reads: the pooled 512-d features, or their projection.
     pub fn features(&self, x: Tensor<4>) -> Tensor<2> {
         let k = self.kernels;
         let mut x = group_norm(&self.stem_gn, conv2d(&self.stem, x, k), true, k);
@@ -124,7 +135,7 @@ impl ResNet18 {
             Head::FedNar(p) => p.forward(x),
             Head::Global(p) => p.forward(x),
         };
-        x.flatten(1, 3)
+        project(&self.proj, x.flatten(1, 3))
     }
 
     pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {

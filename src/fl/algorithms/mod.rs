@@ -14,6 +14,7 @@ mod fedexp;
 mod fedlc;
 mod fedntd;
 mod fedprox;
+mod moon;
 mod scaffold;
 
 pub use fedacg::FedAcg;
@@ -28,6 +29,7 @@ pub use fedexp::FedExP;
 pub use fedlc::{FedLc, offsets as fedlc_offsets};
 pub use fedntd::FedNtd;
 pub use fedprox::{FedProx, prox_grad};
+pub use moon::Moon;
 pub use scaffold::Scaffold;
 
 use serde::{Deserialize, Serialize};
@@ -51,6 +53,7 @@ pub struct AlgorithmKeys {
     pub fedlc: fedlc::Keys,
     pub fedntd: fedntd::Keys,
     pub feddecorr: feddecorr::Keys,
+    pub moon: moon::Keys,
 }
 
 impl AlgorithmKeys {
@@ -65,7 +68,8 @@ impl AlgorithmKeys {
         self.fedcm.validate()?;
         self.fedlc.validate()?;
         self.fedntd.validate()?;
-        self.feddecorr.validate()
+        self.feddecorr.validate()?;
+        self.moon.validate()
     }
 }
 
@@ -107,6 +111,7 @@ pub const REGISTRY: &[(&str, &str, Build)] = &[
     ("fedlc", "fedlc", |s| Box::new(FedLc::new(s))),
     ("fedntd", "fedntd", |s| Box::new(FedNtd::new(s))),
     ("feddecorr", "feddecorr", |s| Box::new(FedDecorr::new(s))),
+    ("moon", "moon", |s| Box::new(Moon::new(s))),
 ];
 
 /// The algorithm names, in registry order.

@@ -1,0 +1,152 @@
+//! MOON (§5, the official MOON code), μ = 1, τ = 0.5: loss
+//! `CE + μ·CE([cos(z, z_glob), cos(z, z_prev)]/τ, target 0)`, z the representation the
+//! classifier reads (the projection head's output with `model.projection = 256`, as MOON's
+//! `ModelFedCon`), z_glob from the frozen broadcast model, z_prev from the client's own
+//! previous local model (buffer size 1). A client that has not trained yet uses the run's
+//! initial model as its previous one (MOON's code: that client's own initial network, drawn
+//! independently; here all clients share θ_0, so the first step's term is μ·ln 2). Server as
+//! FedAvg (the official code weighs clients by size: `fl.aggregation = "size"`). μ = 0 is FedAvg.
+//!
+//! The previous models are stored per client once it has trained: one model-sized vector each.
+
+use burn::tensor::Tensor;
+use serde::{Deserialize, Serialize};
+
+use super::FedAvg;
+use crate::config::validate::{non_negative, positive};
+use crate::error::Result;
+use crate::fl::algorithm::{
+    Aggregate, Algorithm, ClientInfo, Frozen, LossInput, RoundInfo, ServerLog, Setup, take_state,
+};
+use crate::fl::losses::{cross_entropy, model_contrastive};
+
+/// `[moon]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Keys {
+    pub mu: f64,
+    pub temperature: f64,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys {
+            mu: 1.0,
+            temperature: 0.5,
+        }
+    }
+}
+
+impl Keys {
+    pub fn validate(&self) -> Result<()> {
+        non_negative("moon.mu", self.mu)?;
+        positive("moon.temperature", self.temperature)
+    }
+}
+
+pub struct Moon {
+    mu: f64,
+    tau: f64,
+    dim: usize,
+    server: FedAvg,
+    /// The model the round started from (the anchor of its clients).
+    start: Vec<f32>,
+    /// θ_0, the previous model of a client that has not trained yet.
+    initial: Option<Vec<f32>>,
+    prev: Vec<Option<Vec<f32>>>,
+}
+
+impl Moon {
+    pub fn new(s: &Setup) -> Self {
+        let k = &s.spec.algorithms.moon;
+        Moon {
+            mu: k.mu,
+            tau: k.temperature,
+            dim: s.dim,
+            server: FedAvg::new(s.spec.fl.global_lr),
+            start: vec![0.0; s.dim],
+            initial: None,
+            prev: vec![None; s.client_sizes.len()],
+        }
+    }
+}
+
+impl Algorithm for Moon {
+    fn begin_round(&mut self, _info: &RoundInfo, global: &[f32]) {
+        self.start.copy_from_slice(global);
+        if self.initial.is_none() {
+            self.initial = Some(global.to_vec());
+        }
+    }
+
+    fn frozen(&self, client: usize) -> Vec<Frozen<'_>> {
+        if self.mu == 0.0 {
+            return Vec::new();
+        }
+        let prev = self.prev[client]
+            .as_deref()
+            .or(self.initial.as_deref())
+            .expect("begin_round ran");
+        vec![Frozen::Anchor, Frozen::Params(prev)]
+    }
+
+    fn local_loss(&self, input: &LossInput) -> Option<Tensor<1>> {
+        if self.mu == 0.0 {
+            return None;
+        }
+        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
+        let con = model_contrastive(
+            input.out.features.clone(),
+            input.frozen[0].features.clone(),
+            input.frozen[1].features.clone(),
+            self.tau,
+        );
+        Some(ce + con.mul_scalar(self.mu as f32))
+    }
+
+    fn client_done(&mut self, client: usize, delta: &[f32], _info: &ClientInfo) {
+        if self.mu == 0.0 {
+            return;
+        }
+        let p = self.prev[client].get_or_insert_with(|| vec![0.0; delta.len()]);
+        p.iter_mut()
+            .zip(self.start.iter().zip(delta))
+            .for_each(|(p, (s, d))| *p = s + d);
+    }
+
+    fn server_update(
+        &mut self,
+        info: &RoundInfo,
+        global: &mut [f32],
+        agg: &Aggregate,
+    ) -> ServerLog {
+        self.server.server_update(info, global, agg)
+    }
+
+    fn state(&self) -> Vec<(String, Vec<f32>)> {
+        let mut out: Vec<(String, Vec<f32>)> = self
+            .initial
+            .iter()
+            .map(|v| ("initial".to_string(), v.clone()))
+            .collect();
+        for (i, p) in self.prev.iter().enumerate() {
+            if let Some(p) = p {
+                out.push((format!("prev_{i}"), p.clone()));
+            }
+        }
+        out
+    }
+
+    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        if state.iter().any(|(n, _)| n == "initial") {
+            self.initial = Some(take_state(&mut state, "initial", self.dim)?);
+        }
+        for i in 0..self.prev.len() {
+            let name = format!("prev_{i}");
+            if state.iter().any(|(n, _)| *n == name) {
+                self.prev[i] = Some(take_state(&mut state, &name, self.dim)?);
+            }
+        }
+        Ok(())
+    }
+}
