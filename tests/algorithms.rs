@@ -748,6 +748,14 @@ fn loss_terms_by_hand() {
         (same - 2f64.ln()).abs() < 1e-6,
         "MOON with equal models {same}"
     );
+    // FedMLB's KD: KL(softmax(p) ‖ softmax(q)) with p = (0, 0) → ½, ½ and q = (0, ln 3) → ¼, ¾
+    let kd = value(losses::kl_divergence(
+        t([0.0, 0.0]),
+        t([0.0, 3f32.ln()]),
+        1.0,
+    ));
+    let want = 0.5 * 2f64.ln() + 0.5 * (2.0f64 / 3.0).ln();
+    assert!((kd - want).abs() < 1e-6, "FedMLB KD {kd} vs {want}");
     // the cross-entropy these build on
     let ce = value(losses::cross_entropy(t2(&[[0.0, 0.0, 0.0]]), labels(&[1])));
     assert!((ce - 3f64.ln()).abs() < 1e-6);
@@ -771,4 +779,26 @@ fn moon_first_step_loss_is_cross_entropy_plus_mu_ln2() {
         m.train_loss,
         a.train_loss
     );
+}
+
+#[test]
+fn fedmlb_without_branches_is_fedavg_and_needs_resnet() {
+    let r = "model.kind=\"resnet18\"";
+    let avg = globals_after(&[r, "fl.algorithm=\"fedavg\""], 1);
+    assert_eq!(
+        avg,
+        globals_after(&[r, "fl.algorithm=\"fedmlb\"", "fedmlb.branches=false"], 1)
+    );
+    assert_ne!(avg, globals_after(&[r, "fl.algorithm=\"fedmlb\""], 1));
+    let s = Spec::from_str_with(
+        &common::synthetic_spec(""),
+        "test",
+        &["fl.algorithm=\"fedmlb\"".into()],
+    )
+    .unwrap();
+    let err = Experiment::new(&s, data::load(&s, None).unwrap())
+        .err()
+        .expect("the CNN has no stages")
+        .to_string();
+    assert!(err.contains("resnet18"), "{err}");
 }

@@ -14,6 +14,15 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fedrun"))
 }
 
+/// The model an algorithm's end-to-end tests run: FedMLB needs ResNet-18's stages.
+fn model_for(alg: &str) -> Vec<String> {
+    if alg == "fedmlb" {
+        vec!["model.kind=\"resnet18\"".into()]
+    } else {
+        Vec::new()
+    }
+}
+
 /// The CSV without the elapsed-time column.
 fn csv_without_time(path: &Path) -> String {
     std::fs::read_to_string(path)
@@ -66,11 +75,12 @@ fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
     for alg in fedrun::fl::algorithms::NAMES {
         for nar in [false, true] {
             let text = synthetic_spec("");
-            let set = vec![
+            let mut set = vec![
                 format!("fl.algorithm=\"{alg}\""),
                 format!("local.nar={nar}"),
                 "fl.global_lr=1.0".into(),
             ];
+            set.extend(model_for(alg));
             let spec = Spec::from_str_with(&text, "t", &set).unwrap();
             let d = TempDir::new("alg");
             let mut csvs = Vec::new();
@@ -610,10 +620,11 @@ fn every_algorithm_resumes_with_its_state_to_the_same_csv() {
     for alg in fedrun::fl::algorithms::NAMES {
         let nar = alg.len() % 2 == 0; // half of them with FedNAR
         let text = synthetic_spec("").replace("rounds = 2", "rounds = 4");
-        let set = vec![
+        let mut set = vec![
             format!("fl.algorithm=\"{alg}\""),
             format!("local.nar={nar}"),
         ];
+        set.extend(model_for(alg));
         let spec = Spec::from_str_with(&text, "t", &set).unwrap();
         let d = TempDir::new("resume-alg");
         let full = RunOptions {

@@ -22,7 +22,7 @@ use burn::tensor::{Int, Tensor};
 
 use crate::config::Spec;
 use crate::error::Result;
-use crate::model::Outputs;
+use crate::model::{Model, Outputs};
 
 /// What an algorithm is built from.
 pub struct Setup<'a> {
@@ -62,8 +62,12 @@ pub struct LossInput<'a> {
     pub out: &'a Outputs,
     /// The batch's labels.
     pub targets: &'a Tensor<1, Int>,
-    /// The outputs of the models [`Algorithm::frozen`] named, in that order (no gradient).
+    /// The outputs of the models [`Algorithm::frozen`] named, in that order (no gradient;
+    /// empty when [`Algorithm::frozen_forward`] is false).
     pub frozen: &'a [Outputs],
+    /// The frozen models themselves (their parameters take no gradient; a forward through
+    /// them from the trained model's activations passes the gradient to those: FedMLB).
+    pub frozen_models: &'a [&'a Model],
 }
 
 /// Facts about the round, shared by all hooks.
@@ -115,6 +119,12 @@ pub trait Algorithm: Send + Sync {
     /// Models the client's loss reads besides the trained one (default: none).
     fn frozen(&self, _client: usize) -> Vec<Frozen<'_>> {
         Vec::new()
+    }
+
+    /// Whether the frozen models' outputs on each batch are needed (default true; FedMLB only
+    /// runs parts of the frozen model itself).
+    fn frozen_forward(&self) -> bool {
+        true
     }
 
     /// The local loss of one batch; None = cross-entropy of the logits.

@@ -2,6 +2,7 @@
 //! pass over the client's data, reshuffled when it runs out; the last batch of a pass may be
 //! short. One model object and two flat buffers (x, g) are reused for every client.
 
+use burn::module::Module;
 use burn::tensor::Device;
 
 use super::algorithm::{Algorithm, Frozen, LossInput, StepCtx};
@@ -83,7 +84,7 @@ impl Trainer {
                 Frozen::Anchor => anchor,
                 Frozen::Params(p) => p,
             };
-            self.frozen[k] = Some(write_params(m, params));
+            self.frozen[k] = Some(write_params(m, params).no_grad());
         }
         frozen.len()
     }
@@ -126,10 +127,18 @@ impl Trainer {
             };
             let (input, y) = data::batch(&data.train, bidx, data.augment, Some(rng), &self.device);
             model = write_params(model, &self.x);
-            let frozen: Vec<Outputs> = self.frozen[..n_frozen]
+            let frozen_models: Vec<&Model> = self.frozen[..n_frozen]
                 .iter()
-                .map(|m| m.as_ref().expect("frozen").outputs(input.clone()).detach())
+                .map(|m| m.as_ref().expect("frozen"))
                 .collect();
+            let frozen: Vec<Outputs> = if alg.frozen_forward() {
+                frozen_models
+                    .iter()
+                    .map(|m| m.outputs(input.clone()).detach())
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let out = model.outputs(input);
             let loss = alg
                 .local_loss(&LossInput {
@@ -138,9 +147,10 @@ impl Trainer {
                     out: &out,
                     targets: &y,
                     frozen: &frozen,
+                    frozen_models: &frozen_models,
                 })
                 .unwrap_or_else(|| cross_entropy(out.logits.clone(), y));
-            drop((out, frozen));
+            drop((out, frozen, frozen_models));
             let loss_v = loss.clone().into_scalar::<f32>() as f64;
             let grads = loss.backward();
             read_grads(&model, &grads, &mut self.g);

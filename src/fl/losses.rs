@@ -86,3 +86,13 @@ pub fn model_contrastive(z: Tensor<2>, glob: Tensor<2>, prev: Tensor<2>, tau: f6
     let lp = log_softmax(logits, 1);
     lp.narrow(1, 0, 1).sum().div_scalar(b as f32).neg()
 }
+
+/// `KL(softmax(p/T) ‖ softmax(q/T))`, batch mean (PyTorch `KLDivLoss(log_softmax(q/T),
+/// softmax(p/T), "batchmean")`, the FedMLB code's `KD`); the gradient flows into both.
+pub fn kl_divergence(p: Tensor<2>, q: Tensor<2>, temperature: f64) -> Tensor<1> {
+    let b = p.dims()[0];
+    let t = temperature as f32;
+    let lp = log_softmax(p.div_scalar(t), 1);
+    let lq = log_softmax(q.div_scalar(t), 1);
+    (lp.clone().exp() * (lp - lq)).sum().div_scalar(b as f32)
+}

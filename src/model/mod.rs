@@ -39,6 +39,9 @@ pub struct Outputs {
     /// (192), ResNet-18's pooled features (512), the MLP's hidden layer; the logits for the
     /// sequence models.
     pub features: Tensor<2>,
+    /// ResNet-18's activations after the stem and after each stage (FedMLB); empty for the
+    /// other models.
+    pub levels: Vec<Tensor<4>>,
 }
 
 impl Outputs {
@@ -47,6 +50,7 @@ impl Outputs {
         Outputs {
             logits: self.logits.detach(),
             features: self.features.detach(),
+            levels: self.levels.into_iter().map(|l| l.detach()).collect(),
         }
     }
 }
@@ -164,15 +168,33 @@ impl Model {
                 (f.clone(), m.classify(f))
             }
             (Model::ResNet(m), Input::Images(x)) => {
-                let f = m.features(x);
-                (f.clone(), m.classify(f))
+                let (levels, f) = m.levels(x);
+                let logits = m.classify(f.clone());
+                return Outputs {
+                    logits,
+                    features: f,
+                    levels,
+                };
             }
             (_, input) => {
                 let l = self.forward(input);
                 (l.clone(), l)
             }
         };
-        Outputs { logits, features }
+        Outputs {
+            logits,
+            features,
+            levels: Vec::new(),
+        }
+    }
+
+    /// Logits from an intermediate activation (see [`resnet::ResNet18::forward_from`]); None
+    /// for models without levels.
+    pub fn forward_from(&self, level: usize, x: Tensor<4>) -> Option<Tensor<2>> {
+        match self {
+            Model::ResNet(m) => Some(m.forward_from(level, x)),
+            _ => None,
+        }
     }
 
     /// Logits `[batch, classes]`.

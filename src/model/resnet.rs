@@ -126,16 +126,42 @@ impl ResNet18 {
 
     /// The representation the classifier reads: the pooled 512-d features, or their projection.
     pub fn features(&self, x: Tensor<4>) -> Tensor<2> {
+        self.levels(x).1
+    }
+
+    /// The activations after the stem (level 0) and after each stage (levels 1–4), and the
+    /// features.
+    pub fn levels(&self, x: Tensor<4>) -> (Vec<Tensor<4>>, Tensor<2>) {
         let k = self.kernels;
         let mut x = group_norm(&self.stem_gn, conv2d(&self.stem, x, k), true, k);
-        for b in &self.blocks {
-            x = b.forward(x, k);
+        let mut levels = vec![x.clone()];
+        for pair in self.blocks.chunks(2) {
+            for b in pair {
+                x = b.forward(x, k);
+            }
+            levels.push(x.clone());
         }
+        let f = self.pool(x);
+        (levels, f)
+    }
+
+    fn pool(&self, x: Tensor<4>) -> Tensor<2> {
         let x = match &self.head {
             Head::FedNar(p) => p.forward(x),
             Head::Global(p) => p.forward(x),
         };
         project(&self.proj, x.flatten(1, 3))
+    }
+
+    /// Logits from an activation at `level` (0 = after the stem, 1–4 = after that stage):
+    /// the stages after it, the pool and the classifier (FedMLB's hybrid branches).
+    pub fn forward_from(&self, level: usize, x: Tensor<4>) -> Tensor<2> {
+        let k = self.kernels;
+        let mut x = x;
+        for b in &self.blocks[2 * level.min(4)..] {
+            x = b.forward(x, k);
+        }
+        self.fc.forward(self.pool(x))
     }
 
     pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {

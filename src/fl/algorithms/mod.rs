@@ -12,6 +12,7 @@ mod feddecorr;
 mod feddyn;
 mod fedexp;
 mod fedlc;
+mod fedmlb;
 mod fedntd;
 mod fedprox;
 mod moon;
@@ -27,6 +28,7 @@ pub use feddecorr::FedDecorr;
 pub use feddyn::FedDyn;
 pub use fedexp::FedExP;
 pub use fedlc::{FedLc, offsets as fedlc_offsets};
+pub use fedmlb::FedMlb;
 pub use fedntd::FedNtd;
 pub use fedprox::{FedProx, prox_grad};
 pub use moon::Moon;
@@ -54,6 +56,7 @@ pub struct AlgorithmKeys {
     pub fedntd: fedntd::Keys,
     pub feddecorr: feddecorr::Keys,
     pub moon: moon::Keys,
+    pub fedmlb: fedmlb::Keys,
 }
 
 impl AlgorithmKeys {
@@ -69,50 +72,51 @@ impl AlgorithmKeys {
         self.fedlc.validate()?;
         self.fedntd.validate()?;
         self.feddecorr.validate()?;
-        self.moon.validate()
+        self.moon.validate()?;
+        self.fedmlb.validate()
     }
 }
 
-type Build = fn(&Setup) -> Box<dyn Algorithm>;
+type Build = fn(&Setup) -> Result<Box<dyn Algorithm>>;
 
 /// Every algorithm: its `fl.algorithm` name, the table its keys are in, and how to build it.
 pub const REGISTRY: &[(&str, &str, Build)] = &[
-    ("fedavg", "", |s| Box::new(FedAvg::new(s.spec.fl.global_lr))),
+    ("fedavg", "", |s| ok(FedAvg::new(s.spec.fl.global_lr))),
     ("fedprox", "fedprox", |s| {
-        Box::new(FedProx::new(
-            s.spec.algorithms.fedprox.mu,
-            s.spec.fl.global_lr,
-        ))
+        let k = &s.spec.algorithms.fedprox;
+        ok(FedProx::new(k.mu, s.spec.fl.global_lr))
     }),
     ("scaffold", "", |s| {
-        Box::new(Scaffold::new(s.dim, s.client_sizes, s.spec.fl.global_lr))
+        ok(Scaffold::new(s.dim, s.client_sizes, s.spec.fl.global_lr))
     }),
-    ("fedexp", "fedexp", |s| Box::new(FedExP::new(s.spec, s.dim))),
+    ("fedexp", "fedexp", |s| ok(FedExP::new(s.spec, s.dim))),
     ("fedadam", "fedadam", |s| {
-        Box::new(AdaptiveServer::new(Rule::Adam, s.spec, s.dim))
+        ok(AdaptiveServer::new(Rule::Adam, s.spec, s.dim))
     }),
     ("fedadagrad", "fedadam", |s| {
-        Box::new(AdaptiveServer::new(Rule::Adagrad, s.spec, s.dim))
+        ok(AdaptiveServer::new(Rule::Adagrad, s.spec, s.dim))
     }),
     ("fedyogi", "fedadam", |s| {
-        Box::new(AdaptiveServer::new(Rule::Yogi, s.spec, s.dim))
+        ok(AdaptiveServer::new(Rule::Yogi, s.spec, s.dim))
     }),
     ("fedavgm", "fedavgm", |s| {
-        Box::new(FedAvgM::new(
-            s.spec.algorithms.fedavgm.momentum,
-            s.spec.fl.global_lr,
-            s.dim,
-        ))
+        let k = &s.spec.algorithms.fedavgm;
+        ok(FedAvgM::new(k.momentum, s.spec.fl.global_lr, s.dim))
     }),
-    ("fedacg", "fedacg", |s| Box::new(FedAcg::new(s))),
-    ("feddyn", "feddyn", |s| Box::new(FedDyn::new(s))),
-    ("feddc", "feddc", |s| Box::new(FedDc::new(s))),
-    ("fedcm", "fedcm", |s| Box::new(FedCm::new(s))),
-    ("fedlc", "fedlc", |s| Box::new(FedLc::new(s))),
-    ("fedntd", "fedntd", |s| Box::new(FedNtd::new(s))),
-    ("feddecorr", "feddecorr", |s| Box::new(FedDecorr::new(s))),
-    ("moon", "moon", |s| Box::new(Moon::new(s))),
+    ("fedacg", "fedacg", |s| ok(FedAcg::new(s))),
+    ("feddyn", "feddyn", |s| ok(FedDyn::new(s))),
+    ("feddc", "feddc", |s| ok(FedDc::new(s))),
+    ("fedcm", "fedcm", |s| ok(FedCm::new(s))),
+    ("fedlc", "fedlc", |s| ok(FedLc::new(s))),
+    ("fedntd", "fedntd", |s| ok(FedNtd::new(s))),
+    ("feddecorr", "feddecorr", |s| ok(FedDecorr::new(s))),
+    ("moon", "moon", |s| ok(Moon::new(s))),
+    ("fedmlb", "fedmlb", |s| Ok(Box::new(FedMlb::new(s)?))),
 ];
+
+fn ok(a: impl Algorithm + 'static) -> Result<Box<dyn Algorithm>> {
+    Ok(Box::new(a))
+}
 
 /// The algorithm names, in registry order.
 pub const NAMES: &[&str] = &{
@@ -141,5 +145,5 @@ pub fn build(setup: &Setup) -> Result<Box<dyn Algorithm>> {
     let name = setup.spec.fl.algorithm.as_str();
     check_name(name)?;
     let (_, _, build) = REGISTRY.iter().find(|e| e.0 == name).expect("checked");
-    Ok(build(setup))
+    build(setup)
 }
