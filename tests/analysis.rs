@@ -217,6 +217,97 @@ fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() 
             .count(),
         4
     );
+    // `report` over a shell glob of the sweep folder (run folders, their .log files and
+    // sweep.csv) skips what is not a run and says so
+    let entries: Vec<std::path::PathBuf> = std::fs::read_dir(d.path().join("j2"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        entries
+            .iter()
+            .any(|p| p.extension().is_some_and(|x| x == "log"))
+    );
+    let r = Command::new(bin)
+        .arg("report")
+        .args(&entries)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("skipped 5 path(s) that are not runs"), "{err}");
+    assert!(String::from_utf8_lossy(&r.stdout).contains("nar=true"));
+    // `--emit`: one command per point, run here by the Slurm array script, gives the same CSVs
+    let cmds = d.path().join("cmds.txt");
+    let e = Command::new(bin)
+        .args(["sweep", "--config"])
+        .arg(&cfg)
+        .args([
+            "--grid",
+            "local.weight_decay=0.001,0.1",
+            "--grid",
+            "local.nar=false,true",
+            "--out",
+        ])
+        .arg(d.path().join("emitted"))
+        .arg("--emit")
+        .arg(&cmds)
+        .output()
+        .unwrap();
+    assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
+    assert!(!d.path().join("emitted").exists(), "--emit runs nothing");
+    let lines = std::fs::read_to_string(&cmds).unwrap();
+    assert_eq!(lines.lines().count(), 4);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm_array.sh");
+    for id in 1..=4 {
+        let st = Command::new("bash")
+            .arg(&script)
+            .arg(&cmds)
+            .env("SLURM_ARRAY_TASK_ID", id.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+    }
+    for n in names {
+        let strip = |p: &Path| -> String {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(
+            strip(&d.path().join("emitted").join(n).join("rounds.csv")),
+            strip(&d.path().join("j1").join(n).join("rounds.csv")),
+            "{n} run from its emitted line"
+        );
+    }
+    // a later `fedrun sweep` over the same folder sees the emitted points as complete
+    let c = Command::new(bin)
+        .args(["sweep", "--config"])
+        .arg(&cfg)
+        .args([
+            "--grid",
+            "local.weight_decay=0.001,0.1",
+            "--grid",
+            "local.nar=false,true",
+            "--out",
+        ])
+        .arg(d.path().join("emitted"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&c.stderr)
+            .matches("already complete, skipped")
+            .count(),
+        4
+    );
     // a bad key fails before anything runs
     let e = Command::new(bin)
         .args(["sweep", "--config"])

@@ -206,3 +206,68 @@ pub fn resolve_key(groups: &[Group], key: &str) -> Result<String> {
         ))),
     }
 }
+
+/// The runs named on the command line: a folder with `spec.toml` is a run; any other folder
+/// contributes the run folders inside it (sorted by name). What is neither (a sweep's `.log`
+/// files and `sweep.csv`, which a shell glob over a sweep folder brings along, or a folder
+/// without runs) is skipped and named in one note. No run at all is an error.
+pub fn collect(paths: &[PathBuf]) -> Result<Vec<Run>> {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for p in paths {
+        if p.join("spec.toml").exists() {
+            out.push(Run::load(p)?);
+            continue;
+        }
+        if !p.is_dir() {
+            if !p.exists() {
+                return Err(Error::Data(format!(
+                    "{}: no such file or folder",
+                    p.display()
+                )));
+            }
+            skipped.push(p.display().to_string());
+            continue;
+        }
+        let mut subs: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|q| q.join("spec.toml").exists())
+            .collect();
+        subs.sort();
+        if subs.is_empty() {
+            skipped.push(format!("{} (no run folders inside)", p.display()));
+        }
+        for s in subs {
+            out.push(Run::load(&s)?);
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Data(format!(
+            "no run folders (with spec.toml) in: {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if !skipped.is_empty() {
+        eprintln!(
+            "note: skipped {} path(s) that are not runs: {}",
+            skipped.len(),
+            skipped.join(", ")
+        );
+    }
+    for r in &out {
+        if !r.complete() {
+            eprintln!(
+                "warning: {} is {} (not complete)",
+                r.dir.display(),
+                r.status
+            );
+        }
+    }
+    Ok(out)
+}

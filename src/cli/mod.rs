@@ -88,6 +88,10 @@ pub struct SweepArgs {
     /// Stop launching points after one diverges (default: carry on and record it).
     #[arg(long)]
     pub stop_on_divergence: bool,
+    /// Run nothing: write one complete `fedrun` command per point to FILE, one per line, for a
+    /// scheduler (scripts/slurm_array.sh, GNU parallel).
+    #[arg(long, value_name = "FILE")]
+    pub emit: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -136,44 +140,6 @@ pub struct ReportArgs {
     pub format: String,
 }
 
-/// Run folders named on the command line: a folder with spec.toml is a run; any other folder
-/// contributes the run folders inside it (sorted by name).
-pub fn collect_runs(paths: &[PathBuf]) -> Result<Vec<crate::analysis::runs::Run>> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.join("spec.toml").exists() {
-            out.push(crate::analysis::runs::Run::load(p)?);
-            continue;
-        }
-        let mut subs: Vec<PathBuf> = std::fs::read_dir(p)
-            .map_err(|e| crate::error::Error::io(format!("cannot read {}", p.display()), e))?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|q| q.join("spec.toml").exists())
-            .collect();
-        subs.sort();
-        if subs.is_empty() {
-            return Err(crate::error::Error::Data(format!(
-                "{}: no run folders (with spec.toml) found",
-                p.display()
-            )));
-        }
-        for s in subs {
-            out.push(crate::analysis::runs::Run::load(&s)?);
-        }
-    }
-    for r in &out {
-        if !r.complete() {
-            eprintln!(
-                "warning: {} is {} (not complete)",
-                r.dir.display(),
-                r.status
-            );
-        }
-    }
-    Ok(out)
-}
-
 impl SpecArgs {
     pub fn load(&self) -> Result<Spec> {
         match &self.config {
@@ -219,6 +185,15 @@ pub fn main_with(cli: Cli) -> Result<()> {
                 stop_on_divergence: a.stop_on_divergence,
                 exe,
             };
+            if let Some(file) = &a.emit {
+                let n = crate::sweep::emit(&base, &o, file)?;
+                println!(
+                    "sweep: {n} commands written to {} (each writes into {}/<point>/)",
+                    file.display(),
+                    out.display()
+                );
+                return Ok(());
+            }
             let res = crate::sweep::run(&base, &o)?;
             let bad = res.iter().filter(|r| r.2.status != "complete").count();
             println!(
@@ -230,7 +205,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Cmd::Plot(a)) => {
-            let runs = collect_runs(&a.runs)?;
+            let runs = crate::analysis::runs::collect(&a.runs)?;
             let o = crate::analysis::plot::PlotOptions {
                 metric: a.metric.clone(),
                 x: a.x.clone(),
@@ -243,7 +218,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Cmd::Report(a)) => {
-            let runs = collect_runs(&a.runs)?;
+            let runs = crate::analysis::runs::collect(&a.runs)?;
             let o = crate::analysis::report::ReportOptions {
                 metric: a.metric.clone(),
                 at: a.at.clone(),

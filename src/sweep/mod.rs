@@ -105,8 +105,11 @@ pub struct SweepOptions {
     pub exe: PathBuf,
 }
 
-/// Validate every point first (so a typo fails before anything runs), then run them.
-pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)>> {
+/// A grid point ready to run: the point, its folder name, its `--set` overrides.
+type Named = (Point, String, Vec<String>);
+
+/// Every point of the grid, each validated (so a typo fails before anything runs).
+fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
     let points = expand(&o.axes);
     let text = match &o.config {
         Some(c) => std::fs::read_to_string(c)
@@ -123,6 +126,12 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
         Spec::from_str_with(&text, "sweep point", &sets)?;
         named.push((p.clone(), name, sets));
     }
+    Ok(named)
+}
+
+/// Validate every point first, then run them.
+pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)>> {
+    let named = named_points(base, o)?;
     std::fs::create_dir_all(&o.out)
         .map_err(|e| Error::io(format!("cannot create {}", o.out.display()), e))?;
     let jobs = o.jobs.max(1);
@@ -183,6 +192,44 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
     Ok(out)
 }
 
+/// The command that runs one point: the same arguments `run` gives its child processes, with
+/// absolute paths, shell-quoted.
+fn command_line(o: &SweepOptions, sets: &[String]) -> Result<String> {
+    let abs = |p: &Path| -> Result<String> {
+        Ok(std::path::absolute(p)
+            .map_err(|e| Error::io(format!("cannot resolve {}", p.display()), e))?
+            .display()
+            .to_string())
+    };
+    let mut args = vec![abs(&o.exe)?, "--quiet".into(), "--out".into(), abs(&o.out)?];
+    if let Some(c) = &o.config {
+        args.extend(["--config".into(), abs(c)?]);
+    }
+    if let Some(d) = &o.data_dir {
+        args.extend(["--data-dir".into(), abs(d)?]);
+    }
+    for s in sets {
+        args.extend(["--set".into(), s.clone()]);
+    }
+    shlex::try_join(args.iter().map(String::as_str))
+        .map_err(|e| Error::Config(format!("cannot quote a sweep command: {e}")))
+}
+
+/// `--emit FILE`: validate every point and write one complete `fedrun` command per point, one
+/// per line, for a scheduler (a Slurm job array, GNU parallel). Runs nothing. Each command
+/// writes into the point's folder under `--out`, resumes it when run again, and a later
+/// `fedrun sweep`, `report` or `plot` over the folder sees the points either way.
+pub fn emit(base: &Spec, o: &SweepOptions, file: &Path) -> Result<usize> {
+    let named = named_points(base, o)?;
+    let mut text = String::new();
+    for (_, _, sets) in &named {
+        text.push_str(&command_line(o, sets)?);
+        text.push('\n');
+    }
+    crate::io::write_atomic(file, text.as_bytes())?;
+    Ok(named.len())
+}
+
 fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir: &Path) -> Summary {
     let mut cmd = Command::new(&o.exe);
     cmd.arg("--quiet")
@@ -199,7 +246,8 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
         cmd.arg("--set").arg(s);
     }
     eprintln!("[sweep] {name}: running");
-    let log = dir.with_extension("log");
+    // `<name>.log` beside the folder (not `with_extension`: names hold dots, `wd=0.001`)
+    let log = o.out.join(format!("{name}.log"));
     let res = cmd.output();
     match res {
         Ok(out) => {
