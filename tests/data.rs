@@ -6,6 +6,7 @@ use common::{TempDir, write_mini_cifar};
 use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file};
 use fedrun::data::{Features, cifar, leaf};
 use fedrun::rng::Rng;
+use std::path::Path;
 
 #[test]
 fn cifar_reader_reads_the_binary_layout() {
@@ -264,4 +265,61 @@ fn leaf_test_file_as_leaf_writes_it_loads() {
         e.contains("test_9.json") && e.contains("\"U\"") && e.contains("2 x and 1 y"),
         "{e}"
     );
+}
+
+#[test]
+fn fetch_script_checks_the_md5_and_unpacks_the_archive_layout() {
+    let d = TempDir::new("fetch");
+    // a small archive in the official layout: cifar-10-batches-bin/*.bin
+    let inner = d.path().join("cifar-10-batches-bin");
+    std::fs::create_dir_all(&inner).unwrap();
+    write_mini_cifar(&inner, 20);
+    let archive = d.path().join("mini.tar.gz");
+    let st = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(d.path())
+        .arg("cifar-10-batches-bin")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let md5 = String::from_utf8(
+        std::process::Command::new("md5sum")
+            .arg(&archive)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()[..32]
+        .to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch_cifar10.sh");
+    let fetch = |dest: &Path, md5: &str| {
+        std::process::Command::new("bash")
+            .arg(&script)
+            .arg(dest)
+            .env("FEDRUN_CIFAR_URL", &archive)
+            .env("FEDRUN_CIFAR_MD5", md5)
+            .output()
+            .unwrap()
+    };
+    // a wrong checksum: refused, nothing unpacked
+    let bad = d.path().join("bad");
+    let out = fetch(&bad, "0123456789abcdef0123456789abcdef");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected 0123456789abcdef"));
+    assert!(!bad.join("data_batch_1.bin").exists());
+    // the right one: the files land in DIR and load
+    let good = d.path().join("good");
+    let out = fetch(&good, &md5);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (train, test) = fedrun::data::cifar::load_dir(&good).unwrap();
+    assert_eq!((train.len(), test.len()), (100, 20));
+    // the default checksum is the official archive's
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(text.contains("c32a1d4ab5d03f1284b67883e8d87530"));
 }

@@ -567,6 +567,11 @@ fn quickstart_runs_from_any_directory_with_the_embedded_plays() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(d.path().join("results/quickstart/rounds.csv").exists());
+    // it ends with a picture of its accuracy curve beside the CSV, and says where
+    let png = d.path().join("results/quickstart/accuracy.png");
+    let bytes = std::fs::read(&png).expect("accuracy.png");
+    assert_eq!(&bytes[1..4], b"PNG");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("accuracy.png"));
 }
 
 #[test]

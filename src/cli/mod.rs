@@ -248,7 +248,29 @@ pub fn main_with(cli: Cli) -> Result<()> {
             };
             let s = run(&spec, &opts)?;
             println!("{}", s.line());
-            println!("results: {}", a.out.join(&spec.run.name).display());
+            let dir = a.out.join(&spec.run.name);
+            println!("results: {}", dir.display());
+            if a.spec.config.is_none() && s.status == "complete" {
+                // the quickstart ends with a picture of its curve (the code of `fedrun plot`)
+                let png = dir.join("accuracy.png");
+                let drawn = crate::analysis::runs::Run::load(&dir).and_then(|r| {
+                    crate::analysis::plot::plot(
+                        vec![r],
+                        &png,
+                        &crate::analysis::plot::PlotOptions {
+                            metric: "test_acc".into(),
+                            x: None,
+                            width: 800,
+                            height: 500,
+                            title: Some("quickstart: test accuracy per round".into()),
+                        },
+                    )
+                });
+                match drawn {
+                    Ok(()) => println!("accuracy curve: {}", png.display()),
+                    Err(e) => eprintln!("warning: could not draw the accuracy curve: {e}"),
+                }
+            }
             if s.status == "diverged" {
                 return Err(crate::error::Error::Run(format!(
                     "run diverged: {}",
