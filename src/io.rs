@@ -7,11 +7,25 @@ use crate::error::{Error, Result};
 
 /// Write a file atomically: temp file, fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// Write a file atomically from a writer callback (large files stream through a buffer
+/// instead of being built in memory first): temp file, fsync, rename.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp)
+    let f = std::fs::File::create(&tmp)
         .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
-    f.write_all(bytes)
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    fill(&mut w)
+        .and_then(|_| w.flush())
         .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
+    let f = w
+        .into_inner()
+        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e.into_error()))?;
     f.sync_all()
         .map_err(|e| Error::io(format!("cannot sync {}", tmp.display()), e))?;
     drop(f);

@@ -157,8 +157,9 @@ pub trait Algorithm: Send + Sync {
         None
     }
 
-    /// Named state vectors for checkpoints (momentum, control variates, …).
-    fn state(&self) -> Vec<(String, Vec<f32>)> {
+    /// Named state vectors for checkpoints (momentum, control variates, …), borrowed: a
+    /// checkpoint streams them to disk without a copy.
+    fn state(&self) -> Vec<(String, &[f32])> {
         Vec::new()
     }
 

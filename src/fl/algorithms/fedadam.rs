@@ -139,8 +139,11 @@ impl Algorithm for AdaptiveServer {
         }
     }
 
-    fn state(&self) -> Vec<(String, Vec<f32>)> {
-        vec![("m".into(), self.m.clone()), ("v".into(), self.v.clone())]
+    fn state(&self) -> Vec<(String, &[f32])> {
+        vec![
+            ("m".into(), self.m.as_slice()),
+            ("v".into(), self.v.as_slice()),
+        ]
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {

@@ -69,8 +69,8 @@ impl Algorithm for FedAvgM {
         }
     }
 
-    fn state(&self) -> Vec<(String, Vec<f32>)> {
-        vec![("m".into(), self.m.clone())]
+    fn state(&self) -> Vec<(String, &[f32])> {
+        vec![("m".into(), self.m.as_slice())]
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {

@@ -84,8 +84,8 @@ impl Algorithm for FedCm {
         self.server.server_update(info, global, agg)
     }
 
-    fn state(&self) -> Vec<(String, Vec<f32>)> {
-        vec![("last".into(), self.last.clone())]
+    fn state(&self) -> Vec<(String, &[f32])> {
+        vec![("last".into(), self.last.as_slice())]
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {

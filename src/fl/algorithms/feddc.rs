@@ -132,15 +132,15 @@ impl Algorithm for FedDc {
         }
     }
 
-    fn state(&self) -> Vec<(String, Vec<f32>)> {
+    fn state(&self) -> Vec<(String, &[f32])> {
         let mut out = vec![
-            ("g".to_string(), self.g.clone()),
-            ("sum_h".to_string(), self.sum_h.clone()),
+            ("g".to_string(), self.g.as_slice()),
+            ("sum_h".to_string(), self.sum_h.as_slice()),
         ];
         for (i, st) in self.clients.iter().enumerate() {
             if let Some(st) = st {
-                out.push((format!("h_{i}"), st.h.clone()));
-                out.push((format!("g_{i}"), st.g.clone()));
+                out.push((format!("h_{i}"), st.h.as_slice()));
+                out.push((format!("g_{i}"), st.g.as_slice()));
             }
         }
         out

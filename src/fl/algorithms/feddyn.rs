@@ -114,11 +114,11 @@ impl Algorithm for FedDyn {
         }
     }
 
-    fn state(&self) -> Vec<(String, Vec<f32>)> {
-        let mut out = vec![("h".to_string(), self.h.clone())];
+    fn state(&self) -> Vec<(String, &[f32])> {
+        let mut out = vec![("h".to_string(), self.h.as_slice())];
         for (i, gi) in self.gi.iter().enumerate() {
             if let Some(gi) = gi {
-                out.push((format!("g_{i}"), gi.clone()));
+                out.push((format!("g_{i}"), gi.as_slice()));
             }
         }
         out

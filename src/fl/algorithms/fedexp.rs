@@ -105,10 +105,10 @@ impl Algorithm for FedExP {
         self.eval.as_deref()
     }
 
-    fn state(&self) -> Vec<(String, Vec<f32>)> {
+    fn state(&self) -> Vec<(String, &[f32])> {
         self.eval
             .iter()
-            .map(|e| ("eval".to_string(), e.clone()))
+            .map(|e| ("eval".to_string(), e.as_slice()))
             .collect()
     }
 

@@ -123,15 +123,15 @@ impl Algorithm for Moon {
         self.server.server_update(info, global, agg)
     }
 
-    fn state(&self) -> Vec<(String, Vec<f32>)> {
-        let mut out: Vec<(String, Vec<f32>)> = self
+    fn state(&self) -> Vec<(String, &[f32])> {
+        let mut out: Vec<(String, &[f32])> = self
             .initial
             .iter()
-            .map(|v| ("initial".to_string(), v.clone()))
+            .map(|v| ("initial".to_string(), v.as_slice()))
             .collect();
         for (i, p) in self.prev.iter().enumerate() {
             if let Some(p) = p {
-                out.push((format!("prev_{i}"), p.clone()));
+                out.push((format!("prev_{i}"), p.as_slice()));
             }
         }
         out

@@ -99,11 +99,11 @@ impl Algorithm for Scaffold {
         }
     }
 
-    fn state(&self) -> Vec<(String, Vec<f32>)> {
-        let mut out = vec![("c".to_string(), self.c.clone())];
+    fn state(&self) -> Vec<(String, &[f32])> {
+        let mut out = vec![("c".to_string(), self.c.as_slice())];
         for (i, ci) in self.ci.iter().enumerate() {
             if let Some(ci) = ci {
-                out.push((format!("c_{i}"), ci.clone()));
+                out.push((format!("c_{i}"), ci.as_slice()));
             }
         }
         out

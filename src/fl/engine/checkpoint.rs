@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::io::write_atomic;
+use std::io::Write;
+
+use crate::io::write_atomic_with;
 use serde::{Deserialize, Serialize};
 
 pub const MAGIC: &str = "FEDRUN-CHECKPOINT-1";
@@ -22,14 +24,17 @@ pub struct Header {
 }
 
 pub fn write(path: &Path, header: &Header, vectors: &[(String, &[f32])]) -> Result<()> {
-    let mut out = serde_json::to_vec(header).expect("json");
-    out.push(b'\n');
-    for (_, v) in vectors {
-        for x in v.iter() {
-            out.extend_from_slice(&x.to_le_bytes());
+    let head = serde_json::to_vec(header).expect("json");
+    write_atomic_with(path, |w| {
+        w.write_all(&head)?;
+        w.write_all(b"\n")?;
+        for (_, v) in vectors {
+            for x in v.iter() {
+                w.write_all(&x.to_le_bytes())?;
+            }
         }
-    }
-    write_atomic(path, &out)
+        Ok(())
+    })
 }
 
 /// Named vectors of a checkpoint.

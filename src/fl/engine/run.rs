@@ -122,9 +122,8 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
                       last|
      -> Result<()> {
         let csv_bytes = csv.sync()?;
-        let state = ex.alg.state();
         let mut vectors: Vec<(String, &[f32])> = vec![("global".into(), &ex.global)];
-        vectors.extend(state.iter().map(|(n, v)| (n.clone(), v.as_slice())));
+        vectors.extend(ex.alg.state());
         let header = checkpoint::Header {
             magic: checkpoint::MAGIC.into(),
             next_round: next,
