@@ -3,7 +3,13 @@
 //! run seed and a stream label, so a stream does not depend on how many numbers another stream
 //! consumed, nor on the thread that consumes it.
 
-/// SplitMix64 step: used to expand seeds.
+use rand::seq::SliceRandom;
+use rand::{Rng as _, RngExt, SeedableRng};
+use rand_distr::multi::Dirichlet;
+use rand_distr::{Distribution, Gamma, StandardNormal};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// SplitMix64 step: mixes the seed, the stream label and the keys into one stream seed.
 fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
@@ -26,22 +32,20 @@ pub enum Stream {
     DataSelect = 6,
 }
 
-/// xoshiro256++ generator.
+/// A seeded generator: `rand_xoshiro`'s xoshiro256++ (value-stable across platforms and
+/// versions of that crate), with `rand`'s ranges and shuffles and `rand_distr`'s Normal, Gamma
+/// and Dirichlet. The versions are pinned in `Cargo.toml`; `tests/rng.rs` holds golden values
+/// so that an upgrade that changes the numbers fails loudly.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rng {
-    s: [u64; 4],
+    inner: Xoshiro256PlusPlus,
 }
 
 impl Rng {
     pub fn from_seed(seed: u64) -> Self {
-        let mut st = seed;
-        let s = [
-            splitmix64(&mut st),
-            splitmix64(&mut st),
-            splitmix64(&mut st),
-            splitmix64(&mut st),
-        ];
-        Rng { s }
+        Rng {
+            inner: Xoshiro256PlusPlus::seed_from_u64(seed),
+        }
     }
 
     /// The stream `stream` of run `seed`, further keyed by `keys` (round, client, ...).
@@ -56,105 +60,51 @@ impl Rng {
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        let result = (self.s[0].wrapping_add(self.s[3]))
-            .rotate_left(23)
-            .wrapping_add(self.s[0]);
-        let t = self.s[1] << 17;
-        self.s[2] ^= self.s[0];
-        self.s[3] ^= self.s[1];
-        self.s[1] ^= self.s[2];
-        self.s[0] ^= self.s[3];
-        self.s[2] ^= t;
-        self.s[3] = self.s[3].rotate_left(45);
-        result
+        self.inner.next_u64()
     }
 
-    /// Uniform in [0, 1) with 53 bits.
+    /// Uniform in [0, 1).
     pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        self.inner.random::<f64>()
     }
 
-    /// Uniform integer in [0, n). Unbiased (rejection).
+    /// Uniform integer in [0, n).
     pub fn below(&mut self, n: usize) -> usize {
         assert!(n > 0, "below(0)");
-        let n = n as u64;
-        let zone = u64::MAX - (u64::MAX % n);
-        loop {
-            let v = self.next_u64();
-            if v < zone {
-                return (v % n) as usize;
-            }
-        }
+        self.inner.random_range(0..n)
     }
 
-    /// Standard normal (Box-Muller; one value per call, deterministic).
+    /// Standard normal.
     pub fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.uniform(); // (0, 1]
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        StandardNormal.sample(&mut self.inner)
     }
 
-    /// Gamma(shape, 1) by Marsaglia and Tsang; shape < 1 by the boost u^(1/shape).
+    /// Gamma(shape, 1).
     pub fn gamma(&mut self, shape: f64) -> f64 {
-        assert!(shape > 0.0);
-        if shape < 1.0 {
-            let u = 1.0 - self.uniform();
-            return self.gamma(shape + 1.0) * u.powf(1.0 / shape);
-        }
-        let d = shape - 1.0 / 3.0;
-        let c = 1.0 / (9.0 * d).sqrt();
-        loop {
-            let mut x;
-            let mut v;
-            loop {
-                x = self.normal();
-                v = 1.0 + c * x;
-                if v > 0.0 {
-                    break;
-                }
-            }
-            v = v * v * v;
-            let u = 1.0 - self.uniform();
-            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
-                return d * v;
-            }
-        }
+        Gamma::new(shape, 1.0)
+            .expect("gamma shape > 0")
+            .sample(&mut self.inner)
     }
 
     /// A draw from the symmetric Dirichlet(alpha, ..., alpha) over `k` categories.
-    /// Computed in log space for tiny alpha so that it never returns all zeros.
     pub fn dirichlet(&mut self, alpha: f64, k: usize) -> Vec<f64> {
-        let mut g: Vec<f64> = (0..k).map(|_| self.gamma(alpha)).collect();
-        let sum: f64 = g.iter().sum();
-        if sum > 0.0 && sum.is_finite() {
-            g.iter_mut().for_each(|v| *v /= sum);
-        } else {
-            // every gamma underflowed: put the mass on one category, uniformly chosen
-            g.iter_mut().for_each(|v| *v = 0.0);
-            let j = self.below(k);
-            g[j] = 1.0;
+        if k == 1 {
+            return vec![1.0];
         }
-        g
+        Dirichlet::new(&vec![alpha; k])
+            .expect("dirichlet alpha > 0, k >= 2")
+            .sample(&mut self.inner)
     }
 
-    /// Fisher-Yates shuffle.
+    /// A uniform random permutation in place.
     pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i + 1);
-            v.swap(i, j);
-        }
+        v.shuffle(&mut self.inner);
     }
 
-    /// `k` distinct values of 0..n, in draw order (partial Fisher-Yates).
+    /// `k` distinct values of 0..n, in draw order.
     pub fn choose_distinct(&mut self, n: usize, k: usize) -> Vec<usize> {
         assert!(k <= n, "choose {k} of {n}");
-        let mut pool: Vec<usize> = (0..n).collect();
-        for i in 0..k {
-            let j = i + self.below(n - i);
-            pool.swap(i, j);
-        }
-        pool.truncate(k);
-        pool
+        rand::seq::index::sample(&mut self.inner, n, k).into_vec()
     }
 }
 

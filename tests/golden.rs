@@ -1,6 +1,8 @@
 //! The FedNAR family's CSVs, pinned: every algorithm fedrun had before the FedACG-family hooks,
 //! with and without NAR, two rounds on synthetic data, against `tests/golden/fednar_family.csv`
-//! (written from the code before the refactor). Values are compared to 1e-4 relative, not
+//! (written from the code before the FedACG-family refactor, which left it unchanged; rewritten
+//! once since, when the random streams moved to `rand_xoshiro`/`rand_distr` and every
+//! partition, initial model and batch order changed by design). Values are compared to 1e-4 relative, not
 //! bitwise, because gemm picks its SIMD kernels per machine (AVX2 or AVX-512) and rounds
 //! differently; an algorithmic change moves them by far more. `FEDRUN_BLESS=1` rewrites the file.
 

@@ -100,7 +100,7 @@ fn unknown_key(path: &str, key: &str, schema: &toml::Table, prefix: &str, origin
     }
     let best = schema
         .keys()
-        .map(|c| (edit_distance(key, c), c))
+        .map(|c| (strsim::levenshtein(key, c), c))
         .min_by_key(|(d, _)| *d);
     let section = if prefix.is_empty() {
         "the top level".to_string()
@@ -121,22 +121,6 @@ fn unknown_key(path: &str, key: &str, schema: &toml::Table, prefix: &str, origin
     let valid: Vec<&str> = schema.keys().map(|s| s.as_str()).collect();
     msg.push_str(&format!(" (valid keys: {})", valid.join(", ")));
     Error::Config(msg)
-}
-
-/// Levenshtein distance.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// Apply one `--set key.path=value`. The value is read as a TOML value; a bare word that is

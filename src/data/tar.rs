@@ -1,4 +1,5 @@
-//! A minimal reader of (gzip-compressed) ustar archives: regular files only.
+//! The plays archive (and any `.tar` / `.tar.gz`), read with the `tar` crate: regular files
+//! only, as (path, bytes) in archive order.
 
 use crate::error::{Error, Result};
 use std::io::Read;
@@ -13,49 +14,26 @@ pub fn read_archive(path: &Path) -> Result<Vec<(String, Vec<u8>)>> {
 
 /// The same from bytes in memory; `origin` names them in errors.
 pub fn read_archive_bytes(raw: &[u8], origin: &str) -> Result<Vec<(String, Vec<u8>)>> {
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(raw)
-            .read_to_end(&mut out)
-            .map_err(|e| Error::Data(format!("{origin}: corrupt gzip data: {e}")))?;
-        parse(&out)
+    let files = if raw.starts_with(&[0x1f, 0x8b]) {
+        files(flate2::read::GzDecoder::new(raw))
     } else {
-        parse(raw)
-    }
-    .map_err(|m| Error::Data(format!("{origin}: {m}")))
+        files(raw)
+    };
+    files.map_err(|e| Error::Data(format!("{origin}: not a readable tar archive: {e}")))
 }
 
-fn field(h: &[u8]) -> String {
-    let end = h.iter().position(|&b| b == 0).unwrap_or(h.len());
-    String::from_utf8_lossy(&h[..end]).trim().to_string()
-}
-
-pub fn parse(bytes: &[u8]) -> std::result::Result<Vec<(String, Vec<u8>)>, String> {
+fn files(reader: impl Read) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let mut archive = tar::Archive::new(reader);
     let mut out = Vec::new();
-    let mut pos = 0;
-    while pos + 512 <= bytes.len() {
-        let h = &bytes[pos..pos + 512];
-        if h.iter().all(|&b| b == 0) {
-            break;
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        if !entry.header().entry_type().is_file() {
+            continue;
         }
-        let name = field(&h[0..100]);
-        let prefix = field(&h[345..500]);
-        let size = usize::from_str_radix(&field(&h[124..136]), 8)
-            .map_err(|_| format!("bad tar header at byte {pos}"))?;
-        let kind = h[156];
-        pos += 512;
-        if pos + size > bytes.len() {
-            return Err(format!("truncated tar entry {name}"));
-        }
-        if kind == b'0' || kind == 0 {
-            let full = if prefix.is_empty() {
-                name
-            } else {
-                format!("{prefix}/{name}")
-            };
-            out.push((full, bytes[pos..pos + size].to_vec()));
-        }
-        pos += size.div_ceil(512) * 512;
+        let name = entry.path()?.to_string_lossy().to_string();
+        let mut bytes = Vec::with_capacity(entry.size() as usize);
+        entry.read_to_end(&mut bytes)?;
+        out.push((name, bytes));
     }
     Ok(out)
 }

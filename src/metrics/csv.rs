@@ -1,8 +1,8 @@
-//! `rounds.csv`: one row per evaluated round, appended and flushed row by row.
+//! `rounds.csv`: one row per evaluated round, appended and flushed row by row (the `csv`
+//! crate writes and reads it; the numbers are formatted here, so equal runs give equal bytes).
 
 use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub const HEADER: &str = "round,test_acc,test_loss,train_loss,lr,clipped_steps,mean_clip_norm,update_norm,server_lr,server_state_norm,elapsed_s";
@@ -45,23 +45,29 @@ impl Row {
     }
 }
 
+/// `rounds.csv` through the `csv` crate's writer, flushed after every row.
 pub struct CsvWriter {
-    file: File,
+    w: csv::Writer<File>,
     path: PathBuf,
 }
 
 impl CsvWriter {
+    fn io(&self, e: impl Into<std::io::Error>) -> Error {
+        Error::io(format!("cannot write {}", self.path.display()), e.into())
+    }
+
     /// Create a new file with the header (truncating any old one).
     pub fn create(path: &Path) -> Result<Self> {
-        let mut file = File::create(path)
+        let file = File::create(path)
             .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
-        writeln!(file, "{HEADER}")
-            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-        file.flush().ok();
-        Ok(CsvWriter {
-            file,
+        let mut w = CsvWriter {
+            w: csv::Writer::from_writer(file),
             path: path.to_path_buf(),
-        })
+        };
+        w.w.write_record(HEADER.split(','))
+            .and_then(|_| w.w.flush().map_err(csv::Error::from))
+            .map_err(|e| w.io(e))?;
+        Ok(w)
     }
 
     /// Open an existing file for appending after truncating it to `len` bytes (resume).
@@ -72,48 +78,52 @@ impl CsvWriter {
             .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
         file.set_len(len)
             .map_err(|e| Error::io(format!("cannot truncate {}", path.display()), e))?;
-        let mut file = OpenOptions::new()
+        drop(file);
+        let file = OpenOptions::new()
             .append(true)
             .open(path)
             .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
-        file.flush().ok();
         Ok(CsvWriter {
-            file,
+            w: csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(file),
             path: path.to_path_buf(),
         })
     }
 
     pub fn write(&mut self, row: &Row) -> Result<()> {
-        writeln!(self.file, "{}", row.line())
-            .map_err(|e| Error::io(format!("cannot write {}", self.path.display()), e))?;
-        self.file
-            .flush()
-            .map_err(|e| Error::io(format!("cannot write {}", self.path.display()), e))
+        let line = row.line();
+        self.w
+            .write_record(line.split(','))
+            .and_then(|_| self.w.flush().map_err(csv::Error::from))
+            .map_err(|e| self.io(e))
     }
 
     /// fsync and return the file length (for checkpoints).
     pub fn sync(&mut self) -> Result<u64> {
-        self.file
-            .sync_data()
+        self.w.flush().map_err(|e| self.io(e))?;
+        let f = self.w.get_ref();
+        f.sync_data()
             .map_err(|e| Error::io(format!("cannot sync {}", self.path.display()), e))?;
-        Ok(self.file.metadata().map(|m| m.len()).unwrap_or(0))
+        Ok(f.metadata().map(|m| m.len()).unwrap_or(0))
     }
 }
 
-/// Read a rounds.csv back: the header's columns and the rows as strings.
+/// Read a rounds.csv back with the `csv` crate: the header's columns and the rows as strings
+/// (a partly written last line, from a crash, is a row with fewer fields).
 pub fn read(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-    let mut lines = text.lines();
-    let header: Vec<String> = lines
-        .next()
-        .unwrap_or("")
-        .split(',')
-        .map(String::from)
-        .collect();
-    let rows = lines
-        .filter(|l| !l.is_empty())
-        .map(|l| l.split(',').map(String::from).collect())
-        .collect();
+    let bad = |e: csv::Error| Error::Data(format!("{}: not a readable CSV: {e}", path.display()));
+    let mut r = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(path)
+        .map_err(|e| match e.into_kind() {
+            csv::ErrorKind::Io(io) => Error::io(format!("cannot read {}", path.display()), io),
+            other => Error::Data(format!("{}: {other:?}", path.display())),
+        })?;
+    let header: Vec<String> = r.headers().map_err(bad)?.iter().map(String::from).collect();
+    let mut rows = Vec::new();
+    for rec in r.records() {
+        rows.push(rec.map_err(bad)?.iter().map(String::from).collect());
+    }
     Ok((header, rows))
 }
