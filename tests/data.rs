@@ -3,8 +3,9 @@
 mod common;
 
 use common::{TempDir, write_mini_cifar};
-use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file};
-use fedrun::data::{Features, cifar, leaf};
+use fedrun::config::Spec;
+use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file, shards};
+use fedrun::data::{Features, cifar, idx, leaf};
 use fedrun::rng::Rng;
 use std::path::Path;
 
@@ -322,4 +323,144 @@ fn fetch_script_checks_the_md5_and_unpacks_the_archive_layout() {
     // the default checksum is the official archive's
     let text = std::fs::read_to_string(&script).unwrap();
     assert!(text.contains("c32a1d4ab5d03f1284b67883e8d87530"));
+}
+
+/// A small MNIST-layout directory in the real IDX format (gzip-compressed like the official
+/// files): `n` training and `n / 5` test images of 28×28, the class drawn as a bright band.
+fn write_mini_idx(dir: &Path, n: usize) {
+    use std::io::Write;
+    let gz = |name: &str, shape: &[usize], body: &[u8]| {
+        let raw = dir.join(format!("{name}.tmp"));
+        fedrun::data::idx::write(&raw, shape, body).unwrap();
+        let bytes = std::fs::read(&raw).unwrap();
+        std::fs::remove_file(&raw).unwrap();
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&bytes).unwrap();
+        std::fs::write(dir.join(format!("{name}.gz")), e.finish().unwrap()).unwrap();
+    };
+    for (images, labels, count) in [
+        (idx::TRAIN_IMAGES, idx::TRAIN_LABELS, n),
+        (idx::TEST_IMAGES, idx::TEST_LABELS, n / 5),
+    ] {
+        let y: Vec<u8> = (0..count).map(|i| (i * 3 % 10) as u8).collect();
+        let mut px = vec![0u8; count * 784];
+        for (i, &l) in y.iter().enumerate() {
+            for c in 0..28 {
+                px[i * 784 + (2 + 2 * l as usize) * 28 + c] = 255;
+            }
+        }
+        gz(images, &[count, 28, 28], &px);
+        gz(labels, &[count], &y);
+    }
+}
+
+#[test]
+fn idx_files_load_and_bad_ones_are_named() {
+    let d = TempDir::new("idx");
+    write_mini_idx(d.path(), 100);
+    let (train, test) = idx::load_dir(d.path(), 0.5, 0.5).unwrap();
+    assert_eq!((train.len(), test.len()), (100, 20));
+    let Features::Images { c, h, w, data } = &train.x else {
+        panic!("images")
+    };
+    assert_eq!((*c, *h, *w), (1, 28, 28));
+    // image 1 has label 3: its bright row 8 is (1 − 0.5)/0.5 = 1, the rest (0 − 0.5)/0.5 = −1
+    assert_eq!(train.y[1], 3);
+    assert_eq!(data[784 + 8 * 28 + 5], 1.0);
+    assert_eq!(data[784], -1.0);
+    // a truncated image file: the error names the file and the bytes its header promises
+    let p = d.path().join("t10k-images-idx3-ubyte");
+    let mut bytes = Vec::new();
+    use std::io::Read;
+    flate2::read::GzDecoder::new(&std::fs::read(p.with_extension("gz")).unwrap()[..])
+        .read_to_end(&mut bytes)
+        .unwrap();
+    std::fs::remove_file(p.with_extension("gz")).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() - 100]).unwrap();
+    let err = idx::load_dir(d.path(), 0.5, 0.5).unwrap_err().to_string();
+    assert!(
+        err.contains("t10k-images-idx3-ubyte") && err.contains(&(bytes.len()).to_string()),
+        "{err}"
+    );
+    // labels where images are expected: the magic is checked
+    std::fs::copy(d.path().join("t10k-labels-idx1-ubyte.gz"), &p).unwrap();
+    let err = idx::load_dir(d.path(), 0.5, 0.5).unwrap_err().to_string();
+    assert!(err.contains("not an IDX image file"), "{err}");
+}
+
+#[test]
+fn mnist_cnn_learns_from_idx_files_with_a_shard_split() {
+    let d = TempDir::new("mnist");
+    write_mini_idx(d.path(), 400);
+    let spec = Spec::from_str_with(
+        "[data]\ndataset = \"mnist\"\npartition = \"shards\"\nnum_clients = 10\n[model]\nkind = \"mnist-cnn\"\ndropout = 0.5\n[fl]\nrounds = 6\nclients_per_round = 10\n[local]\nsteps = 10\nbatch_size = 20\nlr = 0.1\nweight_decay = 0\n[run]\nname = \"m\"\n",
+        "t",
+        &[],
+    )
+    .unwrap();
+    let data = fedrun::data::load(&spec, Some(d.path())).unwrap();
+    // every client holds at most 2 classes
+    for c in &data.clients {
+        let mut seen: Vec<u8> = c.iter().map(|&i| data.train.y[i]).collect();
+        seen.sort();
+        seen.dedup();
+        assert!(seen.len() <= 2, "{seen:?}");
+    }
+    let out = TempDir::new("mnist-out");
+    let s = fedrun::fl::engine::run(
+        &spec,
+        &fedrun::fl::engine::RunOptions {
+            out: out.path().to_path_buf(),
+            data_dir: Some(d.path().to_path_buf()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(s.status, "complete", "{}", s.message);
+    assert!(
+        s.best_test_acc.unwrap() > 30.0,
+        "the bands are learnable: best {:?}",
+        s.best_test_acc
+    );
+}
+
+#[test]
+fn shard_partition_statistics() {
+    let y: Vec<u8> = (0..6000).map(|i| (i * 7 % 10) as u8).collect();
+    let parts = shards(&y, 100, 2, &mut Rng::from_seed(3));
+    check_partition(&parts, y.len(), 100);
+    let classes: Vec<usize> = parts
+        .iter()
+        .map(|p| histogram(p, &y).iter().filter(|&&c| c > 0).count())
+        .collect();
+    assert!(classes.iter().all(|&c| (1..=2).contains(&c)), "{classes:?}");
+    // one shard per client: one class each
+    let one = shards(&y, 50, 1, &mut Rng::from_seed(3));
+    assert!(
+        one.iter()
+            .all(|p| histogram(p, &y).iter().filter(|&&c| c > 0).count() == 1)
+    );
+}
+
+/// Opt-in: the real MNIST files in `../shared/data/mnist` and Fashion-MNIST from Debian's
+/// `dataset-fashion-mnist` load with the official sizes (skipped where they are absent).
+#[test]
+fn real_mnist_and_fashion_mnist_load_where_present() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for dir in [
+        root.join("../shared/data/mnist"),
+        Path::new("/usr/share/datasets/fashion-mnist").to_path_buf(),
+    ] {
+        if !dir.join("train-images-idx3-ubyte.gz").exists() {
+            eprintln!("skipped: {} is not there", dir.display());
+            continue;
+        }
+        let (train, test) = idx::load_dir(&dir, 0.5, 0.5).unwrap();
+        assert_eq!(
+            (train.len(), test.len()),
+            (60_000, 10_000),
+            "{}",
+            dir.display()
+        );
+    }
 }

@@ -183,6 +183,27 @@ fn parameter_counts_of_the_models() {
         ),
         159_010
     );
+    let mnist = Shape {
+        channels: 1,
+        side: 28,
+        classes: 10,
+    };
+    assert_eq!(count("mnist-cnn", mnist), 21_840);
+    // MOON's projection head (512 → 512 → 256, classifier 256 → 10) on ResNet-18
+    let proj = Spec::from_str_with(
+        "",
+        "t",
+        &[
+            "model.kind=\"resnet18\"".into(),
+            "model.projection=256".into(),
+        ],
+    )
+    .unwrap()
+    .model;
+    assert_eq!(
+        Layout::of(&Model::build(&proj, img, Default::default(), &dev).unwrap()).total,
+        11_173_962 - 5130 + (512 * 512 + 512) + (512 * 256 + 256) + (256 * 10 + 10)
+    );
 }
 
 #[test]

@@ -23,7 +23,8 @@ pub struct DataSpec {
     pub dataset: String,
     /// Directory (or archive) of the data set; "" = the data set's default location.
     pub path: String,
-    /// `iid` | `dirichlet` | `natural` (one client per user) | `file` (`partition_file`).
+    /// `iid` | `dirichlet` | `shards` (McMahan et al., `shards_per_client` label-sorted shards
+    /// each) | `natural` (one client per user) | `file` (`partition_file`).
     pub partition: String,
     pub alpha: f64,
     /// Dirichlet variant: `fedexp-equal` (§8.1) | `fedacg-balanced` (§8.2).
@@ -31,6 +32,8 @@ pub struct DataSpec {
     /// A published split (FedACG's `{client: [indices]}` files), used with `partition = "file"`.
     pub partition_file: String,
     pub num_clients: usize,
+    /// `partition = "shards"`: shards per client (2: every client holds one or two classes).
+    pub shards_per_client: usize,
     /// CIFAR augmentation: `batch` (FedNAR: one crop/flip per batch) | `sample` | `none`.
     pub augmentation: String,
     /// Shakespeare: fraction of each role's samples used for training.
@@ -56,6 +59,7 @@ impl Default for DataSpec {
             variant: "fedexp-equal".into(),
             partition_file: String::new(),
             num_clients: 100,
+            shards_per_client: 2,
             augmentation: "batch".into(),
             train_fraction: 0.9,
             min_train_samples: 2000,
@@ -71,7 +75,8 @@ impl Default for DataSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelSpec {
-    /// `cnn` | `resnet18` | `transformer` | `lstm` | `lstm-small` | `mlp` | `linear` | `tiny-cnn`.
+    /// `cnn` | `resnet18` | `transformer` | `lstm` | `lstm-small` | `mlp` | `linear` | `tiny-cnn`
+    /// | `mnist-cnn` (the Fed-LAMB MNIST CNN, 1×28×28 input).
     pub kind: String,
     /// ResNet-18 head: `fednar` (avg_pool2d(3) on the 4x4 map, §7.1) | `global`.
     pub head: String,
@@ -156,8 +161,13 @@ pub struct LocalSpec {
     /// Decay factor d of the learning-rate schedule.
     pub lr_decay: f64,
     /// `round`: l = lr·d^(t+1) for all of round t (the FedNAR code) | `epoch`: l = lr·d^(t+e)
-    /// in local epoch e of round t (the FedACG code: LambdaLR stepped per local epoch).
+    /// in local epoch e of round t (the FedACG code: LambdaLR stepped per local epoch) |
+    /// `step`: l = lr·lr_step_factor^k in round t, k = the milestones ≤ t (Fed-LAMB: ÷10 at
+    /// rounds 30 and 70); `lr_decay` is not used by `step`.
     pub lr_schedule: String,
+    /// `step` schedule: the rounds at which the rate is multiplied by `lr_step_factor`.
+    pub lr_milestones: Vec<usize>,
+    pub lr_step_factor: f64,
     pub weight_decay: f64,
     /// Clip threshold A on the global L2 norm; 0 disables clipping.
     pub max_norm: f64,
@@ -174,6 +184,8 @@ impl Default for LocalSpec {
             lr: 0.01,
             lr_decay: 0.998,
             lr_schedule: "round".into(),
+            lr_milestones: vec![30, 70],
+            lr_step_factor: 0.1,
             weight_decay: 0.05,
             max_norm: 10.0,
             nar: false,

@@ -4,8 +4,15 @@
 use super::Spec;
 use crate::error::{Error, Result};
 
-pub const DATASETS: &[&str] = &["cifar10", "shakespeare", "leaf", "synthetic"];
-pub const PARTITIONS: &[&str] = &["iid", "dirichlet", "natural", "file"];
+pub const DATASETS: &[&str] = &[
+    "cifar10",
+    "mnist",
+    "fashion-mnist",
+    "shakespeare",
+    "leaf",
+    "synthetic",
+];
+pub const PARTITIONS: &[&str] = &["iid", "dirichlet", "shards", "natural", "file"];
 pub const VARIANTS: &[&str] = &["fedexp-equal", "fedacg-balanced"];
 pub const AUGMENTATIONS: &[&str] = &["batch", "sample", "none"];
 pub const MODELS: &[&str] = &[
@@ -17,6 +24,7 @@ pub const MODELS: &[&str] = &[
     "mlp",
     "linear",
     "tiny-cnn",
+    "mnist-cnn",
 ];
 pub const HEADS: &[&str] = &["fednar", "global"];
 pub const BACKENDS: &[&str] = &["flex", "wgpu"];
@@ -75,6 +83,7 @@ pub fn validate(s: &Spec) -> Result<()> {
         ));
     }
     at_least_one("data.num_clients", s.data.num_clients)?;
+    at_least_one("data.shards_per_client", s.data.shards_per_client)?;
     if !(s.data.train_fraction > 0.0 && s.data.train_fraction < 1.0) {
         return Err(Error::Config(format!(
             "key `data.train_fraction` must be in (0, 1), got {}",
@@ -120,13 +129,14 @@ pub fn validate(s: &Spec) -> Result<()> {
     one_of(
         "local.lr_schedule",
         &s.local.lr_schedule,
-        &["round", "epoch"],
+        &["round", "epoch", "step"],
     )?;
+    positive("local.lr_step_factor", s.local.lr_step_factor)?;
     non_negative("local.weight_decay", s.local.weight_decay)?;
     non_negative("local.max_norm", s.local.max_norm)?;
     one_of("run.backend", &s.run.backend, BACKENDS)?;
     one_of("run.kernels", &s.run.kernels, KERNELS)?;
-    if s.run.client_workers > 1 && s.model.kind == "transformer" && s.model.dropout > 0.0 {
+    if s.run.client_workers > 1 && crate::model::Model::has_dropout(&s.model) {
         return Err(Error::Config(format!(
             "key `run.client_workers` = {}: parallel clients need `model.dropout` = 0 (dropout draws from the backend's global generator, so parallel clients would not be reproducible)",
             s.run.client_workers

@@ -4,6 +4,7 @@
 
 pub mod augment;
 pub mod cifar;
+pub mod idx;
 pub mod leaf;
 pub mod partition;
 pub mod plays;
@@ -199,6 +200,8 @@ pub fn path_of(spec: &Spec, data_dir: Option<&Path>) -> PathBuf {
     }
     match spec.data.dataset.as_str() {
         "shakespeare" => PathBuf::from(shakespeare::DEFAULT_PLAYS),
+        // Debian's `dataset-fashion-mnist` package
+        "fashion-mnist" => PathBuf::from("/usr/share/datasets/fashion-mnist"),
         other => PathBuf::from("data").join(other),
     }
 }
@@ -219,6 +222,24 @@ pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
                 clients,
                 num_classes: 10,
                 augment: Augment::parse(&d.augmentation),
+            }
+        }
+        "mnist" | "fashion-mnist" => {
+            // normalisation of the FedExP code (§8.3): MNIST (0.1307, 0.3081), Fashion (0.5, 0.5)
+            let (mean, std) = if d.dataset == "mnist" {
+                (0.1307, 0.3081)
+            } else {
+                (0.5, 0.5)
+            };
+            let (train, test) = idx::load_dir(&path, mean, std)?;
+            let clients = partition::partition(spec, &train.y, 10, &mut part_rng)?;
+            FedData {
+                name: d.dataset.clone(),
+                train,
+                test,
+                clients,
+                num_classes: 10,
+                augment: Augment::parse("none"),
             }
         }
         "synthetic" => synthetic::build(spec, &mut part_rng)?,

@@ -2,30 +2,53 @@
 //! - `round` (the FedNAR code): `l = lr·d^(t+1)` for all of round t (t from 0; the decay is
 //!   applied before the first round);
 //! - `epoch` (the FedACG code, a LambdaLR stepped after each local epoch): `l = lr·d^(t+e)` in
-//!   local epoch e of round t.
+//!   local epoch e of round t;
+//! - `step` (Fed-LAMB): `l = lr·f^k` in round t, k the number of `local.lr_milestones` ≤ t
+//!   (f = `local.lr_step_factor`, 0.1: the rate is divided by 10 at rounds 30 and 70).
 
 use crate::config::LocalSpec;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {
     lr: f64,
     decay: f64,
-    per_epoch: bool,
+    kind: Kind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Kind {
+    Round,
+    Epoch,
+    Step { milestones: Vec<usize>, factor: f64 },
 }
 
 impl Schedule {
     pub fn new(local: &LocalSpec) -> Schedule {
+        let kind = match local.lr_schedule.as_str() {
+            "epoch" => Kind::Epoch,
+            "step" => Kind::Step {
+                milestones: local.lr_milestones.clone(),
+                factor: local.lr_step_factor,
+            },
+            _ => Kind::Round,
+        };
         Schedule {
             lr: local.lr,
             decay: local.lr_decay,
-            per_epoch: local.lr_schedule == "epoch",
+            kind,
         }
     }
 
     /// The learning rate of local epoch `e` in round `t`.
     pub fn lr(&self, t: usize, e: usize) -> f64 {
-        let power = if self.per_epoch { t + e } else { t + 1 };
-        self.lr * self.decay.powi(power as i32)
+        match &self.kind {
+            Kind::Round => self.lr * self.decay.powi(t as i32 + 1),
+            Kind::Epoch => self.lr * self.decay.powi((t + e) as i32),
+            Kind::Step { milestones, factor } => {
+                let k = milestones.iter().filter(|&&m| m <= t).count();
+                self.lr * factor.powi(k as i32)
+            }
+        }
     }
 }
 
@@ -45,5 +68,12 @@ mod tests {
         local.lr_schedule = "epoch".into();
         let s = Schedule::new(&local);
         assert_eq!((s.lr(0, 0), s.lr(0, 2), s.lr(2, 1)), (0.1, 0.025, 0.0125));
+        local.lr_schedule = "step".into();
+        local.lr_milestones = vec![30, 70];
+        let s = Schedule::new(&local);
+        let at = |t| s.lr(t, 4);
+        assert_eq!((at(0), at(29)), (0.1, 0.1));
+        assert!((at(30) - 0.01).abs() < 1e-15 && (at(69) - 0.01).abs() < 1e-15);
+        assert!((at(70) - 0.001).abs() < 1e-15);
     }
 }

@@ -6,6 +6,7 @@
 pub mod cnn;
 pub mod init;
 pub mod lstm;
+pub mod mnist_cnn;
 pub mod params;
 pub mod projection;
 pub mod resnet;
@@ -22,6 +23,7 @@ use crate::kernels::Kernels;
 #[derive(Module, Debug)]
 pub enum Model {
     Cnn(cnn::Cnn),
+    MnistCnn(mnist_cnn::MnistCnn),
     Mlp(cnn::Mlp),
     /// Softmax regression on the flattened input (closed-form tests).
     Linear(burn::nn::Linear),
@@ -98,6 +100,20 @@ impl Model {
                     device,
                 ))
             }
+            "mnist-cnn" => {
+                if shape.side != 28 || shape.channels != 1 {
+                    return Err(Error::Config(format!(
+                        "model.kind = \"mnist-cnn\" needs 1×28×28 images (mnist, fashion-mnist); this data set has {}×{}×{}",
+                        shape.channels, shape.side, shape.side
+                    )));
+                }
+                Model::MnistCnn(mnist_cnn::MnistCnn::new(
+                    shape.classes,
+                    spec.dropout,
+                    kernels,
+                    device,
+                ))
+            }
             "tiny-cnn" => {
                 image("tiny-cnn")?;
                 Model::Cnn(cnn::Cnn::tiny(
@@ -156,6 +172,12 @@ impl Model {
         })
     }
 
+    /// Whether a model of this spec draws dropout masks in training (from the backend's
+    /// global generator: such runs train one client at a time).
+    pub fn has_dropout(spec: &ModelSpec) -> bool {
+        spec.dropout > 0.0 && matches!(spec.kind.as_str(), "transformer" | "mnist-cnn")
+    }
+
     /// Logits and features of a batch (see [`Outputs`]).
     pub fn outputs(&self, input: Input) -> Outputs {
         let (features, logits) = match (self, input) {
@@ -165,6 +187,10 @@ impl Model {
             }
             (Model::Mlp(m), Input::Images(x)) => {
                 let f = m.features(x.flatten(1, 3));
+                (f.clone(), m.classify(f))
+            }
+            (Model::MnistCnn(m), Input::Images(x)) => {
+                let f = m.features(x);
                 (f.clone(), m.classify(f))
             }
             (Model::ResNet(m), Input::Images(x)) => {
@@ -201,6 +227,7 @@ impl Model {
     pub fn forward(&self, input: Input) -> Tensor<2> {
         match (self, input) {
             (Model::Cnn(m), Input::Images(x)) => m.forward(x),
+            (Model::MnistCnn(m), Input::Images(x)) => m.forward(x),
             (Model::Mlp(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
             (Model::Linear(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
             (Model::ResNet(m), Input::Images(x)) => m.forward(x),

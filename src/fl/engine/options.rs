@@ -78,7 +78,7 @@ pub fn client_workers(spec: &Spec, params: usize) -> usize {
                 .map(|n| n.get())
                 .unwrap_or(1)
         });
-    let has_dropout = spec.model.dropout > 0.0 && spec.model.kind == "transformer";
+    let has_dropout = crate::model::Model::has_dropout(&spec.model);
     let w = match spec.run.client_workers {
         0 if has_dropout || params > 2_000_000 => 1,
         0 => cores,

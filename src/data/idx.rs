@@ -1,0 +1,143 @@
+//! IDX files, the format of MNIST and Fashion-MNIST: a big-endian header (magic `0x0801` for
+//! labels, `0x0803` for images, then the dimensions as u32) followed by the bytes, often
+//! gzip-compressed. A directory holds `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`,
+//! `t10k-images-idx3-ubyte` and `t10k-labels-idx1-ubyte`, each as is or with `.gz`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{Features, Split};
+use crate::error::{Error, Result};
+
+pub const TRAIN_IMAGES: &str = "train-images-idx3-ubyte";
+pub const TRAIN_LABELS: &str = "train-labels-idx1-ubyte";
+pub const TEST_IMAGES: &str = "t10k-images-idx3-ubyte";
+pub const TEST_LABELS: &str = "t10k-labels-idx1-ubyte";
+
+const LABELS: u32 = 0x0801;
+const IMAGES: u32 = 0x0803;
+
+/// `<dir>/<name>.gz`, else `<dir>/<name>`.
+fn find(dir: &Path, name: &str) -> Result<PathBuf> {
+    let gz = dir.join(format!("{name}.gz"));
+    if gz.exists() {
+        return Ok(gz);
+    }
+    let raw = dir.join(name);
+    if raw.exists() {
+        return Ok(raw);
+    }
+    Err(Error::Data(format!(
+        "{}: no {name}.gz or {name} (expected the IDX files of MNIST / Fashion-MNIST: {TRAIN_IMAGES}, {TRAIN_LABELS}, {TEST_IMAGES}, {TEST_LABELS}, gzip-compressed or not)",
+        dir.display()
+    )))
+}
+
+/// The file's bytes, gunzipped when they start with the gzip magic.
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    let raw = std::fs::read(path)
+        .map_err(|e| Error::io(format!("cannot read IDX file {}", path.display()), e))?;
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|e| Error::Data(format!("{}: corrupt gzip data: {e}", path.display())))?;
+        Ok(out)
+    } else {
+        Ok(raw)
+    }
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Check the magic and dimensions, and that the body has exactly the bytes they promise.
+fn parse<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+    magic: u32,
+    dims: usize,
+) -> Result<(Vec<usize>, &'a [u8])> {
+    let head = 4 + 4 * dims;
+    if bytes.len() < head || be32(bytes, 0) != magic {
+        return Err(Error::Data(format!(
+            "{}: not an IDX {} file (expected magic 0x{magic:08x} and {dims} dimensions)",
+            path.display(),
+            if magic == LABELS { "label" } else { "image" }
+        )));
+    }
+    let shape: Vec<usize> = (0..dims).map(|d| be32(bytes, 4 + 4 * d) as usize).collect();
+    let want = head + shape.iter().product::<usize>();
+    if bytes.len() != want {
+        return Err(Error::Data(format!(
+            "{}: the header says {shape:?}, which is {want} bytes, but the file has {} (truncated or not this format)",
+            path.display(),
+            bytes.len()
+        )));
+    }
+    Ok((shape, &bytes[head..]))
+}
+
+/// One split: images normalised with `(p/255 − mean)/std`, labels checked against the count.
+fn load_split(dir: &Path, images: &str, labels: &str, mean: f32, std: f32) -> Result<Split> {
+    let ip = find(dir, images)?;
+    let lp = find(dir, labels)?;
+    let ib = read_bytes(&ip)?;
+    let lb = read_bytes(&lp)?;
+    let (ishape, pixels) = parse(&ib, &ip, IMAGES, 3)?;
+    let (lshape, y) = parse(&lb, &lp, LABELS, 1)?;
+    if ishape[0] != lshape[0] {
+        return Err(Error::Data(format!(
+            "{} has {} images but {} has {} labels",
+            ip.display(),
+            ishape[0],
+            lp.display(),
+            lshape[0]
+        )));
+    }
+    if let Some(i) = y.iter().position(|&l| l >= 10) {
+        return Err(Error::Data(format!(
+            "{}: label {i} is {} (expected 0..9)",
+            lp.display(),
+            y[i]
+        )));
+    }
+    Ok(Split {
+        x: Features::Images {
+            c: 1,
+            h: ishape[1],
+            w: ishape[2],
+            data: pixels
+                .iter()
+                .map(|&p| (p as f32 / 255.0 - mean) / std)
+                .collect(),
+        },
+        y: y.to_vec(),
+    })
+}
+
+/// The train and test splits of an MNIST-layout directory.
+pub fn load_dir(dir: &Path, mean: f32, std: f32) -> Result<(Split, Split)> {
+    if !dir.is_dir() {
+        return Err(Error::Data(format!(
+            "IDX data directory {} does not exist (pass --data-dir DIR with {TRAIN_IMAGES}.gz and the other three files)",
+            dir.display()
+        )));
+    }
+    Ok((
+        load_split(dir, TRAIN_IMAGES, TRAIN_LABELS, mean, std)?,
+        load_split(dir, TEST_IMAGES, TEST_LABELS, mean, std)?,
+    ))
+}
+
+/// Write an IDX file (tests build small real-format data sets with it).
+pub fn write(path: &Path, shape: &[usize], body: &[u8]) -> std::io::Result<()> {
+    let magic = if shape.len() == 1 { LABELS } else { IMAGES };
+    let mut out = magic.to_be_bytes().to_vec();
+    for &d in shape {
+        out.extend_from_slice(&(d as u32).to_be_bytes());
+    }
+    out.extend_from_slice(body);
+    std::fs::write(path, out)
+}
