@@ -559,6 +559,7 @@ fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
     let mut alg = algorithms::build(&Setup {
         spec: &spec,
         dim: 2,
+        tensors: &[0..1, 1..2],
         client_sizes: &[1, 1],
         class_counts: &counts,
     })
@@ -622,6 +623,7 @@ fn feddyn_reaches_the_optimum_where_fedavg_stays_biased_and_starts_as_fedprox() 
         algorithms::build(&Setup {
             spec: s,
             dim: 2,
+            tensors: &[0..1, 1..2],
             client_sizes: &[1, 1],
             class_counts: &counts,
         })

@@ -541,7 +541,12 @@ fn same_csv_with_one_or_two_threads() {
 fn every_shipped_config_is_valid() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
     let mut n = 0;
-    for dir in [root.clone(), root.join("paper"), root.join("fedacg")] {
+    for dir in [
+        root.clone(),
+        root.join("paper"),
+        root.join("fedacg"),
+        root.join("fedlamb"),
+    ] {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             if e.path().extension().is_some_and(|x| x == "toml") {
                 Spec::load(&e.path(), &[])

@@ -29,6 +29,8 @@ pub struct Setup<'a> {
     pub spec: &'a Spec,
     /// Parameters of the model (length of every flat vector).
     pub dim: usize,
+    /// Where each parameter tensor sits in the flat vector (layer-wise rules: Fed-LAMB).
+    pub tensors: &'a [std::ops::Range<usize>],
     /// Training samples of each client.
     pub client_sizes: &'a [usize],
     /// Training samples of each client per class.
@@ -44,6 +46,19 @@ pub struct StepCtx {
     pub step: usize,
     pub steps: usize,
     pub lr: f64,
+}
+
+/// Named vectors a client sends up besides Δ_i (Fed-LAMB's v_i, Mime's full-data gradient).
+pub type Uplink = Vec<(String, Vec<f32>)>;
+
+/// A stateful local update rule, made by the algorithm for one client's local training: it
+/// replaces the plain SGD step `x ← x − l·u` after the gradient chain (so FedNAR's clip and
+/// the weight decay act on the gradient before the rule's moments, as optax chains do).
+pub trait LocalRule: Send {
+    /// Update `x` with the chain's output `u` at learning rate `lr`.
+    fn step(&mut self, lr: f32, x: &mut [f32], u: &[f32]);
+    /// The rule's state after the client's last step, sent up (`client_uplink`).
+    fn finish(self: Box<Self>) -> Uplink;
 }
 
 /// A model that a client's loss reads without training it.
@@ -144,6 +159,21 @@ pub trait Algorithm: Send + Sync {
         _g: &mut [f32],
     ) {
     }
+
+    /// The local update rule of `client` (default: None, plain SGD).
+    fn local_rule(&self, _client: usize) -> Option<Box<dyn LocalRule>> {
+        None
+    }
+
+    /// Whether clients also send the gradient of their whole local data at the model they
+    /// start from (Mime), as `("full_grad", g)` in the uplink.
+    fn wants_full_gradient(&self) -> bool {
+        false
+    }
+
+    /// What client `client` sent up besides Δ_i (its rule's state, its full-data gradient);
+    /// called before `client_done`.
+    fn client_uplink(&mut self, _client: usize, _uplink: Uplink) {}
 
     /// Called after client `client` trained, with Δ_i = x_i − anchor.
     fn client_done(&mut self, _client: usize, _delta: &[f32], _info: &ClientInfo) {}

@@ -5,7 +5,7 @@
 use burn::module::Module;
 use burn::tensor::Device;
 
-use super::algorithm::{Algorithm, Frozen, LossInput, StepCtx};
+use super::algorithm::{Algorithm, Frozen, LocalRule, LossInput, StepCtx, Uplink};
 use super::losses::cross_entropy;
 use super::schedule::Schedule;
 use super::step::LocalOptimizer;
@@ -15,8 +15,10 @@ use crate::model::{Model, Outputs};
 use crate::rng::Rng;
 
 /// Per-client results besides Δ_i (which is left in the trainer's buffer).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct LocalStats {
+    /// What the client sends up besides Δ_i (see `Algorithm::client_uplink`).
+    pub uplink: Uplink,
     pub loss_sum: f64,
     pub steps: usize,
     pub clipped: usize,
@@ -104,6 +106,11 @@ impl Trainer {
         let n_frozen = self.load_frozen(alg, client, anchor);
         self.x.copy_from_slice(anchor);
         let mut stats = LocalStats::default();
+        if alg.wants_full_gradient() {
+            let g = self.full_gradient(data, idx, anchor, w.batch_size);
+            stats.uplink.push(("full_grad".into(), g));
+        }
+        let mut rule: Option<Box<dyn LocalRule>> = alg.local_rule(client);
         let mut order: Vec<usize> = Vec::new();
         let mut pos = usize::MAX;
         let mut model = self.model.take().expect("model");
@@ -159,7 +166,14 @@ impl Trainer {
                 stats.diverged_at = Some(step);
             }
             alg.local_grad(client, &ctx, anchor, &self.x, &mut self.g);
-            let s = self.optimizer.step(ctx.lr as f32, &mut self.x, &mut self.g);
+            let s = match rule.as_mut() {
+                Some(r) => {
+                    let s = self.optimizer.transform(&self.x, &mut self.g);
+                    r.step(ctx.lr as f32, &mut self.x, &self.g);
+                    s
+                }
+                None => self.optimizer.step(ctx.lr as f32, &mut self.x, &mut self.g),
+            };
             stats.loss_sum += loss_v;
             stats.steps += 1;
             stats.samples += bidx.len();
@@ -167,9 +181,41 @@ impl Trainer {
             stats.clipped += usize::from(s.clipped);
         }
         self.model = Some(model);
+        if let Some(r) = rule {
+            stats.uplink.extend(r.finish());
+        }
         // Δ_i = x_i − anchor, in place
         self.x.iter_mut().zip(anchor).for_each(|(x, a)| *x -= a);
         stats
+    }
+
+    /// The mean loss gradient over the client's whole data at `at`, in batches of
+    /// `batch_size` in data order without augmentation, each batch weighted by its size (so
+    /// the short last batch counts for what it holds): the gradient of the whole data set in
+    /// one batch, up to float rounding.
+    pub fn full_gradient(
+        &mut self,
+        data: &FedData,
+        idx: &[usize],
+        at: &[f32],
+        batch_size: usize,
+    ) -> Vec<f32> {
+        let mut model = self.model.take().expect("model");
+        model = write_params(model, at);
+        let mut acc = vec![0f64; self.g.len()];
+        for chunk in idx.chunks(batch_size.max(1)) {
+            let (input, y) =
+                data::batch(&data.train, chunk, data::Augment::None, None, &self.device);
+            let loss = cross_entropy(model.forward(input), y);
+            let grads = loss.backward();
+            read_grads(&model, &grads, &mut self.g);
+            let wgt = chunk.len() as f64 / idx.len() as f64;
+            acc.iter_mut()
+                .zip(&self.g)
+                .for_each(|(a, g)| *a += wgt * *g as f64);
+        }
+        self.model = Some(model);
+        acc.into_iter().map(|a| a as f32).collect()
     }
 
     /// Δ_i of the last trained client.

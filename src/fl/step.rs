@@ -88,11 +88,17 @@ impl LocalOptimizer {
 
     /// One step: transform `g` through the chain and apply `x ← x − lr·g`.
     pub fn step(&self, lr: f32, x: &mut [f32], g: &mut [f32]) -> StepStats {
+        let stats = self.transform(x, g);
+        x.iter_mut().zip(g.iter()).for_each(|(x, g)| *x -= lr * g);
+        stats
+    }
+
+    /// The chain alone: transform `g` in place (for a stateful rule that takes over the step).
+    pub fn transform(&self, x: &[f32], g: &mut [f32]) -> StepStats {
         let mut stats = StepStats::default();
         for t in &self.chain {
             t.apply(x, g, &mut stats);
         }
-        x.iter_mut().zip(g.iter()).for_each(|(x, g)| *x -= lr * g);
         stats
     }
 }

@@ -11,7 +11,10 @@
 //! correction, `u = m / (sqrt(v) + τ)` with τ = `fedadam.eps`, constant:
 //! - Adam: `v ← β2·v + (1−β2)·Δ̄²`; Adagrad: `v ← v + Δ̄²`; Yogi: `v ← v − (1−β2)·Δ̄²·sign(v − Δ̄²)`
 //!
-//! In both, `x ← x + η_g·u`.
+//! `adpfed` (the Fed-LAMB paper's Adp-Fed, its Algorithm 2): `v_0 = ε`, `m ← β1·m + (1−β1)·Δ̄`,
+//! `v ← β2·v + (1−β2)·Δ̄²`, `u = m/√v` (no τ, no bias correction; Adam rule only).
+//!
+//! In all, `x ← x + η_g·u`.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +32,8 @@ pub struct Keys {
     pub beta2: f64,
     /// ε (`fedexp` form, decays by decay² per round) or τ (`reddi` form, constant).
     pub eps: f64,
-    /// `fedexp` (§3.6: v of m², ε inside the sqrt) | `reddi` (§5: v of Δ̄², v_0 = τ²).
+    /// `fedexp` (§3.6: v of m², ε inside the sqrt) | `reddi` (§5: v of Δ̄², v_0 = τ²) |
+    /// `adpfed` (§6.4: v of Δ̄², v_0 = ε, `u = m/√v`).
     pub variant: String,
 }
 
@@ -46,7 +50,11 @@ impl Default for Keys {
 
 impl Keys {
     pub fn validate(&self) -> Result<()> {
-        one_of("fedadam.variant", &self.variant, &["fedexp", "reddi"])?;
+        one_of(
+            "fedadam.variant",
+            &self.variant,
+            &["fedexp", "reddi", "adpfed"],
+        )?;
         non_negative("fedadam.eps", self.eps)?;
         non_negative("fedadam.beta1", self.beta1)?;
         non_negative("fedadam.beta2", self.beta2)
@@ -63,6 +71,7 @@ pub enum Rule {
 pub struct AdaptiveServer {
     rule: Rule,
     reddi: bool,
+    adpfed: bool,
     b1: f64,
     b2: f64,
     eps0: f64,
@@ -77,10 +86,18 @@ impl AdaptiveServer {
     pub fn new(rule: Rule, spec: &Spec, dim: usize) -> Self {
         let k = &spec.algorithms.fedadam;
         let reddi = k.variant == "reddi";
-        let v0 = if reddi { (k.eps * k.eps) as f32 } else { 0.0 };
+        let adpfed = k.variant == "adpfed";
+        let v0 = if reddi {
+            (k.eps * k.eps) as f32
+        } else if adpfed {
+            k.eps as f32
+        } else {
+            0.0
+        };
         AdaptiveServer {
             rule,
             reddi,
+            adpfed,
             b1: k.beta1,
             b2: k.beta2,
             eps0: k.eps,
@@ -103,7 +120,13 @@ impl Algorithm for AdaptiveServer {
     ) -> ServerLog {
         let (b1, b2) = (self.b1 as f32, self.b2 as f32);
         let d = &agg.mean_delta;
-        if self.reddi {
+        if self.adpfed {
+            for i in 0..d.len() {
+                self.m[i] = b1 * self.m[i] + (1.0 - b1) * d[i];
+                self.v[i] = b2 * self.v[i] + (1.0 - b2) * d[i] * d[i];
+                self.u[i] = self.m[i] / self.v[i].sqrt();
+            }
+        } else if self.reddi {
             let tau = self.eps0 as f32;
             for i in 0..d.len() {
                 self.m[i] = b1 * self.m[i] + (1.0 - b1) * d[i];

@@ -11,6 +11,7 @@ mod feddc;
 mod feddecorr;
 mod feddyn;
 mod fedexp;
+mod fedlamb;
 mod fedlc;
 mod fedmlb;
 mod fedntd;
@@ -27,6 +28,7 @@ pub use feddc::FedDc;
 pub use feddecorr::FedDecorr;
 pub use feddyn::FedDyn;
 pub use fedexp::FedExP;
+pub use fedlamb::{AdaptiveRule, FedLamb, Source, Step};
 pub use fedlc::{FedLc, offsets as fedlc_offsets};
 pub use fedmlb::FedMlb;
 pub use fedntd::FedNtd;
@@ -57,6 +59,7 @@ pub struct AlgorithmKeys {
     pub feddecorr: feddecorr::Keys,
     pub moon: moon::Keys,
     pub fedmlb: fedmlb::Keys,
+    pub fedlamb: fedlamb::Keys,
 }
 
 impl AlgorithmKeys {
@@ -73,7 +76,8 @@ impl AlgorithmKeys {
         self.fedntd.validate()?;
         self.feddecorr.validate()?;
         self.moon.validate()?;
-        self.fedmlb.validate()
+        self.fedmlb.validate()?;
+        self.fedlamb.validate()
     }
 }
 
@@ -112,6 +116,18 @@ pub const REGISTRY: &[(&str, &str, Build)] = &[
     ("feddecorr", "feddecorr", |s| ok(FedDecorr::new(s))),
     ("moon", "moon", |s| ok(Moon::new(s))),
     ("fedmlb", "fedmlb", |s| Ok(Box::new(FedMlb::new(s)?))),
+    ("fedlamb", "fedlamb", |s| {
+        ok(FedLamb::new(Step::Lamb, Source::ClientV, s))
+    }),
+    ("fedams", "fedlamb", |s| {
+        ok(FedLamb::new(Step::Ams, Source::ClientV, s))
+    }),
+    ("mimelamb", "fedlamb", |s| {
+        ok(FedLamb::new(Step::Lamb, Source::FullGradient, s))
+    }),
+    ("mime", "fedlamb", |s| {
+        ok(FedLamb::new(Step::Ams, Source::FullGradient, s))
+    }),
 ];
 
 fn ok(a: impl Algorithm + 'static) -> Result<Box<dyn Algorithm>> {

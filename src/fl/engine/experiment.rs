@@ -48,9 +48,12 @@ impl Experiment {
         let model = write_params(model, &global);
         let sizes = data.client_sizes();
         let counts = data.class_counts();
+        let tensors: Vec<std::ops::Range<usize>> =
+            layout.tensors.iter().map(|t| t.range()).collect();
         let alg = algorithms::build(&Setup {
             spec,
             dim: layout.total,
+            tensors: &tensors,
             client_sizes: &sizes,
             class_counts: &counts,
         })?;

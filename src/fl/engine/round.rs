@@ -67,7 +67,7 @@ pub fn run_round(
     // result does not depend on the width.
     for chunk in sampled.chunks(trainer.width().max(1)) {
         let stats = trainer.train_many(t, chunk, &anchor, &*alg, cfg.lr);
-        for (k, (&c, ls)) in chunk.iter().zip(stats).enumerate() {
+        for (k, (&c, mut ls)) in chunk.iter().zip(stats).enumerate() {
             if let Some(s) = ls.diverged_at {
                 return Err((
                     t,
@@ -86,6 +86,9 @@ pub fn run_round(
             acc.iter_mut()
                 .zip(delta)
                 .for_each(|(a, d)| *a += p * *d as f64);
+            if !ls.uplink.is_empty() {
+                alg.client_uplink(c, std::mem::take(&mut ls.uplink));
+            }
             alg.client_done(
                 c,
                 delta,

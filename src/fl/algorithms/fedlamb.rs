@@ -1,0 +1,310 @@
+//! Fed-LAMB, Fed-AMS, Mime-LAMB and Mime with AMSGrad (§6.1–6.4; the paper's Algorithm 1 with
+//! its typos corrected, no official code). Each client keeps its first moment `m_i` across its rounds (0 until it first
+//! trains); its local `v` restarts from the broadcast `v̂`. Per local step, after the gradient
+//! chain (FedNAR's clip and weight decay act on g before the moments):
+//! - `m ← β1·m + (1−β1)·g`, `v ← β2·v + (1−β2)·g²`, `ψ = m/√v̂` (the frozen broadcast v̂; no
+//!   bias correction; ε only through `v̂_0 = ε`);
+//! - Fed-LAMB, per parameter tensor ℓ: `θˡ ← θˡ − α·φ(‖θˡ‖)·(ψˡ + λθˡ)/‖ψˡ + λθˡ‖` with
+//!   φ(x) = x (`fedlamb.trust = false`: `θ ← θ − α·(ψ + λθ)`);
+//! - Fed-AMS: `θ ← θ − α·ψ`.
+//!
+//! Server: `θ̄ = mean θ_i` (the Fed-LAMB configs aggregate uniformly) and, at a sync round,
+//! `v̂ ← max(v̂, mean v_i)` over that round's clients. Mime-LAMB and Mime (§6.3) run the same
+//! local loop, and each client also sends the gradient of its whole data at the round's
+//! starting model; the server keeps its own `v` (0 at start): `∇f = mean ∇f_i`,
+//! `v ← β2·v + (1−β2)·(∇f)²`, `v̂ ← max(v̂, v)`; the clients' local v is unused. Skip-sync (§6.2): a sync every
+//! `fedlamb.sync_every` = Z rounds (rounds Z−1, 2Z−1, …); in between v̂ stays as broadcast.
+//!
+//! A tensor whose norm (or whose update's norm) is 0: `fedlamb.zero_rule = "lamb"` takes the
+//! step `α·u` (trust ratio 1, as LAMB implementations do), `"paper"` the literal φ(0) = 0 (the
+//! tensor never moves: zero-initialised biases stay 0).
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::validate::{at_least_one, non_negative, one_of};
+use crate::error::Result;
+use crate::fl::algorithm::{
+    Aggregate, Algorithm, ClientInfo, LocalRule, RoundInfo, ServerLog, Setup, Uplink, axpy,
+    take_state,
+};
+use crate::fl::step::global_norm;
+
+/// `[fedlamb]`, read by `fedlamb` and `fedams` (and the Mime variants' local rule).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Keys {
+    pub beta1: f64,
+    pub beta2: f64,
+    /// ε: the initial v̂ (elementwise). The paper gives no value.
+    pub eps: f64,
+    /// λ: LAMB's decoupled weight decay inside the trust-ratio normalisation.
+    pub lambda: f64,
+    /// Scale each tensor's step by its trust ratio φ(‖θ‖)/‖u‖ (false: a plain step α·u).
+    pub trust: bool,
+    /// `lamb` (trust ratio 1 for a zero tensor or update) | `paper` (φ(0) = 0: no step).
+    pub zero_rule: String,
+    /// Skip-sync: update and broadcast v̂ every this many rounds.
+    pub sync_every: usize,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            lambda: 0.0,
+            trust: true,
+            zero_rule: "lamb".into(),
+            sync_every: 1,
+        }
+    }
+}
+
+impl Keys {
+    pub fn validate(&self) -> Result<()> {
+        non_negative("fedlamb.beta1", self.beta1)?;
+        non_negative("fedlamb.beta2", self.beta2)?;
+        non_negative("fedlamb.eps", self.eps)?;
+        non_negative("fedlamb.lambda", self.lambda)?;
+        one_of("fedlamb.zero_rule", &self.zero_rule, &["lamb", "paper"])?;
+        at_least_one("fedlamb.sync_every", self.sync_every)
+    }
+}
+
+/// How a step turns ψ into a parameter update.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Step {
+    /// Per-tensor trust ratio (LAMB).
+    Lamb,
+    /// `θ ← θ − α·ψ` (AMSGrad with the shared v̂).
+    Ams,
+}
+
+/// The local rule of one client: AMSGrad moments with the frozen broadcast v̂, then the LAMB
+/// or AMS step. Its `finish` sends up `m` and `v`.
+pub struct AdaptiveRule {
+    pub step: Step,
+    pub keys: Keys,
+    pub tensors: Vec<std::ops::Range<usize>>,
+    pub m: Vec<f32>,
+    pub v: Vec<f32>,
+    /// `1/√v̂` of the broadcast v̂.
+    pub inv_sqrt_vhat: Vec<f32>,
+    psi: Vec<f32>,
+}
+
+impl AdaptiveRule {
+    pub fn new(
+        step: Step,
+        keys: &Keys,
+        tensors: &[std::ops::Range<usize>],
+        m: Vec<f32>,
+        vhat: &[f32],
+    ) -> Self {
+        AdaptiveRule {
+            step,
+            keys: keys.clone(),
+            tensors: tensors.to_vec(),
+            m,
+            v: vhat.to_vec(),
+            inv_sqrt_vhat: vhat.iter().map(|v| 1.0 / v.sqrt()).collect(),
+            psi: vec![0.0; vhat.len()],
+        }
+    }
+}
+
+#[allow(clippy::needless_range_loop)]
+impl LocalRule for AdaptiveRule {
+    fn step(&mut self, lr: f32, x: &mut [f32], g: &[f32]) {
+        let (b1, b2) = (self.keys.beta1 as f32, self.keys.beta2 as f32);
+        for i in 0..g.len() {
+            self.m[i] = b1 * self.m[i] + (1.0 - b1) * g[i];
+            self.v[i] = b2 * self.v[i] + (1.0 - b2) * g[i] * g[i];
+            self.psi[i] = self.m[i] * self.inv_sqrt_vhat[i];
+        }
+        let lambda = self.keys.lambda as f32;
+        if self.step == Step::Ams || !self.keys.trust {
+            let l = if self.step == Step::Ams { 0.0 } else { lambda };
+            for i in 0..g.len() {
+                x[i] -= lr * (self.psi[i] + l * x[i]);
+            }
+            return;
+        }
+        let paper = self.keys.zero_rule == "paper";
+        for r in &self.tensors {
+            let (xs, ps) = (&mut x[r.clone()], &mut self.psi[r.clone()]);
+            // u = ψ + λθ, in place in ψ
+            ps.iter_mut()
+                .zip(xs.iter())
+                .for_each(|(p, x)| *p += lambda * x);
+            let (xn, un) = (global_norm(xs), global_norm(ps));
+            let ratio = if xn > 0.0 && un > 0.0 {
+                xn / un
+            } else if paper {
+                0.0
+            } else {
+                1.0
+            };
+            let s = (lr as f64 * ratio) as f32;
+            xs.iter_mut().zip(ps.iter()).for_each(|(x, u)| *x -= s * u);
+        }
+    }
+
+    fn finish(self: Box<Self>) -> Uplink {
+        vec![("m".into(), self.m), ("v".into(), self.v)]
+    }
+}
+
+/// Where v̂'s updates come from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Source {
+    /// The clients' local second moments (Fed-LAMB, Fed-AMS).
+    ClientV,
+    /// The server's own v of the mean full-data gradient (Mime-LAMB, Mime).
+    FullGradient,
+}
+
+pub struct FedLamb {
+    step: Step,
+    source: Source,
+    /// Mime: the server's v.
+    server_v: Vec<f32>,
+    keys: Keys,
+    eta: f64,
+    dim: usize,
+    tensors: Vec<std::ops::Range<usize>>,
+    mi: Vec<Option<Vec<f32>>>,
+    vhat: Vec<f32>,
+    /// Σ v_i of the round's clients so far, and how many.
+    sum_v: Vec<f64>,
+    n_v: usize,
+}
+
+impl FedLamb {
+    pub fn new(step: Step, source: Source, s: &Setup) -> Self {
+        let keys = s.spec.algorithms.fedlamb.clone();
+        FedLamb {
+            step,
+            source,
+            server_v: vec![0.0; s.dim],
+            eta: s.spec.fl.global_lr,
+            dim: s.dim,
+            tensors: s.tensors.to_vec(),
+            mi: vec![None; s.client_sizes.len()],
+            vhat: vec![keys.eps as f32; s.dim],
+            sum_v: vec![0.0; s.dim],
+            n_v: 0,
+            keys,
+        }
+    }
+
+    pub fn vhat(&self) -> &[f32] {
+        &self.vhat
+    }
+
+    pub fn first_moment(&self, client: usize) -> Option<&[f32]> {
+        self.mi[client].as_deref()
+    }
+}
+
+impl Algorithm for FedLamb {
+    fn local_rule(&self, client: usize) -> Option<Box<dyn LocalRule>> {
+        let m = self.mi[client]
+            .clone()
+            .unwrap_or_else(|| vec![0.0; self.dim]);
+        Some(Box::new(AdaptiveRule::new(
+            self.step,
+            &self.keys,
+            &self.tensors,
+            m,
+            &self.vhat,
+        )))
+    }
+
+    fn client_uplink(&mut self, client: usize, mut uplink: Uplink) {
+        if let Ok(m) = take_state(&mut uplink, "m", self.dim) {
+            self.mi[client] = Some(m);
+        }
+        let key = match self.source {
+            Source::ClientV => "v",
+            Source::FullGradient => "full_grad",
+        };
+        if let Ok(v) = take_state(&mut uplink, key, self.dim) {
+            self.sum_v
+                .iter_mut()
+                .zip(&v)
+                .for_each(|(s, v)| *s += *v as f64);
+            self.n_v += 1;
+        }
+    }
+
+    fn wants_full_gradient(&self) -> bool {
+        self.source == Source::FullGradient
+    }
+
+    fn client_done(&mut self, _client: usize, _delta: &[f32], _info: &ClientInfo) {}
+
+    fn server_update(
+        &mut self,
+        info: &RoundInfo,
+        global: &mut [f32],
+        agg: &Aggregate,
+    ) -> ServerLog {
+        axpy(global, self.eta, &agg.mean_delta);
+        if (info.round + 1).is_multiple_of(self.keys.sync_every) && self.n_v > 0 {
+            let n = self.n_v as f64;
+            match self.source {
+                Source::ClientV => self
+                    .vhat
+                    .iter_mut()
+                    .zip(&self.sum_v)
+                    .for_each(|(h, s)| *h = h.max((s / n) as f32)),
+                Source::FullGradient => {
+                    let b2 = self.keys.beta2;
+                    for ((h, v), s) in self
+                        .vhat
+                        .iter_mut()
+                        .zip(&mut self.server_v)
+                        .zip(&self.sum_v)
+                    {
+                        let g = s / n;
+                        *v = (b2 * *v as f64 + (1.0 - b2) * g * g) as f32;
+                        *h = h.max(*v);
+                    }
+                }
+            }
+        }
+        self.sum_v.fill(0.0);
+        self.n_v = 0;
+        ServerLog {
+            server_lr: self.eta,
+            state_norm: Some(global_norm(&self.vhat)),
+        }
+    }
+
+    fn state(&self) -> Vec<(String, &[f32])> {
+        let mut out: Vec<(String, &[f32])> = vec![
+            ("vhat".into(), self.vhat.as_slice()),
+            ("server_v".into(), self.server_v.as_slice()),
+        ];
+        for (i, m) in self.mi.iter().enumerate() {
+            if let Some(m) = m {
+                out.push((format!("m_{i}"), m.as_slice()));
+            }
+        }
+        out
+    }
+
+    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        self.vhat = take_state(&mut state, "vhat", self.dim)?;
+        self.server_v = take_state(&mut state, "server_v", self.dim)?;
+        for i in 0..self.mi.len() {
+            let name = format!("m_{i}");
+            if state.iter().any(|(n, _)| *n == name) {
+                self.mi[i] = Some(take_state(&mut state, &name, self.dim)?);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,216 @@
+//! The Fed-LAMB family: the layer-wise step, the moments kept per client, the shared v̂, skip-sync,
+//! the reduction to SGD, and Mime's full-data gradient.
+
+mod common;
+
+use fedrun::config::Spec;
+use fedrun::data;
+use fedrun::fl::algorithm::{Aggregate, Algorithm, LocalRule, RoundInfo, Setup};
+use fedrun::fl::algorithms::{self, AdaptiveRule, Step};
+use fedrun::fl::engine::Experiment;
+use fedrun::fl::step::global_norm;
+use fedrun::rng::Rng;
+
+fn spec(sets: &[&str]) -> Spec {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    Spec::from_str_with(&common::synthetic_spec(""), "test", &sets).unwrap()
+}
+
+fn random(rng: &mut Rng, n: usize, scale: f64) -> Vec<f32> {
+    (0..n).map(|_| (rng.normal() * scale) as f32).collect()
+}
+
+#[test]
+fn each_tensor_moves_by_lr_times_its_norm() {
+    let mut rng = Rng::from_seed(1);
+    let tensors = vec![0..3, 3..8, 8..9];
+    for lambda in [0.0, 0.3] {
+        let mut keys = spec(&[]).algorithms.fedlamb;
+        keys.lambda = lambda;
+        let vhat: Vec<f32> = (0..9).map(|_| (rng.uniform() + 0.1) as f32).collect();
+        let mut rule = AdaptiveRule::new(Step::Lamb, &keys, &tensors, vec![0.0; 9], &vhat);
+        let mut x = random(&mut rng, 9, 1.0);
+        for _ in 0..3 {
+            let x0 = x.clone();
+            let g = random(&mut rng, 9, 5.0);
+            rule.step(0.05, &mut x, &g);
+            for r in &tensors {
+                let d: Vec<f32> = x[r.clone()]
+                    .iter()
+                    .zip(&x0[r.clone()])
+                    .map(|(a, b)| a - b)
+                    .collect();
+                let want = 0.05 * global_norm(&x0[r.clone()]);
+                assert!(
+                    (global_norm(&d) - want).abs() < 1e-5 * want.max(1e-3),
+                    "λ {lambda}, tensor {r:?}: moved {} vs α‖θ‖ = {want}",
+                    global_norm(&d)
+                );
+            }
+        }
+    }
+}
+
+fn build(s: &Spec, dim: usize, tensors: &[std::ops::Range<usize>]) -> Box<dyn Algorithm> {
+    let counts = vec![vec![0usize; 10]; 2];
+    algorithms::build(&Setup {
+        spec: s,
+        dim,
+        tensors,
+        client_sizes: &[1, 1],
+        class_counts: &counts,
+    })
+    .unwrap()
+}
+
+fn info(round: usize) -> RoundInfo {
+    RoundInfo {
+        round,
+        lr: 0.1,
+        sampled: vec![0, 1],
+    }
+}
+
+/// One client's local training through the hooks: `steps` steps with fixed gradients; returns
+/// the uplink's (m, v).
+fn local(alg: &dyn Algorithm, c: usize, g: &[f32], steps: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut rule = alg.local_rule(c).expect("a local rule");
+    let mut x = vec![1.0f32; g.len()];
+    for _ in 0..steps {
+        rule.step(0.01, &mut x, g);
+    }
+    let mut up = rule.finish();
+    let v = up.pop().unwrap().1;
+    let m = up.pop().unwrap().1;
+    (m, v)
+}
+
+#[test]
+#[allow(clippy::needless_range_loop)]
+fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
+    let s = spec(&["fl.algorithm=\"fedlamb\"", "fedlamb.eps=0.001"]);
+    let tensors = vec![0..2, 2..4];
+    let mut alg = build(&s, 4, &tensors);
+    let agg = Aggregate {
+        mean_delta: vec![0.0; 4],
+        mean_sq_norm: 0.0,
+        clients: 2,
+    };
+    let mut global = vec![0f32; 4];
+    let mut vhat = vec![0.001f32; 4];
+    let mut stored: Vec<Vec<f32>> = vec![vec![0.0; 4]; 2];
+    for round in 0..4 {
+        let mut sum = vec![0f64; 4];
+        for c in 0..2 {
+            // the rule starts from the client's stored m and the broadcast v̂
+            let (m0, v0) = local(alg.as_ref(), c, &[0.0; 4], 0);
+            assert_eq!(m0, stored[c], "round {round}, client {c}: m_i carried over");
+            assert_eq!(v0, vhat, "round {round}: local v starts from v̂");
+            // gradients that shrink, so that mean v_i falls below v̂ in later rounds
+            let g: Vec<f32> = (0..4)
+                .map(|j| (c + j + 1) as f32 / (1 + round * round) as f32)
+                .collect();
+            let (m, v) = local(alg.as_ref(), c, &g, 3);
+            v.iter().zip(&mut sum).for_each(|(v, s)| *s += *v as f64);
+            stored[c] = m.clone();
+            let mut up = vec![("m".to_string(), m), ("v".to_string(), v)];
+            alg.client_uplink(c, std::mem::take(&mut up));
+        }
+        alg.server_update(&info(round), &mut global, &agg);
+        let now: Vec<f32> = alg
+            .state()
+            .into_iter()
+            .find(|(n, _)| n == "vhat")
+            .unwrap()
+            .1
+            .to_vec();
+        for j in 0..4 {
+            let want = vhat[j].max((sum[j] / 2.0) as f32);
+            assert_eq!(now[j], want, "round {round}: v̂ = max(v̂, mean v_i)");
+            assert!(now[j] >= vhat[j], "v̂ never decreases");
+        }
+        vhat = now;
+    }
+}
+
+#[test]
+fn skip_sync_holds_vhat_between_syncs() {
+    let s = spec(&["fl.algorithm=\"fedams\"", "fedlamb.sync_every=3"]);
+    let mut alg = build(&s, 2, &[0..1, 1..2]);
+    let agg = Aggregate {
+        mean_delta: vec![0.0; 2],
+        mean_sq_norm: 0.0,
+        clients: 1,
+    };
+    let mut global = vec![0f32; 2];
+    let vhat = |a: &dyn Algorithm| a.state()[0].1.to_vec();
+    let eps = vec![1e-8f32; 2];
+    for round in 0..6 {
+        let (m, v) = local(alg.as_ref(), 0, &[3.0, -4.0], 2);
+        alg.client_uplink(0, vec![("m".into(), m), ("v".into(), v)]);
+        alg.server_update(&info(round), &mut global, &agg);
+        let h = vhat(alg.as_ref());
+        if round < 2 {
+            assert_eq!(h, eps, "round {round}: no sync yet");
+        } else {
+            assert!(h[0] > 1e-3, "round {round}: synced at round 2");
+        }
+    }
+}
+
+fn globals(sets: &[&str]) -> Vec<f32> {
+    let mut all = vec!["data.augmentation=\"none\""];
+    all.extend_from_slice(sets);
+    let s = spec(&all);
+    let d = data::load(&s, None).unwrap();
+    let mut ex = Experiment::new(&s, d).unwrap();
+    for t in 0..2 {
+        ex.round(t).unwrap();
+    }
+    ex.global.clone()
+}
+
+#[test]
+fn fedlamb_with_trust_off_beta1_zero_and_unit_vhat_is_sgd() {
+    let sgd = globals(&["fl.algorithm=\"fedavg\""]);
+    let reduced = [
+        "fl.algorithm=\"fedlamb\"",
+        "fedlamb.trust=false",
+        "fedlamb.beta1=0",
+        "fedlamb.eps=1",
+        "fedlamb.sync_every=1000",
+    ];
+    assert_eq!(sgd, globals(&reduced));
+    for nar in ["local.nar=false", "local.nar=true"] {
+        let mut with = reduced.to_vec();
+        with.push(nar);
+        let mut avg = vec!["fl.algorithm=\"fedavg\""];
+        avg.push(nar);
+        assert_eq!(globals(&avg), globals(&with), "{nar}");
+    }
+    assert_ne!(sgd, globals(&["fl.algorithm=\"fedlamb\""]));
+    // skip-sync with Z = 1 is Fed-LAMB
+    assert_eq!(
+        globals(&["fl.algorithm=\"fedlamb\""]),
+        globals(&["fl.algorithm=\"fedlamb\"", "fedlamb.sync_every=1"])
+    );
+}
+
+#[test]
+fn full_data_gradient_is_the_one_batch_gradient() {
+    let s = spec(&["data.augmentation=\"none\"", "model.kind=\"linear\""]);
+    let d = data::load(&s, None).unwrap();
+    let mut ex = Experiment::new(&s, d).unwrap();
+    let idx = ex.data.clients[0].clone();
+    assert_eq!(idx.len() % 7, 3, "a short last batch");
+    let global = ex.global.clone();
+    let batched = ex.trainers[0].full_gradient(&ex.data, &idx, &global, 7);
+    let whole = ex.trainers[0].full_gradient(&ex.data, &idx, &global, idx.len());
+    let err = batched
+        .iter()
+        .zip(&whole)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(err < 1e-6, "max difference {err}");
+    assert!(global_norm(&whole) > 0.0);
+}
