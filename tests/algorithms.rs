@@ -324,6 +324,28 @@ fn fedadam_two_rounds_by_hand() {
     let m = 0.1 * 0.2f64;
     let v: f64 = 0.99 * 1e-6 + 0.01 * 0.04;
     assert!((y[0] as f64 - 0.01 * m / (v.sqrt() + 0.001)).abs() < 1e-7);
+    // Adp-Fed (the Fed-LAMB paper's Algorithm 2): v_0 = ε, v of Δ̄², u = m/√v, no τ
+    let p = Spec::from_str_with(
+        &common::synthetic_spec(""),
+        "t",
+        &[
+            "fedadam.variant=\"adpfed\"".into(),
+            "fedadam.eps=0.0001".into(),
+            "fedadam.beta2=0.999".into(),
+            "fl.global_lr=0.01".into(),
+        ],
+    )
+    .unwrap();
+    let mut c = AdaptiveServer::new(Rule::Adam, &p, 1);
+    let mut z = vec![0f32];
+    c.server_update(&info(0), &mut z, &agg(0.2));
+    let v: f64 = 0.999 * 1e-4 + 0.001 * 0.04;
+    let want = 0.01 * (0.1 * 0.2) / v.sqrt();
+    assert!(
+        (z[0] as f64 - want).abs() < 1e-7,
+        "Adp-Fed {} vs {want}",
+        z[0]
+    );
 }
 
 #[test]
