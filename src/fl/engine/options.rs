@@ -41,7 +41,7 @@ pub fn devices(backend: &str) -> Result<(Device, Device)> {
     let base = match backend {
         "flex" => Device::flex(),
         #[cfg(feature = "wgpu")]
-        "wgpu" => Device::wgpu(burn::tensor::DeviceKind::DefaultDevice),
+        "wgpu" => wgpu_device()?,
         other => {
             return Err(Error::Config(format!(
                 "key `run.backend`: \"{other}\" is not compiled into this binary (build with `--features {other}`); available: flex"
@@ -49,6 +49,41 @@ pub fn devices(backend: &str) -> Result<(Device, Device)> {
         }
     };
     Ok((base.clone().autodiff(), base))
+}
+
+/// The wgpu device, checked with one small computation: a missing or unusable adapter panics
+/// inside cubecl (`RecvError`), which becomes an error that names the key and what to do.
+#[cfg(feature = "wgpu")]
+fn wgpu_device() -> Result<Device> {
+    let probe = || {
+        let dev = Device::wgpu(burn::tensor::DeviceKind::DefaultDevice);
+        let t = burn::tensor::Tensor::<1>::from_data([1.0f32, 2.0], &dev);
+        let v = t.sum().into_scalar::<f32>();
+        (dev, v)
+    };
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let got = std::panic::catch_unwind(probe);
+    std::panic::set_hook(hook);
+    match got {
+        Ok((dev, 3.0)) => Ok(dev),
+        Ok((_, v)) => Err(Error::Config(format!(
+            "key `run.backend` = \"wgpu\": the adapter computed 1 + 2 = {v}; it is not usable"
+        ))),
+        Err(p) => {
+            let why = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            let chosen = std::env::var("CUBECL_WGPU_DEFAULT_DEVICE")
+                .map(|v| format!("CUBECL_WGPU_DEFAULT_DEVICE = {v}"))
+                .unwrap_or_else(|_| "CUBECL_WGPU_DEFAULT_DEVICE is not set".into());
+            Err(Error::Config(format!(
+                "key `run.backend` = \"wgpu\": no usable GPU adapter ({chosen}; wgpu said: {why}). Install a Vulkan driver (on a machine without a GPU: Mesa's software driver lavapipe, Debian package `mesa-vulkan-drivers`), or pick the adapter with CUBECL_WGPU_DEFAULT_DEVICE = DiscreteGpu(0) | IntegratedGpu(0) | VirtualGpu(0) | Cpu | DefaultDevice (cubecl reads this variable, not wgpu's WGPU_* ones)"
+            )))
+        }
+    }
 }
 
 pub fn shape_of(data: &FedData) -> Shape {
