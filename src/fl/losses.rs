@@ -39,13 +39,9 @@ pub fn not_true_kl(
     targets: Tensor<1, Int>,
     temperature: f64,
 ) -> Tensor<1> {
-    let [b, c] = logits.dims();
+    let c = logits.dims()[1];
     let mask = targets.one_hot::<2>(c).float().mul_scalar(MASKED);
-    let t = temperature as f32;
-    let lq = log_softmax((logits + mask.clone()).div_scalar(t), 1);
-    let lp = log_softmax((global + mask).div_scalar(t), 1);
-    let p = lp.clone().exp();
-    (p * (lp - lq)).sum().div_scalar(b as f32)
+    kl_divergence(global + mask.clone(), logits + mask, temperature)
 }
 
 /// FedDecorr: standardise each feature over the batch (`(f − mean)/sqrt(1e-8 + var)`,

@@ -83,49 +83,49 @@ impl AlgorithmKeys {
 
 type Build = fn(&Setup) -> Result<Box<dyn Algorithm>>;
 
-/// Every algorithm: its `fl.algorithm` name, the table its keys are in, and how to build it.
-pub const REGISTRY: &[(&str, &str, Build)] = &[
-    ("fedavg", "", |s| ok(FedAvg::new(s.spec.fl.global_lr))),
-    ("fedprox", "fedprox", |s| {
+/// Every algorithm: its `fl.algorithm` name and how to build it.
+pub const REGISTRY: &[(&str, Build)] = &[
+    ("fedavg", |s| ok(FedAvg::new(s.spec.fl.global_lr))),
+    ("fedprox", |s| {
         let k = &s.spec.algorithms.fedprox;
         ok(FedProx::new(k.mu, s.spec.fl.global_lr))
     }),
-    ("scaffold", "", |s| {
+    ("scaffold", |s| {
         ok(Scaffold::new(s.dim, s.client_sizes, s.spec.fl.global_lr))
     }),
-    ("fedexp", "fedexp", |s| ok(FedExP::new(s.spec, s.dim))),
-    ("fedadam", "fedadam", |s| {
+    ("fedexp", |s| ok(FedExP::new(s.spec, s.dim))),
+    ("fedadam", |s| {
         ok(AdaptiveServer::new(Rule::Adam, s.spec, s.dim))
     }),
-    ("fedadagrad", "fedadam", |s| {
+    ("fedadagrad", |s| {
         ok(AdaptiveServer::new(Rule::Adagrad, s.spec, s.dim))
     }),
-    ("fedyogi", "fedadam", |s| {
+    ("fedyogi", |s| {
         ok(AdaptiveServer::new(Rule::Yogi, s.spec, s.dim))
     }),
-    ("fedavgm", "fedavgm", |s| {
+    ("fedavgm", |s| {
         let k = &s.spec.algorithms.fedavgm;
         ok(FedAvgM::new(k.momentum, s.spec.fl.global_lr, s.dim))
     }),
-    ("fedacg", "fedacg", |s| ok(FedAcg::new(s))),
-    ("feddyn", "feddyn", |s| ok(FedDyn::new(s))),
-    ("feddc", "feddc", |s| ok(FedDc::new(s))),
-    ("fedcm", "fedcm", |s| ok(FedCm::new(s))),
-    ("fedlc", "fedlc", |s| ok(FedLc::new(s))),
-    ("fedntd", "fedntd", |s| ok(FedNtd::new(s))),
-    ("feddecorr", "feddecorr", |s| ok(FedDecorr::new(s))),
-    ("moon", "moon", |s| ok(Moon::new(s))),
-    ("fedmlb", "fedmlb", |s| Ok(Box::new(FedMlb::new(s)?))),
-    ("fedlamb", "fedlamb", |s| {
+    ("fedacg", |s| ok(FedAcg::new(s))),
+    ("feddyn", |s| ok(FedDyn::new(s))),
+    ("feddc", |s| ok(FedDc::new(s))),
+    ("fedcm", |s| ok(FedCm::new(s))),
+    ("fedlc", |s| ok(FedLc::new(s))),
+    ("fedntd", |s| ok(FedNtd::new(s))),
+    ("feddecorr", |s| ok(FedDecorr::new(s))),
+    ("moon", |s| ok(Moon::new(s))),
+    ("fedmlb", |s| Ok(Box::new(FedMlb::new(s)?))),
+    ("fedlamb", |s| {
         ok(FedLamb::new(Step::Lamb, Source::ClientV, s))
     }),
-    ("fedams", "fedlamb", |s| {
+    ("fedams", |s| {
         ok(FedLamb::new(Step::Ams, Source::ClientV, s))
     }),
-    ("mimelamb", "fedlamb", |s| {
+    ("mimelamb", |s| {
         ok(FedLamb::new(Step::Lamb, Source::FullGradient, s))
     }),
-    ("mime", "fedlamb", |s| {
+    ("mime", |s| {
         ok(FedLamb::new(Step::Ams, Source::FullGradient, s))
     }),
 ];
@@ -160,6 +160,6 @@ pub fn check_name(name: &str) -> Result<()> {
 pub fn build(setup: &Setup) -> Result<Box<dyn Algorithm>> {
     let name = setup.spec.fl.algorithm.as_str();
     check_name(name)?;
-    let (_, _, build) = REGISTRY.iter().find(|e| e.0 == name).expect("checked");
+    let (_, build) = REGISTRY.iter().find(|e| e.0 == name).expect("checked");
     build(setup)
 }
