@@ -6,5 +6,6 @@ pub mod algorithms;
 pub mod client;
 pub mod engine;
 pub mod losses;
+pub mod per_client;
 pub mod schedule;
 pub mod step;

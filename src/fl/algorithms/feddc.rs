@@ -16,6 +16,7 @@ use crate::error::Result;
 use crate::fl::algorithm::{
     Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, Setup, StepCtx, take_state,
 };
+use crate::fl::per_client::PerClient;
 use crate::fl::step::global_norm;
 
 /// `[feddc]`
@@ -37,19 +38,15 @@ impl Keys {
     }
 }
 
-#[derive(Clone)]
-struct ClientState {
-    h: Vec<f32>,
-    g: Vec<f32>,
-}
-
 pub struct FedDc {
     alpha: f64,
     eta: f32,
     base_lr: f64,
     dim: usize,
     weights: Vec<f64>,
-    clients: Vec<Option<ClientState>>,
+    /// h_i and g_i of each client that has trained.
+    h: PerClient,
+    gi: PerClient,
     g: Vec<f32>,
     /// Σ_j h_j over all clients (f32, so that a checkpoint restores it exactly).
     sum_h: Vec<f32>,
@@ -67,7 +64,8 @@ impl FedDc {
             base_lr: s.spec.local.lr,
             dim: s.dim,
             weights: s.client_sizes.iter().map(|&c| c as f64 / mean).collect(),
-            clients: vec![None; n],
+            h: PerClient::new("h", n, s.dim),
+            gi: PerClient::new("g", n, s.dim),
             g: vec![0.0; s.dim],
             sum_h: vec![0.0; s.dim],
             dg: vec![0.0; s.dim],
@@ -81,13 +79,13 @@ impl Algorithm for FedDc {
         let w = self.weights[client];
         let a = (self.alpha / w) as f32;
         let inv_w = (1.0 / w) as f32;
-        match &self.clients[client] {
-            Some(st) => {
+        match (self.h.get(client), self.gi.get(client)) {
+            (Some(h), Some(gi)) => {
                 for i in 0..g.len() {
-                    g[i] += a * (x[i] - anchor[i] + st.h[i]) + self.g[i] * inv_w - st.g[i];
+                    g[i] += a * (x[i] - anchor[i] + h[i]) + self.g[i] * inv_w - gi[i];
                 }
             }
-            None => {
+            _ => {
                 for i in 0..g.len() {
                     g[i] += a * (x[i] - anchor[i]) + self.g[i] * inv_w;
                 }
@@ -100,16 +98,16 @@ impl Algorithm for FedDc {
         let inv_w = (1.0 / w) as f32;
         let scale = (1.0 / (info.steps as f64 * self.base_lr)) as f32;
         let dim = self.dim;
-        let st = self.clients[client].get_or_insert_with(|| ClientState {
-            h: vec![0.0; dim],
-            g: vec![0.0; dim],
-        });
+        let h = self.h.get_mut(client);
+        for (h, d) in h.iter_mut().zip(delta) {
+            *h += d;
+        }
+        let gi = self.gi.get_mut(client);
         for i in 0..dim {
-            st.h[i] += delta[i];
             self.sum_h[i] += delta[i];
-            let new = st.g[i] - self.g[i] * inv_w - delta[i] * scale;
-            self.dg[i] += w * (new - st.g[i]) as f64;
-            st.g[i] = new;
+            let new = gi[i] - self.g[i] * inv_w - delta[i] * scale;
+            self.dg[i] += w * (new - gi[i]) as f64;
+            gi[i] = new;
         }
     }
 
@@ -119,7 +117,7 @@ impl Algorithm for FedDc {
         global: &mut [f32],
         agg: &Aggregate,
     ) -> ServerLog {
-        let n = self.clients.len() as f64;
+        let n = self.weights.len() as f64;
         let eta = self.eta;
         for i in 0..self.dim {
             global[i] += eta * agg.mean_delta[i] + (self.sum_h[i] as f64 / n) as f32;
@@ -137,25 +135,15 @@ impl Algorithm for FedDc {
             ("g".to_string(), self.g.as_slice()),
             ("sum_h".to_string(), self.sum_h.as_slice()),
         ];
-        for (i, st) in self.clients.iter().enumerate() {
-            if let Some(st) = st {
-                out.push((format!("h_{i}"), st.h.as_slice()));
-                out.push((format!("g_{i}"), st.g.as_slice()));
-            }
-        }
+        out.extend(self.h.state());
+        out.extend(self.gi.state());
         out
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
         self.g = take_state(&mut state, "g", self.dim)?;
-        for i in 0..self.clients.len() {
-            let name = format!("h_{i}");
-            if state.iter().any(|(n, _)| *n == name) {
-                let h = take_state(&mut state, &name, self.dim)?;
-                let g = take_state(&mut state, &format!("g_{i}"), self.dim)?;
-                self.clients[i] = Some(ClientState { h, g });
-            }
-        }
+        self.h.load(&mut state)?;
+        self.gi.load(&mut state)?;
         self.sum_h = take_state(&mut state, "sum_h", self.dim)?;
         Ok(())
     }

@@ -16,6 +16,7 @@ use crate::error::Result;
 use crate::fl::algorithm::{
     Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, Setup, StepCtx, take_state,
 };
+use crate::fl::per_client::PerClient;
 use crate::fl::step::global_norm;
 
 /// `[feddyn]`
@@ -42,7 +43,7 @@ pub struct FedDyn {
     eta: f32,
     dim: usize,
     clients: usize,
-    gi: Vec<Option<Vec<f32>>>,
+    gi: PerClient,
     h: Vec<f32>,
     /// Σ Δ_i over the round's clients so far.
     sum_delta: Vec<f64>,
@@ -55,21 +56,21 @@ impl FedDyn {
             eta: s.spec.fl.global_lr as f32,
             dim: s.dim,
             clients: s.client_sizes.len(),
-            gi: vec![None; s.client_sizes.len()],
+            gi: PerClient::new("g", s.client_sizes.len(), s.dim),
             h: vec![0.0; s.dim],
             sum_delta: vec![0.0; s.dim],
         }
     }
 
     pub fn client_state(&self, client: usize) -> Option<&[f32]> {
-        self.gi[client].as_deref()
+        self.gi.get(client)
     }
 }
 
 impl Algorithm for FedDyn {
     fn local_grad(&self, client: usize, _ctx: &StepCtx, anchor: &[f32], x: &[f32], g: &mut [f32]) {
         let a = self.alpha;
-        match &self.gi[client] {
+        match self.gi.get(client) {
             Some(gi) => g
                 .iter_mut()
                 .zip(x.iter().zip(anchor).zip(gi))
@@ -83,7 +84,7 @@ impl Algorithm for FedDyn {
 
     fn client_done(&mut self, client: usize, delta: &[f32], _info: &ClientInfo) {
         let a = self.alpha;
-        let gi = self.gi[client].get_or_insert_with(|| vec![0.0; delta.len()]);
+        let gi = self.gi.get_mut(client);
         gi.iter_mut().zip(delta).for_each(|(g, d)| *g -= a * d);
         self.sum_delta
             .iter_mut()
@@ -115,23 +116,13 @@ impl Algorithm for FedDyn {
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {
-        let mut out = vec![("h".to_string(), self.h.as_slice())];
-        for (i, gi) in self.gi.iter().enumerate() {
-            if let Some(gi) = gi {
-                out.push((format!("g_{i}"), gi.as_slice()));
-            }
-        }
+        let mut out: Vec<(String, &[f32])> = vec![("h".to_string(), self.h.as_slice())];
+        out.extend(self.gi.state());
         out
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
         self.h = take_state(&mut state, "h", self.dim)?;
-        for i in 0..self.gi.len() {
-            let name = format!("g_{i}");
-            if state.iter().any(|(n, _)| *n == name) {
-                self.gi[i] = Some(take_state(&mut state, &name, self.dim)?);
-            }
-        }
-        Ok(())
+        self.gi.load(&mut state)
     }
 }

@@ -24,9 +24,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::validate::{at_least_one, non_negative, one_of};
 use crate::error::Result;
 use crate::fl::algorithm::{
-    Aggregate, Algorithm, ClientInfo, LocalRule, RoundInfo, ServerLog, Setup, Uplink, axpy,
-    take_state,
+    Aggregate, Algorithm, LocalRule, RoundInfo, ServerLog, Setup, Uplink, axpy, take_state,
 };
+use crate::fl::per_client::PerClient;
 use crate::fl::step::global_norm;
 
 /// `[fedlamb]`, read by `fedlamb` and `fedams` (and the Mime variants' local rule).
@@ -174,7 +174,7 @@ pub struct FedLamb {
     eta: f64,
     dim: usize,
     tensors: Vec<std::ops::Range<usize>>,
-    mi: Vec<Option<Vec<f32>>>,
+    mi: PerClient,
     vhat: Vec<f32>,
     /// Σ v_i of the round's clients so far, and how many.
     sum_v: Vec<f64>,
@@ -191,7 +191,7 @@ impl FedLamb {
             eta: s.spec.fl.global_lr,
             dim: s.dim,
             tensors: s.tensors.to_vec(),
-            mi: vec![None; s.client_sizes.len()],
+            mi: PerClient::new("m", s.client_sizes.len(), s.dim),
             vhat: vec![keys.eps as f32; s.dim],
             sum_v: vec![0.0; s.dim],
             n_v: 0,
@@ -204,15 +204,16 @@ impl FedLamb {
     }
 
     pub fn first_moment(&self, client: usize) -> Option<&[f32]> {
-        self.mi[client].as_deref()
+        self.mi.get(client)
     }
 }
 
 impl Algorithm for FedLamb {
     fn local_rule(&self, client: usize) -> Option<Box<dyn LocalRule>> {
-        let m = self.mi[client]
-            .clone()
-            .unwrap_or_else(|| vec![0.0; self.dim]);
+        let m = self
+            .mi
+            .get(client)
+            .map_or_else(|| vec![0.0; self.dim], <[f32]>::to_vec);
         Some(Box::new(AdaptiveRule::new(
             self.step,
             &self.keys,
@@ -224,7 +225,7 @@ impl Algorithm for FedLamb {
 
     fn client_uplink(&mut self, client: usize, mut uplink: Uplink) {
         if let Ok(m) = take_state(&mut uplink, "m", self.dim) {
-            self.mi[client] = Some(m);
+            self.mi.set(client, m);
         }
         let key = match self.source {
             Source::ClientV => "v",
@@ -242,8 +243,6 @@ impl Algorithm for FedLamb {
     fn wants_full_gradient(&self) -> bool {
         self.source == Source::FullGradient
     }
-
-    fn client_done(&mut self, _client: usize, _delta: &[f32], _info: &ClientInfo) {}
 
     fn server_update(
         &mut self,
@@ -288,23 +287,13 @@ impl Algorithm for FedLamb {
             ("vhat".into(), self.vhat.as_slice()),
             ("server_v".into(), self.server_v.as_slice()),
         ];
-        for (i, m) in self.mi.iter().enumerate() {
-            if let Some(m) = m {
-                out.push((format!("m_{i}"), m.as_slice()));
-            }
-        }
+        out.extend(self.mi.state());
         out
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
         self.vhat = take_state(&mut state, "vhat", self.dim)?;
         self.server_v = take_state(&mut state, "server_v", self.dim)?;
-        for i in 0..self.mi.len() {
-            let name = format!("m_{i}");
-            if state.iter().any(|(n, _)| *n == name) {
-                self.mi[i] = Some(take_state(&mut state, &name, self.dim)?);
-            }
-        }
-        Ok(())
+        self.mi.load(&mut state)
     }
 }

@@ -19,6 +19,7 @@ use crate::fl::algorithm::{
     Aggregate, Algorithm, ClientInfo, Frozen, LossInput, RoundInfo, ServerLog, Setup, take_state,
 };
 use crate::fl::losses::{cross_entropy, model_contrastive};
+use crate::fl::per_client::PerClient;
 
 /// `[moon]`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,7 +54,7 @@ pub struct Moon {
     start: Vec<f32>,
     /// θ_0, the previous model of a client that has not trained yet.
     initial: Option<Vec<f32>>,
-    prev: Vec<Option<Vec<f32>>>,
+    prev: PerClient,
 }
 
 impl Moon {
@@ -66,7 +67,7 @@ impl Moon {
             server: FedAvg::new(s.spec.fl.global_lr),
             start: vec![0.0; s.dim],
             initial: None,
-            prev: vec![None; s.client_sizes.len()],
+            prev: PerClient::new("prev", s.client_sizes.len(), s.dim),
         }
     }
 }
@@ -83,8 +84,9 @@ impl Algorithm for Moon {
         if self.mu == 0.0 {
             return Vec::new();
         }
-        let prev = self.prev[client]
-            .as_deref()
+        let prev = self
+            .prev
+            .get(client)
             .or(self.initial.as_deref())
             .expect("begin_round ran");
         vec![Frozen::Anchor, Frozen::Params(prev)]
@@ -108,7 +110,7 @@ impl Algorithm for Moon {
         if self.mu == 0.0 {
             return;
         }
-        let p = self.prev[client].get_or_insert_with(|| vec![0.0; delta.len()]);
+        let p = self.prev.get_mut(client);
         p.iter_mut()
             .zip(self.start.iter().zip(delta))
             .for_each(|(p, (s, d))| *p = s + d);
@@ -129,11 +131,7 @@ impl Algorithm for Moon {
             .iter()
             .map(|v| ("initial".to_string(), v.as_slice()))
             .collect();
-        for (i, p) in self.prev.iter().enumerate() {
-            if let Some(p) = p {
-                out.push((format!("prev_{i}"), p.as_slice()));
-            }
-        }
+        out.extend(self.prev.state());
         out
     }
 
@@ -141,12 +139,6 @@ impl Algorithm for Moon {
         if state.iter().any(|(n, _)| n == "initial") {
             self.initial = Some(take_state(&mut state, "initial", self.dim)?);
         }
-        for i in 0..self.prev.len() {
-            let name = format!("prev_{i}");
-            if state.iter().any(|(n, _)| *n == name) {
-                self.prev[i] = Some(take_state(&mut state, &name, self.dim)?);
-            }
-        }
-        Ok(())
+        self.prev.load(&mut state)
     }
 }

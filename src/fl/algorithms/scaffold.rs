@@ -10,13 +10,14 @@ use crate::error::Result;
 use crate::fl::algorithm::{
     Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, StepCtx, take_state,
 };
+use crate::fl::per_client::PerClient;
 
 pub struct Scaffold {
     dim: usize,
     server: FedAvg,
     weights: Vec<f64>,
     /// c_i, allocated when client i first trains (None = 0).
-    ci: Vec<Option<Vec<f32>>>,
+    ci: PerClient,
     c: Vec<f32>,
 }
 
@@ -30,13 +31,13 @@ impl Scaffold {
                 .iter()
                 .map(|&n| n as f64 / total as f64)
                 .collect(),
-            ci: vec![None; client_sizes.len()],
+            ci: PerClient::new("c", client_sizes.len(), dim),
             c: vec![0.0; dim],
         }
     }
 
     pub fn control_variate(&self, client: usize) -> Option<&[f32]> {
-        self.ci[client].as_deref()
+        self.ci.get(client)
     }
 
     pub fn server_variate(&self) -> &[f32] {
@@ -47,13 +48,11 @@ impl Scaffold {
 impl Algorithm for Scaffold {
     fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) {
         let mut acc = vec![0f64; self.dim];
-        for (j, ci) in self.ci.iter().enumerate() {
-            if let Some(ci) = ci {
-                let p = self.weights[j];
-                acc.iter_mut()
-                    .zip(ci)
-                    .for_each(|(a, c)| *a += p * *c as f64);
-            }
+        for (j, ci) in self.ci.iter() {
+            let p = self.weights[j];
+            acc.iter_mut()
+                .zip(ci)
+                .for_each(|(a, c)| *a += p * *c as f64);
         }
         self.c
             .iter_mut()
@@ -69,7 +68,7 @@ impl Algorithm for Scaffold {
         _x: &[f32],
         g: &mut [f32],
     ) {
-        match &self.ci[client] {
+        match self.ci.get(client) {
             Some(ci) => g
                 .iter_mut()
                 .zip(self.c.iter().zip(ci))
@@ -80,7 +79,7 @@ impl Algorithm for Scaffold {
 
     fn client_done(&mut self, client: usize, delta: &[f32], info: &ClientInfo) {
         let scale = (1.0 / (info.steps as f64 * info.lr)) as f32;
-        let ci = self.ci[client].get_or_insert_with(|| vec![0.0; delta.len()]);
+        let ci = self.ci.get_mut(client);
         ci.iter_mut()
             .zip(self.c.iter().zip(delta))
             .for_each(|(ci, (c, d))| *ci = *ci - c - d * scale);
@@ -100,23 +99,13 @@ impl Algorithm for Scaffold {
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {
-        let mut out = vec![("c".to_string(), self.c.as_slice())];
-        for (i, ci) in self.ci.iter().enumerate() {
-            if let Some(ci) = ci {
-                out.push((format!("c_{i}"), ci.as_slice()));
-            }
-        }
+        let mut out: Vec<(String, &[f32])> = vec![("c".to_string(), self.c.as_slice())];
+        out.extend(self.ci.state());
         out
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
         self.c = take_state(&mut state, "c", self.dim)?;
-        for i in 0..self.ci.len() {
-            let name = format!("c_{i}");
-            if state.iter().any(|(n, _)| *n == name) {
-                self.ci[i] = Some(take_state(&mut state, &name, self.dim)?);
-            }
-        }
-        Ok(())
+        self.ci.load(&mut state)
     }
 }
