@@ -1,5 +1,6 @@
-//! The GPU code path, run for real: two rounds of a small model on `run.backend = "wgpu"` and
-//! on flex, whose CSV columns must agree to a tolerance. Built with `--features wgpu`. On a
+//! The GPU code path, run for real: two rounds of a small model on `run.backend = "wgpu"` (with
+//! the device-resident local step, wgpu's default, and with the host step) and on flex, whose
+//! CSV columns must agree to a tolerance. Built with `--features wgpu`. On a
 //! machine without a GPU, Mesa's software Vulkan driver (lavapipe, Debian's
 //! `mesa-vulkan-drivers`) runs it on the CPU; `.ci/run` installs it. Without any Vulkan adapter
 //! the test says it was skipped, unless `FEDRUN_REQUIRE_WGPU` is set (CI sets it).
@@ -35,14 +36,17 @@ fn wgpu_and_flex_train_alike() {
     }
     let d = TempDir::new("wgpu");
     let mut rows = Vec::new();
-    for backend in ["flex", "wgpu"] {
+    let runs = [("flex", "auto"), ("wgpu", "device"), ("wgpu", "host")];
+    for (backend, step) in runs {
         let spec = Spec::from_str_with(
             &synthetic_spec(""),
             "t",
             &[
                 format!("run.backend=\"{backend}\""),
-                format!("run.name=\"{backend}\""),
+                format!("run.local_step=\"{step}\""),
+                format!("run.name=\"{backend}_{step}\""),
                 "data.augmentation=\"none\"".into(),
+                "local.max_norm=0.5".into(),
             ],
         )
         .unwrap();
@@ -52,18 +56,25 @@ fn wgpu_and_flex_train_alike() {
         };
         let s = run(&spec, &opts).unwrap();
         assert_eq!(s.status, "complete", "{backend}: {}", s.message);
-        rows.push(columns(&d.path().join(backend).join("rounds.csv")));
+        rows.push(columns(
+            &d.path()
+                .join(format!("{backend}_{step}"))
+                .join("rounds.csv"),
+        ));
     }
     let header: Vec<&str> = fedrun::metrics::csv::HEADER.split(',').collect();
-    for (r, (a, b)) in rows[0].iter().zip(&rows[1]).enumerate() {
-        // test_loss, train_loss, mean_clip_norm, update_norm: float rounding only
-        for name in ["test_loss", "train_loss", "mean_clip_norm", "update_norm"] {
-            let c = header.iter().position(|h| *h == name).unwrap();
-            let (x, y) = (a[c], b[c]);
-            assert!(
-                (x - y).abs() <= 1e-3 * x.abs().max(1.0),
-                "round {r}, {name}: flex {x} vs wgpu {y}"
-            );
+    for (k, other) in rows.iter().enumerate().skip(1) {
+        let (backend, step) = runs[k];
+        for (r, (a, b)) in rows[0].iter().zip(other).enumerate() {
+            // test_loss, train_loss, mean_clip_norm, update_norm: float rounding only
+            for name in ["test_loss", "train_loss", "mean_clip_norm", "update_norm"] {
+                let c = header.iter().position(|h| *h == name).unwrap();
+                let (x, y) = (a[c], b[c]);
+                assert!(
+                    (x - y).abs() <= 1e-3 * x.abs().max(1.0),
+                    "round {r}, {name}: flex {x} vs {backend} with the {step} step {y}"
+                );
+            }
         }
     }
 }

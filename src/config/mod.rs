@@ -203,6 +203,12 @@ pub struct RunSpec {
     /// `fedrun` (fedrun's own CPU kernels for the convolutions on flex; burn's ops elsewhere)
     /// | `burn` (burn's reference ops everywhere). Results agree to float rounding.
     pub kernels: String,
+    /// Where a local step runs: `host` (parameters and gradient as flat vectors in host
+    /// memory: fastest on the CPU) | `device` (parameters, gradient, the algorithm's term and
+    /// the optimizer chain as tensor ops on the training device: fewest transfers on a GPU)
+    /// | `auto` (device on wgpu, host on flex). Results agree to float rounding. Algorithms
+    /// with their own update rule (the Fed-LAMB family) step on the host.
+    pub local_step: String,
     /// Write a checkpoint every this many rounds (and at the end); 0 = only at the end.
     pub checkpoint_every: usize,
     /// Clients trained at once, each on one core; 0 = auto (one per core for small models
@@ -217,6 +223,7 @@ impl Default for RunSpec {
             seed: 0,
             backend: "flex".into(),
             kernels: "fedrun".into(),
+            local_step: "auto".into(),
             checkpoint_every: 10,
             client_workers: 0,
         }

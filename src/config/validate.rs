@@ -29,6 +29,7 @@ pub const MODELS: &[&str] = &[
 pub const HEADS: &[&str] = &["fednar", "global"];
 pub const BACKENDS: &[&str] = &["flex", "wgpu"];
 pub const KERNELS: &[&str] = &["fedrun", "burn"];
+pub const LOCAL_STEPS: &[&str] = &["auto", "host", "device"];
 
 pub(crate) fn one_of(key: &str, value: &str, valid: &[&str]) -> Result<()> {
     if valid.contains(&value) {
@@ -136,6 +137,7 @@ pub fn validate(s: &Spec) -> Result<()> {
     non_negative("local.max_norm", s.local.max_norm)?;
     one_of("run.backend", &s.run.backend, BACKENDS)?;
     one_of("run.kernels", &s.run.kernels, KERNELS)?;
+    one_of("run.local_step", &s.run.local_step, LOCAL_STEPS)?;
     if s.run.client_workers > 1 && crate::model::Model::has_dropout(&s.model) {
         return Err(Error::Config(format!(
             "key `run.client_workers` = {}: parallel clients need `model.dropout` = 0 (dropout draws from the backend's global generator, so parallel clients would not be reproducible)",

@@ -9,10 +9,11 @@
 //! 3. each sampled client i: the models `frozen` names are loaded once (the anchor, the
 //!    client's previous model); then local steps on its data. In each step the model's
 //!    [`Outputs`] (logits and features) and the frozen models' outputs on the same batch go to
-//!    `local_loss` (default: cross-entropy; FedLC, FedNTD, FedDecorr), its gradient g is read
-//!    back, `local_grad` adds the algorithm's flat-vector term (FedProx, SCAFFOLD, FedDyn,
-//!    FedACG) or reshapes g (FedCM), then the local optimizer chain (clip, weight decay /
-//!    FedNAR) and SGD; then `client_done` with Δ_i;
+//!    `local_loss` (default: cross-entropy; FedLC, FedNTD, FedDecorr), its gradient g is
+//!    taken, `local_term` adds the algorithm's term over the parameter vector (FedProx,
+//!    SCAFFOLD, FedDyn, FedACG) or rescales g (FedCM), then the local optimizer chain (clip,
+//!    weight decay / FedNAR) and SGD (or the algorithm's `local_rule`); then `client_done`
+//!    with Δ_i;
 //! 4. `server_update` with the mean Δ̄ (`fl.aggregation`: size-weighted or uniform) and mean
 //!    ‖Δ_i‖²;
 //! 5. evaluation of `eval_params` (default: the global model; FedExP: the last two iterates'
@@ -46,6 +47,88 @@ pub struct StepCtx {
     pub step: usize,
     pub steps: usize,
     pub lr: f64,
+}
+
+/// An algorithm's term in the local gradient, in the one affine form that every algorithm
+/// here needs:
+///
+/// `g ← scale·g + prox·(x − anchor) + Σ_k a_k·v_k`
+///
+/// (FedProx and FedACG: `prox`; SCAFFOLD: `c − c_i` as two shifts; FedDyn: `prox` and `−g_i`;
+/// FedDC; FedCM: `scale` and a shift whose factor depends on the step's learning rate). The
+/// vectors `v_k` must be the same ones, in the same order, at every step of one client's
+/// training (the device-resident step uploads them once per client); the factors may change
+/// from step to step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalTerm<'a> {
+    pub scale: f32,
+    pub prox: f32,
+    pub shifts: Vec<(f32, &'a [f32])>,
+}
+
+impl<'a> LocalTerm<'a> {
+    /// No term: `g` unchanged.
+    pub fn none() -> Self {
+        LocalTerm {
+            scale: 1.0,
+            prox: 0.0,
+            shifts: Vec::new(),
+        }
+    }
+
+    /// `prox·(x − anchor)`, the gradient of `½·prox·‖x − anchor‖²`.
+    pub fn prox(prox: f32) -> Self {
+        LocalTerm {
+            prox,
+            ..Self::none()
+        }
+    }
+
+    /// Add `a·v`.
+    pub fn shift(mut self, a: f32, v: &'a [f32]) -> Self {
+        self.shifts.push((a, v));
+        self
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.scale == 1.0 && self.prox == 0.0 && self.shifts.is_empty()
+    }
+
+    /// Apply the term to the flat gradient `g` at `x` (host step). The term
+    /// `t = prox·(x − anchor) + Σ a_k·v_k` is summed first, in that order, then
+    /// `g ← scale·g + t`; the work goes in blocks that stay in cache.
+    pub fn apply(&self, anchor: &[f32], x: &[f32], g: &mut [f32]) {
+        if self.is_none() {
+            return;
+        }
+        const B: usize = 1024;
+        let mut t = [0f32; B];
+        for (start, gb) in (0..g.len()).step_by(B).zip(g.chunks_mut(B)) {
+            let t = &mut t[..gb.len()];
+            let r = start..start + gb.len();
+            if self.prox != 0.0 {
+                let p = self.prox;
+                t.iter_mut()
+                    .zip(x[r.clone()].iter().zip(&anchor[r.clone()]))
+                    .for_each(|(t, (x, a))| *t = p * (x - a));
+            } else {
+                t.fill(0.0);
+            }
+            for &(a, v) in &self.shifts {
+                t.iter_mut()
+                    .zip(&v[r.clone()])
+                    .for_each(|(t, v)| *t += a * v);
+            }
+            if self.scale == 1.0 {
+                gb.iter_mut().zip(t.iter()).for_each(|(g, t)| *g += t);
+            } else {
+                let s = self.scale;
+                gb.iter_mut()
+                    .zip(t.iter())
+                    .for_each(|(g, t)| *g = s * *g + t);
+            }
+        }
+    }
 }
 
 /// Named vectors a client sends up besides Δ_i (Fed-LAMB's v_i, Mime's full-data gradient).
@@ -147,17 +230,12 @@ pub trait Algorithm: Send + Sync {
         None
     }
 
-    /// Add the gradient of the algorithm's flat-vector term at `x` to `g`, or transform `g`
-    /// (`anchor` = the model the client started from). Runs before the optimizer chain, so
-    /// the term is clipped with the loss gradient (and is inside FedNAR's clip).
-    fn local_grad(
-        &self,
-        _client: usize,
-        _ctx: &StepCtx,
-        _anchor: &[f32],
-        _x: &[f32],
-        _g: &mut [f32],
-    ) {
+    /// The algorithm's term in the local gradient of `client` at this step (default: none),
+    /// applied before the optimizer chain, so it is clipped with the loss gradient (and is
+    /// inside FedNAR's clip). One affine form serves every algorithm, so that the host step and
+    /// the device-resident step (`run.local_step`) apply the same declaration.
+    fn local_term(&self, _client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
+        LocalTerm::none()
     }
 
     /// The local update rule of `client` (default: None, plain SGD).

@@ -1,16 +1,21 @@
 //! Local training of one client: exactly K steps (or E epochs) of mini-batches from a shuffled
 //! pass over the client's data, reshuffled when it runs out; the last batch of a pass may be
 //! short. One model object and two flat buffers (x, g) are reused for every client.
+//!
+//! Each step runs on the host (parameters written to the device, the gradient read back, the
+//! algorithm's term and the optimizer chain over flat vectors: fastest on the CPU) or, with
+//! `device_step`, stays on the training device (`fl/resident.rs`: fewest transfers on a GPU).
 
 use burn::module::Module;
 use burn::tensor::Device;
 
 use super::algorithm::{Algorithm, Frozen, LocalRule, LossInput, StepCtx, Uplink};
 use super::losses::cross_entropy;
+use super::resident::Resident;
 use super::schedule::Schedule;
 use super::step::LocalOptimizer;
 use crate::data::{self, FedData};
-use crate::model::params::{read_grads, write_params};
+use crate::model::params::{Layout, read_grads, read_params, write_params};
 use crate::model::{Model, Outputs};
 use crate::rng::Rng;
 
@@ -37,6 +42,11 @@ pub struct Trainer {
     x: Vec<f32>,
     g: Vec<f32>,
     pub optimizer: LocalOptimizer,
+    /// Keep the parameters on the device during a client's steps (`run.local_step`), for
+    /// algorithms without their own update rule.
+    device_step: bool,
+    /// Where each parameter tensor sits in the flat vectors.
+    ranges: Vec<std::ops::Range<usize>>,
 }
 
 /// Local steps of a client with `n` samples.
@@ -61,7 +71,18 @@ pub struct Work<'a> {
 }
 
 impl Trainer {
-    pub fn new(model: Model, device: Device, dim: usize, optimizer: LocalOptimizer) -> Self {
+    pub fn new(
+        model: Model,
+        device: Device,
+        dim: usize,
+        optimizer: LocalOptimizer,
+        device_step: bool,
+    ) -> Self {
+        let ranges = Layout::of(&model)
+            .tensors
+            .iter()
+            .map(|t| t.range())
+            .collect();
         Trainer {
             model: Some(model),
             frozen: Vec::new(),
@@ -69,6 +90,8 @@ impl Trainer {
             x: vec![0.0; dim],
             g: vec![0.0; dim],
             optimizer,
+            device_step,
+            ranges,
         }
     }
 
@@ -114,6 +137,20 @@ impl Trainer {
         let mut order: Vec<usize> = Vec::new();
         let mut pos = usize::MAX;
         let mut model = self.model.take().expect("model");
+        let resident = if self.device_step && rule.is_none() {
+            model = write_params(model, anchor);
+            let ctx0 = StepCtx {
+                round: w.round,
+                epoch: 0,
+                step: 0,
+                steps: w.steps,
+                lr: w.schedule.lr(w.round, 0),
+            };
+            let term = alg.local_term(client, &ctx0);
+            Some(Resident::begin(&self.ranges, anchor, &term, &self.device))
+        } else {
+            None
+        };
         for step in 0..w.steps {
             if pos >= order.len() {
                 order.clear();
@@ -133,7 +170,9 @@ impl Trainer {
                 lr: w.schedule.lr(w.round, epoch),
             };
             let (input, y) = data::batch(&data.train, bidx, data.augment, Some(rng), &self.device);
-            model = write_params(model, &self.x);
+            if resident.is_none() {
+                model = write_params(model, &self.x);
+            }
             let frozen_models: Vec<&Model> = self.frozen[..n_frozen]
                 .iter()
                 .map(|m| m.as_ref().expect("frozen"))
@@ -158,27 +197,42 @@ impl Trainer {
                 })
                 .unwrap_or_else(|| cross_entropy(out.logits.clone(), y));
             drop((out, frozen, frozen_models));
-            let loss_v = loss.clone().into_scalar::<f32>() as f64;
-            let grads = loss.backward();
-            read_grads(&model, &grads, &mut self.g);
-            drop(grads);
+            let term = alg.local_term(client, &ctx);
+            let (loss_v, s) = match &resident {
+                Some(r) => {
+                    let (m, loss_v, s) = r.step(model, loss, &term, &self.optimizer, ctx.lr as f32);
+                    model = m;
+                    (loss_v, s)
+                }
+                None => {
+                    let loss_v = loss.clone().into_scalar::<f32>() as f64;
+                    let grads = loss.backward();
+                    read_grads(&model, &grads, &mut self.g);
+                    drop(grads);
+                    term.apply(anchor, &self.x, &mut self.g);
+                    let s = match rule.as_mut() {
+                        Some(r) => {
+                            let s = self.optimizer.transform(&self.x, &mut self.g);
+                            r.step(ctx.lr as f32, &mut self.x, &self.g);
+                            s
+                        }
+                        None => self.optimizer.step(ctx.lr as f32, &mut self.x, &mut self.g),
+                    };
+                    (loss_v, s)
+                }
+            };
+            drop(term);
             if !loss_v.is_finite() && stats.diverged_at.is_none() {
                 stats.diverged_at = Some(step);
             }
-            alg.local_grad(client, &ctx, anchor, &self.x, &mut self.g);
-            let s = match rule.as_mut() {
-                Some(r) => {
-                    let s = self.optimizer.transform(&self.x, &mut self.g);
-                    r.step(ctx.lr as f32, &mut self.x, &self.g);
-                    s
-                }
-                None => self.optimizer.step(ctx.lr as f32, &mut self.x, &mut self.g),
-            };
             stats.loss_sum += loss_v;
             stats.steps += 1;
             stats.samples += bidx.len();
             stats.clip_norm_sum += s.pre_clip_norm;
             stats.clipped += usize::from(s.clipped);
+        }
+        if resident.is_some() {
+            read_params(&model, &mut self.x);
         }
         self.model = Some(model);
         if let Some(r) = rule {

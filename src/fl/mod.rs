@@ -7,5 +7,6 @@ pub mod client;
 pub mod engine;
 pub mod losses;
 pub mod per_client;
+pub mod resident;
 pub mod schedule;
 pub mod step;

@@ -6,6 +6,13 @@
 //!
 //! followed by the SGD update `x ← x − l·u`. Algorithm terms (FedProx, SCAFFOLD, …) are added
 //! to `g` before the chain, so they are clipped with it, as in the official code (§2.2).
+//!
+//! Each link has two forms with the same meaning: over flat host vectors (the host step) and
+//! over the parameter tensors on the training device (the device-resident step,
+//! `fl/resident.rs`), where the global norm stays a one-element tensor until the step's one
+//! read.
+
+use burn::tensor::Tensor;
 
 /// What one step reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -19,6 +26,11 @@ pub struct StepStats {
 pub trait GradTransform: Send + Sync {
     /// Transform the update direction `g` in place, given the current parameters `x`.
     fn apply(&self, x: &[f32], g: &mut [f32], stats: &mut StepStats);
+    /// The same on the device: `x` and `g` hold one flat tensor per parameter tensor; a link
+    /// that measures a norm leaves it in `norm` (one element, not read here).
+    fn apply_tensors(&self, x: &[Tensor<1>], g: &mut [Tensor<1>], norm: &mut Option<Tensor<1>>);
+    /// Fill `stats` from the norm that `apply_tensors` left, once read (default: nothing).
+    fn read_norm(&self, _norm: f64, _stats: &mut StepStats) {}
 }
 
 /// `g ← g + wd·x` (coupled L2 weight decay over all parameters).
@@ -29,6 +41,14 @@ impl GradTransform for AddDecayedWeights {
         if self.0 != 0.0 {
             let wd = self.0;
             g.iter_mut().zip(x).for_each(|(g, x)| *g += wd * x);
+        }
+    }
+
+    fn apply_tensors(&self, x: &[Tensor<1>], g: &mut [Tensor<1>], _norm: &mut Option<Tensor<1>>) {
+        if self.0 != 0.0 {
+            for (g, x) in g.iter_mut().zip(x) {
+                *g = g.clone() + x.clone() * self.0;
+            }
         }
     }
 }
@@ -66,6 +86,29 @@ impl GradTransform for ClipByGlobalNorm {
             }
         }
     }
+
+    fn apply_tensors(&self, _x: &[Tensor<1>], g: &mut [Tensor<1>], norm: &mut Option<Tensor<1>>) {
+        let sq = g
+            .iter()
+            .map(|g| (g.clone() * g.clone()).sum())
+            .reduce(|a, b| a + b);
+        let Some(n) = sq.map(|s| s.sqrt()) else {
+            return;
+        };
+        *norm = Some(n.clone());
+        if self.0 > 0.0 {
+            // min(1, A/(‖g‖ + 1e-6)), broadcast over each tensor
+            let coef = (n + 1e-6).recip().mul_scalar(self.0).clamp_max(1.0);
+            for g in g.iter_mut() {
+                *g = g.clone() * coef.clone();
+            }
+        }
+    }
+
+    fn read_norm(&self, norm: f64, stats: &mut StepStats) {
+        stats.pre_clip_norm = norm;
+        stats.clipped = self.0 > 0.0 && norm >= self.0 as f64;
+    }
 }
 
 /// The local optimizer: a chain of transforms, then SGD.
@@ -90,6 +133,33 @@ impl LocalOptimizer {
     pub fn step(&self, lr: f32, x: &mut [f32], g: &mut [f32]) -> StepStats {
         let stats = self.transform(x, g);
         x.iter_mut().zip(g.iter()).for_each(|(x, g)| *x -= lr * g);
+        stats
+    }
+
+    /// The chain on the device, then SGD: `x ← x − lr·chain(g)` for each parameter tensor.
+    /// Returns the pre-clip norm as a one-element tensor (read by the caller with the loss).
+    pub fn step_tensors(
+        &self,
+        lr: f32,
+        x: &mut [Tensor<1>],
+        g: &mut [Tensor<1>],
+    ) -> Option<Tensor<1>> {
+        let mut norm = None;
+        for t in &self.chain {
+            t.apply_tensors(x, g, &mut norm);
+        }
+        for (x, g) in x.iter_mut().zip(g.iter()) {
+            *x = x.clone() - g.clone() * lr;
+        }
+        norm
+    }
+
+    /// The statistics of a device step whose norm (from `step_tensors`) was read as `norm`.
+    pub fn read_norm(&self, norm: f64) -> StepStats {
+        let mut stats = StepStats::default();
+        for t in &self.chain {
+            t.read_norm(norm, &mut stats);
+        }
         stats
     }
 

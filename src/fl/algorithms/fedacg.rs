@@ -7,11 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::fedprox::prox_grad;
 use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::algorithm::{
-    Aggregate, Algorithm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
+    Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
 };
 use crate::fl::step::global_norm;
 
@@ -76,8 +75,8 @@ impl Algorithm for FedAcg {
         Some(&self.phi)
     }
 
-    fn local_grad(&self, _client: usize, _ctx: &StepCtx, anchor: &[f32], x: &[f32], g: &mut [f32]) {
-        prox_grad(self.mu, anchor, x, g);
+    fn local_term(&self, _client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
+        LocalTerm::prox(self.mu)
     }
 
     fn server_update(

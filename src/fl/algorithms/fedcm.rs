@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::FedAvg;
 use crate::error::{Error, Result};
 use crate::fl::algorithm::{
-    Aggregate, Algorithm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
+    Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
 };
 
 /// `[fedcm]`
@@ -58,20 +58,15 @@ impl FedCm {
 }
 
 impl Algorithm for FedCm {
-    fn local_grad(
-        &self,
-        _client: usize,
-        ctx: &StepCtx,
-        _anchor: &[f32],
-        _x: &[f32],
-        g: &mut [f32],
-    ) {
+    fn local_term(&self, _client: usize, ctx: &StepCtx) -> LocalTerm<'_> {
         let a = self.alpha;
-        // Δ_{t−1}/(η_l·K) = −Δ̄_{t−1}/(η_l·K)
+        // g ← α·g + (1 − α)·Δ_{t−1}/(η_l·K), with Δ_{t−1}/(η_l·K) = −Δ̄_{t−1}/(η_l·K)
         let c = (-(1.0 - a as f64) / (ctx.lr * ctx.steps as f64)) as f32;
-        g.iter_mut()
-            .zip(&self.last)
-            .for_each(|(g, d)| *g = a * *g + c * d);
+        LocalTerm {
+            scale: a,
+            ..LocalTerm::none()
+        }
+        .shift(c, &self.last)
     }
 
     fn server_update(

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::algorithm::{
-    Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, Setup, StepCtx, take_state,
+    Aggregate, Algorithm, ClientInfo, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
 };
 use crate::fl::per_client::PerClient;
 use crate::fl::step::global_norm;
@@ -73,23 +73,16 @@ impl FedDc {
     }
 }
 
-#[allow(clippy::needless_range_loop)]
 impl Algorithm for FedDc {
-    fn local_grad(&self, client: usize, _ctx: &StepCtx, anchor: &[f32], x: &[f32], g: &mut [f32]) {
+    fn local_term(&self, client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
+        // g ← g + a·(x − θ + h_i) + g/w − g_i, a = α/w
         let w = self.weights[client];
         let a = (self.alpha / w) as f32;
         let inv_w = (1.0 / w) as f32;
+        let t = LocalTerm::prox(a);
         match (self.h.get(client), self.gi.get(client)) {
-            (Some(h), Some(gi)) => {
-                for i in 0..g.len() {
-                    g[i] += a * (x[i] - anchor[i] + h[i]) + self.g[i] * inv_w - gi[i];
-                }
-            }
-            _ => {
-                for i in 0..g.len() {
-                    g[i] += a * (x[i] - anchor[i]) + self.g[i] * inv_w;
-                }
-            }
+            (Some(h), Some(gi)) => t.shift(a, h).shift(inv_w, &self.g).shift(-1.0, gi),
+            _ => t.shift(inv_w, &self.g),
         }
     }
 
@@ -111,6 +104,7 @@ impl Algorithm for FedDc {
         }
     }
 
+    #[allow(clippy::needless_range_loop)]
     fn server_update(
         &mut self,
         _info: &RoundInfo,

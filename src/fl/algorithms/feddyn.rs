@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::validate::positive;
 use crate::error::Result;
 use crate::fl::algorithm::{
-    Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, Setup, StepCtx, take_state,
+    Aggregate, Algorithm, ClientInfo, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
 };
 use crate::fl::per_client::PerClient;
 use crate::fl::step::global_norm;
@@ -68,17 +68,12 @@ impl FedDyn {
 }
 
 impl Algorithm for FedDyn {
-    fn local_grad(&self, client: usize, _ctx: &StepCtx, anchor: &[f32], x: &[f32], g: &mut [f32]) {
-        let a = self.alpha;
+    fn local_term(&self, client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
+        // g ← g + α·(x − θ) − g_i
+        let t = LocalTerm::prox(self.alpha);
         match self.gi.get(client) {
-            Some(gi) => g
-                .iter_mut()
-                .zip(x.iter().zip(anchor).zip(gi))
-                .for_each(|(g, ((x, t), gi))| *g += a * (x - t) - gi),
-            None => g
-                .iter_mut()
-                .zip(x.iter().zip(anchor))
-                .for_each(|(g, (x, t))| *g += a * (x - t)),
+            Some(gi) => t.shift(-1.0, gi),
+            None => t,
         }
     }
 

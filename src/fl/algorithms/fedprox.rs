@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::FedAvg;
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, StepCtx};
+use crate::fl::algorithm::{Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, StepCtx};
 
 /// `[fedprox]`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,8 +44,8 @@ impl FedProx {
 }
 
 impl Algorithm for FedProx {
-    fn local_grad(&self, _client: usize, _ctx: &StepCtx, anchor: &[f32], x: &[f32], g: &mut [f32]) {
-        prox_grad(self.mu, anchor, x, g);
+    fn local_term(&self, _client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
+        LocalTerm::prox(self.mu)
     }
 
     fn server_update(
@@ -55,14 +55,5 @@ impl Algorithm for FedProx {
         agg: &Aggregate,
     ) -> ServerLog {
         self.server.server_update(info, global, agg)
-    }
-}
-
-/// `g ← g + μ·(x − anchor)`, the gradient of `½μ‖x − anchor‖²` (nothing when μ = 0).
-pub fn prox_grad(mu: f32, anchor: &[f32], x: &[f32], g: &mut [f32]) {
-    if mu != 0.0 {
-        g.iter_mut()
-            .zip(x.iter().zip(anchor))
-            .for_each(|(g, (x, a))| *g += mu * (x - a));
     }
 }

@@ -32,7 +32,7 @@ pub use fedlamb::{AdaptiveRule, FedLamb, Source, Step};
 pub use fedlc::{FedLc, offsets as fedlc_offsets};
 pub use fedmlb::FedMlb;
 pub use fedntd::FedNtd;
-pub use fedprox::{FedProx, prox_grad};
+pub use fedprox::FedProx;
 pub use moon::Moon;
 pub use scaffold::Scaffold;
 

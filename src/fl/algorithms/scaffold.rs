@@ -8,7 +8,7 @@
 use super::FedAvg;
 use crate::error::Result;
 use crate::fl::algorithm::{
-    Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog, StepCtx, take_state,
+    Aggregate, Algorithm, ClientInfo, LocalTerm, RoundInfo, ServerLog, StepCtx, take_state,
 };
 use crate::fl::per_client::PerClient;
 
@@ -60,20 +60,12 @@ impl Algorithm for Scaffold {
             .for_each(|(c, a)| *c = *a as f32);
     }
 
-    fn local_grad(
-        &self,
-        client: usize,
-        _ctx: &StepCtx,
-        _anchor: &[f32],
-        _x: &[f32],
-        g: &mut [f32],
-    ) {
+    fn local_term(&self, client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
+        // g ← g + c − c_i
+        let t = LocalTerm::none().shift(1.0, &self.c);
         match self.ci.get(client) {
-            Some(ci) => g
-                .iter_mut()
-                .zip(self.c.iter().zip(ci))
-                .for_each(|(g, (c, ci))| *g += c - ci),
-            None => g.iter_mut().zip(&self.c).for_each(|(g, c)| *g += c),
+            Some(ci) => t.shift(-1.0, ci),
+            None => t,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use burn::tensor::Device;
 
-use super::options::{client_workers, devices, shape_of};
+use super::options::{client_workers, device_step, devices, shape_of};
 use super::round::{Divergence, RoundConfig, RoundStats, run_round};
 use super::workers::BurnClients;
 use crate::config::Spec;
@@ -58,11 +58,13 @@ impl Experiment {
             class_counts: &counts,
         })?;
         let workers = client_workers(spec, layout.total);
+        let device_step = device_step(spec);
         let mut trainers = vec![Trainer::new(
             model,
             device.clone(),
             layout.total,
             LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar),
+            device_step,
         )];
         for _ in 1..workers {
             let m = write_params(Model::build(&spec.model, shape, kernels, &device)?, &global);
@@ -71,6 +73,7 @@ impl Experiment {
                 device.clone(),
                 layout.total,
                 LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar),
+                device_step,
             ));
         }
         let pools = if workers > 1 {

@@ -51,6 +51,16 @@ pub fn devices(backend: &str) -> Result<(Device, Device)> {
     Ok((base.clone().autodiff(), base))
 }
 
+/// Whether local steps stay on the training device (`run.local_step`; `auto`: on a GPU
+/// backend, not on the CPU, where the host step is faster).
+pub fn device_step(spec: &Spec) -> bool {
+    match spec.run.local_step.as_str() {
+        "device" => true,
+        "host" => false,
+        _ => spec.run.backend != "flex",
+    }
+}
+
 /// The wgpu device, checked with one small computation: a missing or unusable adapter panics
 /// inside cubecl (`RecvError`), which becomes an error that names the key and what to do.
 #[cfg(feature = "wgpu")]

@@ -1,0 +1,189 @@
+//! The device-resident local step (`run.local_step = "device"`) against the host step: the
+//! same algorithm terms, chain and update as tensor ops give the same runs to float rounding.
+//! On flex both run on the CPU, so this runs everywhere; `tests/wgpu.rs` runs it on a GPU
+//! backend.
+
+mod common;
+
+use burn::tensor::{Device, Tensor, TensorData};
+use common::{TempDir, synthetic_spec};
+use fedrun::config::Spec;
+use fedrun::fl::algorithm::LocalTerm;
+use fedrun::fl::engine::{RunOptions, run};
+use fedrun::fl::step::LocalOptimizer;
+
+fn columns(path: &std::path::Path) -> Vec<Vec<f64>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split(',')
+                .map(|v| v.parse::<f64>().unwrap_or(f64::NAN))
+                .collect()
+        })
+        .collect()
+}
+
+fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
+    let mut set = set.to_vec();
+    set.push(format!("run.name=\"{name}\""));
+    let spec = Spec::from_str_with(&synthetic_spec(""), "t", &set).unwrap();
+    let opts = RunOptions {
+        out: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    let s = run(&spec, &opts).unwrap();
+    assert_eq!(s.status, "complete", "{name}: {}", s.message);
+    columns(&d.path().join(name).join("rounds.csv"))
+}
+
+/// Every algorithm whose local step is SGD after the chain, with its term switched on and
+/// clipping active, trains alike with host and device steps.
+#[test]
+fn device_step_equals_host_step_for_every_term() {
+    let header: Vec<&str> = fedrun::metrics::csv::HEADER.split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let d = TempDir::new("resident");
+    let cases: &[(&str, &[&str])] = &[
+        ("fedavg", &[]),
+        ("fedprox", &["fedprox.mu=0.1"]),
+        ("scaffold", &[]),
+        ("feddyn", &[]),
+        ("feddc", &[]),
+        ("fedcm", &["fedcm.alpha=0.5"]),
+        ("fedacg", &[]),
+        ("moon", &[]),
+    ];
+    for &(alg, keys) in cases {
+        for nar in [false, true] {
+            let mut set: Vec<String> = vec![
+                format!("fl.algorithm=\"{alg}\""),
+                format!("local.nar={nar}"),
+                "local.max_norm=0.5".into(),
+                "fl.rounds=3".into(),
+            ];
+            set.extend(keys.iter().map(|k| k.to_string()));
+            let tag = format!("{alg}_{nar}");
+            let mut host = set.clone();
+            host.push("run.local_step=\"host\"".into());
+            let mut dev = set.clone();
+            dev.push("run.local_step=\"device\"".into());
+            let a = run_with(&d, &format!("{tag}_host"), &host);
+            let b = run_with(&d, &format!("{tag}_device"), &dev);
+            assert_eq!(a.len(), 3);
+            let clipped = col("clipped_steps");
+            assert!(
+                a.iter().any(|r| r[clipped] > 0.0),
+                "{tag}: the test must clip some steps"
+            );
+            for (r, (x, y)) in a.iter().zip(&b).enumerate() {
+                assert_eq!(x[clipped], y[clipped], "{tag} round {r}: clipped steps");
+                for name in ["test_loss", "train_loss", "mean_clip_norm", "update_norm"] {
+                    let (u, v) = (x[col(name)], y[col(name)]);
+                    assert!(
+                        (u - v).abs() <= 1e-4 * u.abs().max(1.0),
+                        "{tag} round {r}, {name}: host {u} vs device {v}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// An algorithm with its own update rule keeps the host step: `device` changes nothing.
+#[test]
+fn an_algorithm_with_its_own_rule_steps_on_the_host() {
+    let d = TempDir::new("resident-rule");
+    let set = vec!["fl.algorithm=\"fedlamb\"".to_string()];
+    let mut dev = set.clone();
+    dev.push("run.local_step=\"device\"".into());
+    let a = run_with(&d, "host", &set);
+    let b = run_with(&d, "device", &dev);
+    let strip = |r: &Vec<Vec<f64>>| -> Vec<Vec<u64>> {
+        r.iter()
+            .map(|row| row[..row.len() - 1].iter().map(|v| v.to_bits()).collect())
+            .collect()
+    };
+    assert_eq!(strip(&a), strip(&b));
+}
+
+fn split(v: &[f32], cuts: &[usize], dev: &Device) -> Vec<Tensor<1>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &c in cuts.iter().chain(std::iter::once(&v.len())) {
+        out.push(Tensor::<1>::from_data(
+            TensorData::new(v[at..c].to_vec(), [c - at]),
+            dev,
+        ));
+        at = c;
+    }
+    out
+}
+
+fn join(t: Vec<Tensor<1>>) -> Vec<f32> {
+    t.into_iter()
+        .flat_map(|t| {
+            t.into_data()
+                .convert::<f32>()
+                .try_into_vec::<f32>()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The chain over tensors (device step) against the chain over flat vectors (host step), with
+/// and without clipping, baseline and FedNAR, on vectors split into three parameter tensors.
+#[test]
+fn the_chain_over_tensors_equals_the_chain_over_vectors() {
+    let dev = Device::flex();
+    let n = 3000;
+    let x0: Vec<f32> = (0..n)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) / 40.0)
+        .collect();
+    let g0: Vec<f32> = (0..n)
+        .map(|i| ((i * 53 % 97) as f32 - 48.0) / 30.0)
+        .collect();
+    let cuts = [100, 1700];
+    for nar in [false, true] {
+        for a in [0.0, 1.0, 1e6] {
+            let opt = LocalOptimizer::sgd(0.05, a, nar);
+            let (mut x, mut g) = (x0.clone(), g0.clone());
+            let s = opt.step(0.1, &mut x, &mut g);
+            let mut xt = split(&x0, &cuts, &dev);
+            let mut gt = split(&g0, &cuts, &dev);
+            let norm = opt.step_tensors(0.1, &mut xt, &mut gt).unwrap();
+            let norm = norm.into_scalar::<f32>() as f64;
+            let st = opt.read_norm(norm);
+            assert_eq!(st.clipped, s.clipped, "nar {nar}, A {a}");
+            assert!((st.pre_clip_norm - s.pre_clip_norm).abs() < 1e-4 * s.pre_clip_norm);
+            for (u, v) in x.iter().zip(join(xt)) {
+                assert!((u - v).abs() < 1e-5, "nar {nar}, A {a}: {u} vs {v}");
+            }
+        }
+    }
+}
+
+/// `LocalTerm::apply`: `g ← scale·g + prox·(x − anchor) + Σ a_k·v_k`, over more than one block.
+#[test]
+fn the_local_term_is_its_formula() {
+    let n = 2500;
+    let f = |k: usize| -> Vec<f32> { (0..n).map(|i| ((i * k % 17) as f32) - 8.0).collect() };
+    let (x, anchor, v, w, g0) = (f(3), f(5), f(7), f(11), f(13));
+    let term = LocalTerm {
+        scale: 0.5,
+        prox: 0.25,
+        shifts: vec![],
+    }
+    .shift(2.0, &v)
+    .shift(-1.0, &w);
+    let mut g = g0.clone();
+    term.apply(&anchor, &x, &mut g);
+    for i in 0..n {
+        let want = 0.5 * g0[i] + (0.25 * (x[i] - anchor[i]) + 2.0 * v[i] - w[i]);
+        assert_eq!(g[i], want, "element {i}");
+    }
+    let mut g = g0.clone();
+    LocalTerm::none().apply(&anchor, &x, &mut g);
+    assert_eq!(g, g0);
+}
