@@ -215,3 +215,49 @@ fn full_data_gradient_is_the_one_batch_gradient() {
     assert!(err < 1e-6, "max difference {err}");
     assert!(global_norm(&whole) > 0.0);
 }
+
+/// MimeLite with SGD and server momentum (`mime.base = "sgdm"`): β = 0 is FedAvg; the server
+/// momentum is the EMA of the rounds' mean full-data gradients, and the local term mixes it in.
+#[test]
+fn mimelite_sgdm_is_fedavg_at_beta_zero_and_keeps_the_mean_full_gradient() {
+    let lite = ["fl.algorithm=\"mime\"", "mime.base=\"sgdm\""];
+    let mut zero = lite.to_vec();
+    zero.push("mime.momentum=0");
+    assert_eq!(globals(&["fl.algorithm=\"fedavg\""]), globals(&zero));
+    assert_ne!(globals(&["fl.algorithm=\"fedavg\""]), globals(&lite));
+
+    let mut with = lite.to_vec();
+    with.push("mime.momentum=0.75");
+    let s = spec(&with);
+    let tensor = 0..2;
+    let mut alg = build(&s, 2, std::slice::from_ref(&tensor));
+    let ctx = fedrun::fl::algorithm::StepCtx {
+        round: 0,
+        epoch: 0,
+        step: 0,
+        steps: 1,
+        lr: 0.1,
+    };
+    assert!(alg.wants_full_gradient());
+    let agg = Aggregate {
+        mean_delta: vec![0.0; 2],
+        mean_sq_norm: 0.0,
+        clients: 2,
+    };
+    let mut global = vec![0.0f32; 2];
+    for (c, g) in [(0, vec![1.0f32, -2.0]), (1, vec![3.0, 6.0])] {
+        alg.client_uplink(c, vec![("full_grad".into(), g)]);
+    }
+    alg.server_update(&info(0), &mut global, &agg);
+    // m = (1 − β)·mean = 0.25·(2, 2) = (0.5, 0.5)
+    alg.client_uplink(0, vec![("full_grad".into(), vec![0.0, 4.0])]);
+    alg.server_update(&info(1), &mut global, &agg);
+    // m = 0.25·(0, 4) + 0.75·(0.5, 0.5)
+    let m2 = [0.375f32, 1.375];
+    let mut g = vec![2.0f32, 2.0];
+    alg.local_term(0, &ctx).apply(&[0.0; 2], &[0.0; 2], &mut g);
+    for j in 0..2 {
+        let want = 0.25 * 2.0 + 0.75 * m2[j];
+        assert!((g[j] - want).abs() < 1e-6, "{j}: {} vs {want}", g[j]);
+    }
+}

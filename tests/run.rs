@@ -23,6 +23,17 @@ fn model_for(alg: &str) -> Vec<String> {
     }
 }
 
+/// Every algorithm name, and the variants chosen by a key that build another algorithm (with
+/// the keys that select them).
+fn variants() -> Vec<(&'static str, Vec<String>)> {
+    let mut v: Vec<(&str, Vec<String>)> = fedrun::fl::algorithms::NAMES
+        .iter()
+        .map(|a| (*a, model_for(a)))
+        .collect();
+    v.push(("mime", vec!["mime.base=\"sgdm\"".into()]));
+    v
+}
+
 /// The CSV without the elapsed-time column.
 fn csv_without_time(path: &Path) -> String {
     std::fs::read_to_string(path)
@@ -72,7 +83,7 @@ fn mini_cifar_two_rounds_from_the_binary_is_deterministic() {
 
 #[test]
 fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
-    for alg in fedrun::fl::algorithms::NAMES {
+    for (alg, keys) in variants() {
         for nar in [false, true] {
             let text = synthetic_spec("");
             let mut set = vec![
@@ -80,7 +91,7 @@ fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
                 format!("local.nar={nar}"),
                 "fl.global_lr=1.0".into(),
             ];
-            set.extend(model_for(alg));
+            set.extend(keys.iter().cloned());
             let spec = Spec::from_str_with(&text, "t", &set).unwrap();
             let d = TempDir::new("alg");
             let mut csvs = Vec::new();
@@ -90,7 +101,11 @@ fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
                     ..Default::default()
                 };
                 let s = run(&spec, &opts).unwrap();
-                assert_eq!(s.status, "complete", "{alg} nar={nar}: {}", s.message);
+                assert_eq!(
+                    s.status, "complete",
+                    "{alg} {keys:?} nar={nar}: {}",
+                    s.message
+                );
                 assert_eq!(s.rounds, 2);
                 csvs.push(csv_without_time(&opts.out.join("t/rounds.csv")));
             }
@@ -648,14 +663,14 @@ fn fedrun_kernels_and_burn_ops_learn_alike() {
 
 #[test]
 fn every_algorithm_resumes_with_its_state_to_the_same_csv() {
-    for alg in fedrun::fl::algorithms::NAMES {
+    for (alg, keys) in variants() {
         let nar = alg.len() % 2 == 0; // half of them with FedNAR
         let text = synthetic_spec("").replace("rounds = 2", "rounds = 4");
         let mut set = vec![
             format!("fl.algorithm=\"{alg}\""),
             format!("local.nar={nar}"),
         ];
-        set.extend(model_for(alg));
+        set.extend(keys.iter().cloned());
         let spec = Spec::from_str_with(&text, "t", &set).unwrap();
         let d = TempDir::new("resume-alg");
         let full = RunOptions {
@@ -677,7 +692,7 @@ fn every_algorithm_resumes_with_its_state_to_the_same_csv() {
         assert_eq!(
             csv_without_time(&full.out.join("t/rounds.csv")),
             csv_without_time(&rest.out.join("t/rounds.csv")),
-            "{alg} (nar={nar}) resumed from round 2"
+            "{alg} {keys:?} (nar={nar}) resumed from round 2"
         );
     }
 }

@@ -16,6 +16,7 @@ mod fedlc;
 mod fedmlb;
 mod fedntd;
 mod fedprox;
+mod mime;
 mod moon;
 mod scaffold;
 
@@ -33,6 +34,7 @@ pub use fedlc::{FedLc, offsets as fedlc_offsets};
 pub use fedmlb::FedMlb;
 pub use fedntd::FedNtd;
 pub use fedprox::FedProx;
+pub use mime::MimeLite;
 pub use moon::Moon;
 pub use scaffold::Scaffold;
 
@@ -60,6 +62,7 @@ pub struct AlgorithmKeys {
     pub moon: moon::Keys,
     pub fedmlb: fedmlb::Keys,
     pub fedlamb: fedlamb::Keys,
+    pub mime: mime::Keys,
 }
 
 impl AlgorithmKeys {
@@ -77,7 +80,8 @@ impl AlgorithmKeys {
         self.feddecorr.validate()?;
         self.moon.validate()?;
         self.fedmlb.validate()?;
-        self.fedlamb.validate()
+        self.fedlamb.validate()?;
+        self.mime.validate()
     }
 }
 
@@ -125,8 +129,9 @@ pub const REGISTRY: &[(&str, Build)] = &[
     ("mimelamb", |s| {
         ok(FedLamb::new(Step::Lamb, Source::FullGradient, s))
     }),
-    ("mime", |s| {
-        ok(FedLamb::new(Step::Ams, Source::FullGradient, s))
+    ("mime", |s| match s.spec.algorithms.mime.base.as_str() {
+        "sgdm" => ok(MimeLite::new(s)),
+        _ => ok(FedLamb::new(Step::Ams, Source::FullGradient, s)),
     }),
 ];
 
