@@ -68,6 +68,11 @@ impl LocalTrainer for Quadratic {
     fn delta(&self, _k: usize) -> &[f32] {
         &self.delta
     }
+    fn full_gradient(&mut self, c: usize, at: &[f32]) -> Vec<f32> {
+        (0..at.len())
+            .map(|j| self.a[c][j] * (at[j] - self.b[c][j]))
+            .collect()
+    }
 }
 
 impl Quadratic {
@@ -94,7 +99,7 @@ impl Quadratic {
                 .map(|j| self.a[c][j] * (x[j] - self.b[c][j]))
                 .collect();
             self.grads[c].push(g.clone());
-            alg.local_term(c, &ctx).apply(anchor, &x, &mut g);
+            alg.local_term(c, &ctx).apply(anchor, &x, &[], &mut g);
             let s = self.opt.step(lr as f32, &mut x, &mut g);
             st.steps += 1;
             st.clipped += usize::from(s.clipped);
@@ -224,7 +229,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
         .collect();
     assert_eq!(c, mean);
     let mut g = vec![0f32; 2];
-    s.local_term(0, &ctx0()).apply(&x, &x, &mut g);
+    s.local_term(0, &ctx0()).apply(&x, &x, &[], &mut g);
     let c0 = s.control_variate(0).unwrap();
     assert_eq!(g, vec![c[0] - c0[0], c[1] - c0[1]]);
 }

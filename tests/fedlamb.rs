@@ -216,48 +216,106 @@ fn full_data_gradient_is_the_one_batch_gradient() {
     assert!(global_norm(&whole) > 0.0);
 }
 
-/// MimeLite with SGD and server momentum (`mime.base = "sgdm"`): β = 0 is FedAvg; the server
-/// momentum is the EMA of the rounds' mean full-data gradients, and the local term mixes it in.
+/// Mime and MimeLite with SGD and server momentum (`mime.base = "sgdm"`): β = 0 MimeLite is
+/// FedAvg; the server momentum is the EMA of the rounds' mean full-data gradients, and the local
+/// term mixes it in (MimeLite) or corrects the gradient by the anchor's (Mime).
 #[test]
-fn mimelite_sgdm_is_fedavg_at_beta_zero_and_keeps_the_mean_full_gradient() {
+fn mime_sgdm_momentum_and_local_terms_by_hand() {
     let lite = ["fl.algorithm=\"mime\"", "mime.base=\"sgdm\""];
     let mut zero = lite.to_vec();
     zero.push("mime.momentum=0");
     assert_eq!(globals(&["fl.algorithm=\"fedavg\""]), globals(&zero));
     assert_ne!(globals(&["fl.algorithm=\"fedavg\""]), globals(&lite));
+    let mut full = lite.to_vec();
+    full.push("mime.lite=false");
+    assert_ne!(globals(&lite), globals(&full));
 
-    let mut with = lite.to_vec();
-    with.push("mime.momentum=0.75");
-    let s = spec(&with);
-    let tensor = 0..2;
-    let mut alg = build(&s, 2, std::slice::from_ref(&tensor));
-    let ctx = fedrun::fl::algorithm::StepCtx {
-        round: 0,
-        epoch: 0,
-        step: 0,
-        steps: 1,
-        lr: 0.1,
-    };
-    assert!(alg.wants_full_gradient());
-    let agg = Aggregate {
-        mean_delta: vec![0.0; 2],
-        mean_sq_norm: 0.0,
-        clients: 2,
-    };
-    let mut global = vec![0.0f32; 2];
-    for (c, g) in [(0, vec![1.0f32, -2.0]), (1, vec![3.0, 6.0])] {
-        alg.client_uplink(c, vec![("full_grad".into(), g)]);
+    for is_lite in [true, false] {
+        let mut with = lite.to_vec();
+        with.push("mime.momentum=0.75");
+        if !is_lite {
+            with.push("mime.lite=false");
+        }
+        let s = spec(&with);
+        let tensor = 0..2;
+        let mut alg = build(&s, 2, std::slice::from_ref(&tensor));
+        let ctx = fedrun::fl::algorithm::StepCtx {
+            round: 0,
+            epoch: 0,
+            step: 0,
+            steps: 1,
+            lr: 0.1,
+        };
+        assert!(alg.wants_round_gradient());
+        let agg = Aggregate {
+            mean_delta: vec![0.0; 2],
+            mean_sq_norm: 0.0,
+            clients: 2,
+        };
+        let mut global = vec![0.0f32; 2];
+        alg.round_gradient(&[2.0, 2.0]);
+        alg.server_update(&info(0), &mut global, &agg);
+        // m = (1 − β)·c = 0.25·(2, 2) = (0.5, 0.5)
+        let c = [0.0f32, 4.0];
+        alg.round_gradient(&c);
+        // the local term of round 1 sees round 1's c and the m of round 0
+        let (g, ga) = ([2.0f32, 2.0], [1.0f32, -1.0]);
+        let mut u = g.to_vec();
+        alg.local_term(0, &ctx)
+            .apply(&[0.0; 2], &[0.0; 2], &ga, &mut u);
+        for j in 0..2 {
+            let want = if is_lite {
+                0.25 * g[j] + 0.75 * 0.5
+            } else {
+                0.25 * (g[j] - ga[j] + c[j]) + 0.75 * 0.5
+            };
+            assert!(
+                (u[j] - want).abs() < 1e-6,
+                "lite {is_lite}, {j}: {} vs {want}",
+                u[j]
+            );
+        }
+        alg.server_update(&info(1), &mut global, &agg);
+        // m = 0.25·(0, 4) + 0.75·(0.5, 0.5) = (0.375, 1.375)
+        let mut u = vec![0.0f32; 2];
+        alg.local_term(0, &ctx)
+            .apply(&[0.0; 2], &[0.0; 2], &[0.0; 2], &mut u);
+        let m2 = [0.375f32, 1.375];
+        for j in 0..2 {
+            let want = 0.75 * m2[j] + if is_lite { 0.0 } else { 0.25 * c[j] };
+            assert!(
+                (u[j] - want).abs() < 1e-6,
+                "lite {is_lite}, {j}: {} vs {want}",
+                u[j]
+            );
+        }
     }
-    alg.server_update(&info(0), &mut global, &agg);
-    // m = (1 − β)·mean = 0.25·(2, 2) = (0.5, 0.5)
-    alg.client_uplink(0, vec![("full_grad".into(), vec![0.0, 4.0])]);
-    alg.server_update(&info(1), &mut global, &agg);
-    // m = 0.25·(0, 4) + 0.75·(0.5, 0.5)
-    let m2 = [0.375f32, 1.375];
-    let mut g = vec![2.0f32, 2.0];
-    alg.local_term(0, &ctx).apply(&[0.0; 2], &[0.0; 2], &mut g);
-    for j in 0..2 {
-        let want = 0.25 * 2.0 + 0.75 * m2[j];
-        assert!((g[j] - want).abs() < 1e-6, "{j}: {} vs {want}", g[j]);
+}
+
+/// Mime end to end: with one local step on each client's whole data, the anchor's gradient on
+/// the batch cancels the client's own, so every client steps along c, the round's mean
+/// full-data gradient: with β = 0 that is FedAvg with full-batch steps and uniform weights.
+#[test]
+fn mime_first_step_follows_the_rounds_mean_full_gradient() {
+    let common = [
+        "local.steps=1",
+        "local.batch_size=64",
+        "local.weight_decay=0",
+        "local.max_norm=0",
+        "fl.aggregation=\"uniform\"",
+    ];
+    let mut avg = common.to_vec();
+    avg.push("fl.algorithm=\"fedavg\"");
+    let mut mime = common.to_vec();
+    mime.extend([
+        "fl.algorithm=\"mime\"",
+        "mime.base=\"sgdm\"",
+        "mime.lite=false",
+        "mime.momentum=0",
+    ]);
+    let (a, b) = (globals(&avg), globals(&mime));
+    let scale = a.iter().map(|v| v.abs()).fold(0f32, f32::max);
+    for (j, (u, v)) in a.iter().zip(&b).enumerate() {
+        assert!((u - v).abs() <= 1e-5 * scale, "{j}: FedAvg {u} vs Mime {v}");
     }
 }

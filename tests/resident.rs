@@ -174,16 +174,17 @@ fn the_local_term_is_its_formula() {
         scale: 0.5,
         prox: 0.25,
         shifts: vec![],
+        anchor_grad: 0.0,
     }
     .shift(2.0, &v)
     .shift(-1.0, &w);
     let mut g = g0.clone();
-    term.apply(&anchor, &x, &mut g);
+    term.apply(&anchor, &x, &[], &mut g);
     for i in 0..n {
         let want = 0.5 * g0[i] + (0.25 * (x[i] - anchor[i]) + 2.0 * v[i] - w[i]);
         assert_eq!(g[i], want, "element {i}");
     }
     let mut g = g0.clone();
-    LocalTerm::none().apply(&anchor, &x, &mut g);
+    LocalTerm::none().apply(&anchor, &x, &[], &mut g);
     assert_eq!(g, g0);
 }

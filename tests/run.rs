@@ -31,6 +31,10 @@ fn variants() -> Vec<(&'static str, Vec<String>)> {
         .map(|a| (*a, model_for(a)))
         .collect();
     v.push(("mime", vec!["mime.base=\"sgdm\"".into()]));
+    v.push((
+        "mime",
+        vec!["mime.base=\"sgdm\"".into(), "mime.lite=false".into()],
+    ));
     v
 }
 

@@ -52,18 +52,21 @@ pub struct StepCtx {
 /// An algorithm's term in the local gradient, in the one affine form that every algorithm
 /// here needs:
 ///
-/// `g ← scale·g + prox·(x − anchor) + Σ_k a_k·v_k`
+/// `g ← scale·g + prox·(x − anchor) + Σ_k a_k·v_k + anchor_grad·∇f(anchor; batch)`
 ///
 /// (FedProx and FedACG: `prox`; SCAFFOLD: `c − c_i` as two shifts; FedDyn: `prox` and `−g_i`;
 /// FedDC; FedCM: `scale` and a shift whose factor depends on the step's learning rate). The
 /// vectors `v_k` must be the same ones, in the same order, at every step of one client's
 /// training (the device-resident step uploads them once per client); the factors may change
-/// from step to step.
+/// from step to step. The last term (Mime's SVRG correction) is the loss gradient of the
+/// client's starting model on the step's batch: a second forward and backward per step, on the
+/// host step only (a term with it keeps the client on the host step).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LocalTerm<'a> {
     pub scale: f32,
     pub prox: f32,
     pub shifts: Vec<(f32, &'a [f32])>,
+    pub anchor_grad: f32,
 }
 
 impl<'a> LocalTerm<'a> {
@@ -73,6 +76,7 @@ impl<'a> LocalTerm<'a> {
             scale: 1.0,
             prox: 0.0,
             shifts: Vec::new(),
+            anchor_grad: 0.0,
         }
     }
 
@@ -91,13 +95,14 @@ impl<'a> LocalTerm<'a> {
     }
 
     pub fn is_none(&self) -> bool {
-        self.scale == 1.0 && self.prox == 0.0 && self.shifts.is_empty()
+        self.scale == 1.0 && self.prox == 0.0 && self.shifts.is_empty() && self.anchor_grad == 0.0
     }
 
-    /// Apply the term to the flat gradient `g` at `x` (host step). The term
-    /// `t = prox·(x − anchor) + Σ a_k·v_k` is summed first, in that order, then
-    /// `g ← scale·g + t`; the work goes in blocks that stay in cache.
-    pub fn apply(&self, anchor: &[f32], x: &[f32], g: &mut [f32]) {
+    /// Apply the term to the flat gradient `g` at `x` (host step); `g_anchor` is the loss
+    /// gradient of the anchor on the batch when `anchor_grad ≠ 0` (else ignored). The term
+    /// `t = prox·(x − anchor) + Σ a_k·v_k + anchor_grad·g_anchor` is summed first, in that
+    /// order, then `g ← scale·g + t`; the work goes in blocks that stay in cache.
+    pub fn apply(&self, anchor: &[f32], x: &[f32], g_anchor: &[f32], g: &mut [f32]) {
         if self.is_none() {
             return;
         }
@@ -117,6 +122,12 @@ impl<'a> LocalTerm<'a> {
             for &(a, v) in &self.shifts {
                 t.iter_mut()
                     .zip(&v[r.clone()])
+                    .for_each(|(t, v)| *t += a * v);
+            }
+            if self.anchor_grad != 0.0 {
+                let a = self.anchor_grad;
+                t.iter_mut()
+                    .zip(&g_anchor[r.clone()])
                     .for_each(|(t, v)| *t += a * v);
             }
             if self.scale == 1.0 {
@@ -244,10 +255,20 @@ pub trait Algorithm: Send + Sync {
     }
 
     /// Whether clients also send the gradient of their whole local data at the model they
-    /// start from (Mime), as `("full_grad", g)` in the uplink.
+    /// start from (Mime-LAMB), as `("full_grad", g)` in the uplink.
     fn wants_full_gradient(&self) -> bool {
         false
     }
+
+    /// Whether the round begins with a phase in which every sampled client computes the
+    /// gradient of its whole local data at the broadcast model, before any of them trains;
+    /// their uniform mean goes to `round_gradient` (Mime's `∇f(x)`).
+    fn wants_round_gradient(&self) -> bool {
+        false
+    }
+
+    /// The mean full-data gradient of the round's clients (see `wants_round_gradient`).
+    fn round_gradient(&mut self, _mean: &[f32]) {}
 
     /// What client `client` sent up besides Δ_i (its rule's state, its full-data gradient);
     /// called before `client_done`.

@@ -41,6 +41,10 @@ pub struct Trainer {
     device: Device,
     x: Vec<f32>,
     g: Vec<f32>,
+    /// A copy of the model at the anchor, and its batch gradient, for a term that reads the
+    /// anchor's gradient (Mime); made when first needed.
+    anchor_model: Option<Model>,
+    g_anchor: Vec<f32>,
     pub optimizer: LocalOptimizer,
     /// Keep the parameters on the device during a client's steps (`run.local_step`), for
     /// algorithms without their own update rule.
@@ -89,6 +93,8 @@ impl Trainer {
             device,
             x: vec![0.0; dim],
             g: vec![0.0; dim],
+            anchor_model: None,
+            g_anchor: Vec::new(),
             optimizer,
             device_step,
             ranges,
@@ -137,20 +143,28 @@ impl Trainer {
         let mut order: Vec<usize> = Vec::new();
         let mut pos = usize::MAX;
         let mut model = self.model.take().expect("model");
-        let resident = if self.device_step && rule.is_none() {
-            model = write_params(model, anchor);
-            let ctx0 = StepCtx {
-                round: w.round,
-                epoch: 0,
-                step: 0,
-                steps: w.steps,
-                lr: w.schedule.lr(w.round, 0),
-            };
-            let term = alg.local_term(client, &ctx0);
-            Some(Resident::begin(&self.ranges, anchor, &term, &self.device))
+        let ctx0 = StepCtx {
+            round: w.round,
+            epoch: 0,
+            step: 0,
+            steps: w.steps,
+            lr: w.schedule.lr(w.round, 0),
+        };
+        let term0 = alg.local_term(client, &ctx0);
+        let anchor_model = if term0.anchor_grad != 0.0 {
+            self.g_anchor.resize(self.g.len(), 0.0);
+            let m = self.anchor_model.take().unwrap_or_else(|| model.clone());
+            Some(write_params(m, anchor))
         } else {
             None
         };
+        let resident = if self.device_step && rule.is_none() && anchor_model.is_none() {
+            model = write_params(model, anchor);
+            Some(Resident::begin(&self.ranges, anchor, &term0, &self.device))
+        } else {
+            None
+        };
+        drop(term0);
         for step in 0..w.steps {
             if pos >= order.len() {
                 order.clear();
@@ -185,6 +199,11 @@ impl Trainer {
             } else {
                 Vec::new()
             };
+            if let Some(am) = &anchor_model {
+                let la = cross_entropy(am.forward(input.clone()), y.clone());
+                let grads = la.backward();
+                read_grads(am, &grads, &mut self.g_anchor);
+            }
             let out = model.outputs(input);
             let loss = alg
                 .local_loss(&LossInput {
@@ -209,7 +228,7 @@ impl Trainer {
                     let grads = loss.backward();
                     read_grads(&model, &grads, &mut self.g);
                     drop(grads);
-                    term.apply(anchor, &self.x, &mut self.g);
+                    term.apply(anchor, &self.x, &self.g_anchor, &mut self.g);
                     let s = match rule.as_mut() {
                         Some(r) => {
                             let s = self.optimizer.transform(&self.x, &mut self.g);
@@ -235,6 +254,7 @@ impl Trainer {
             read_params(&model, &mut self.x);
         }
         self.model = Some(model);
+        self.anchor_model = anchor_model;
         if let Some(r) = rule {
             stats.uplink.extend(r.finish());
         }

@@ -1,27 +1,29 @@
-//! Mime's keys, and MimeLite with SGD and server momentum (Karimireddy et al. 2021, the original
-//! Mime family; spec §6.4). `fl.algorithm = "mime"` runs the Fed-LAMB paper's Mime (AMSGrad
-//! local steps with the server's v̂, `fedlamb.rs`) by default; `mime.base = "sgdm"` runs
-//! MimeLite:
+//! Mime's keys, and Mime / MimeLite with SGD and server momentum (Karimireddy et al. 2021, the
+//! original Mime family; spec §6.4; the GHBM code's `mime_client.py` and `mime.py` as the
+//! reference for the order of things). `fl.algorithm = "mime"` runs the Fed-LAMB paper's Mime
+//! (AMSGrad local steps with the server's v̂, `fedlamb.rs`) by default; `mime.base = "sgdm"`
+//! runs these:
 //!
-//! - each sampled client computes the gradient of its whole data at the round's starting model
-//!   x and sends it up with Δ_i;
+//! - the round begins with every sampled client computing the gradient of its whole data at
+//!   the round's model x; the server averages them: `c = mean ∇f_i(x)`;
 //! - local steps apply the base optimizer, SGD with momentum, with the server's momentum m
-//!   **frozen**: `y ← y − η·((1−β)·g + β·m)` (the gradient term `g ← (1−β)·g + β·m` runs
-//!   before the clip/decay chain, like every algorithm term);
-//! - server: `x ← x + η_g·Δ̄`, and the momentum takes one step with the clients' mean full-data
-//!   gradient: `m ← (1−β)·mean ∇f_i(x) + β·m` (m_0 = 0).
+//!   **frozen**. MimeLite (`mime.lite = true`): `y ← y − η·((1−β)·g + β·m)`; Mime: the
+//!   gradient is the SVRG-corrected `g_i(y) − g_i(x) + c`, where `g_i(x)` is the gradient of the
+//!   round's model on the same batch (a second forward and backward per step). The term runs
+//!   before the clip/decay chain, like every algorithm term;
+//! - server: `x ← x + η_g·Δ̄`, and the momentum takes one step with c:
+//!   `m ← (1−β)·c + β·m` (m_0 = 0).
 //!
-//! The momentum is the Mime paper's EMA form. The GHBM reference code (torch SGD, dampening 0)
-//! keeps `m ← β·m + g` and steps with `β·m + g`: the same method with the gradient's weight 1
-//! instead of 1−β. Full Mime (the SVRG correction `g_i(y) − g_i(x) + ∇f(x)`, which needs the
-//! round's mean full-data gradient before the local steps) is not implemented.
+//! The momentum is the Mime paper's EMA form. The GHBM code (torch SGD, dampening 0) keeps
+//! `m ← β·m + g` and steps with `β·m + g`: the same method with the gradient's weight 1 instead
+//! of 1−β (another effective step size).
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::validate::one_of;
 use crate::error::{Error, Result};
 use crate::fl::algorithm::{
-    Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, Uplink, axpy, take_state,
+    Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, axpy, take_state,
 };
 use crate::fl::step::global_norm;
 
@@ -30,10 +32,12 @@ use crate::fl::step::global_norm;
 #[serde(deny_unknown_fields, default)]
 pub struct Keys {
     /// The base optimizer: `amsgrad` (the Fed-LAMB paper's Mime: AMSGrad local steps with the
-    /// server's v̂, keys in `[fedlamb]`) | `sgdm` (MimeLite with SGD and server momentum).
+    /// server's v̂, keys in `[fedlamb]`) | `sgdm` (SGD with server momentum).
     pub base: String,
     /// β of `sgdm`.
     pub momentum: f64,
+    /// `sgdm`: MimeLite (true) or Mime with the SVRG correction (false).
+    pub lite: bool,
 }
 
 impl Default for Keys {
@@ -41,6 +45,7 @@ impl Default for Keys {
         Keys {
             base: "amsgrad".into(),
             momentum: 0.9,
+            lite: true,
         }
     }
 }
@@ -59,26 +64,27 @@ impl Keys {
     }
 }
 
-/// MimeLite with SGD and a frozen server momentum.
-pub struct MimeLite {
+/// Mime or MimeLite with SGD and a frozen server momentum.
+pub struct MimeSgdm {
+    lite: bool,
     beta: f32,
     eta: f64,
     dim: usize,
     m: Vec<f32>,
-    /// Σ of the round's full-data gradients so far, and how many.
-    sum_grad: Vec<f64>,
-    n_grad: usize,
+    /// c: the round's mean full-data gradient at x.
+    c: Vec<f32>,
 }
 
-impl MimeLite {
+impl MimeSgdm {
     pub fn new(s: &Setup) -> Self {
-        MimeLite {
-            beta: s.spec.algorithms.mime.momentum as f32,
+        let k = &s.spec.algorithms.mime;
+        MimeSgdm {
+            lite: k.lite,
+            beta: k.momentum as f32,
             eta: s.spec.fl.global_lr,
             dim: s.dim,
             m: vec![0.0; s.dim],
-            sum_grad: vec![0.0; s.dim],
-            n_grad: 0,
+            c: vec![0.0; s.dim],
         }
     }
 
@@ -88,27 +94,31 @@ impl MimeLite {
     }
 }
 
-impl Algorithm for MimeLite {
+impl Algorithm for MimeSgdm {
     fn local_term(&self, _client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
-        LocalTerm {
-            scale: 1.0 - self.beta,
+        let b = self.beta;
+        let t = LocalTerm {
+            scale: 1.0 - b,
             ..LocalTerm::none()
         }
-        .shift(self.beta, &self.m)
+        .shift(b, &self.m);
+        if self.lite {
+            t
+        } else {
+            // (1−β)·(g_i(y) − g_i(x) + c) + β·m
+            LocalTerm {
+                anchor_grad: -(1.0 - b),
+                ..t.shift(1.0 - b, &self.c)
+            }
+        }
     }
 
-    fn wants_full_gradient(&self) -> bool {
+    fn wants_round_gradient(&self) -> bool {
         true
     }
 
-    fn client_uplink(&mut self, _client: usize, mut uplink: Uplink) {
-        if let Ok(g) = take_state(&mut uplink, "full_grad", self.dim) {
-            self.sum_grad
-                .iter_mut()
-                .zip(&g)
-                .for_each(|(s, g)| *s += *g as f64);
-            self.n_grad += 1;
-        }
+    fn round_gradient(&mut self, mean: &[f32]) {
+        self.c.copy_from_slice(mean);
     }
 
     fn server_update(
@@ -118,15 +128,11 @@ impl Algorithm for MimeLite {
         agg: &Aggregate,
     ) -> ServerLog {
         axpy(global, self.eta, &agg.mean_delta);
-        if self.n_grad > 0 {
-            let (b, n) = (self.beta as f64, self.n_grad as f64);
-            self.m
-                .iter_mut()
-                .zip(&self.sum_grad)
-                .for_each(|(m, s)| *m = ((1.0 - b) * (s / n) + b * *m as f64) as f32);
-        }
-        self.sum_grad.fill(0.0);
-        self.n_grad = 0;
+        let b = self.beta;
+        self.m
+            .iter_mut()
+            .zip(&self.c)
+            .for_each(|(m, c)| *m = (1.0 - b) * c + b * *m);
         ServerLog {
             server_lr: self.eta,
             state_norm: Some(global_norm(&self.m)),

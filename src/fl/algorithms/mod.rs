@@ -34,7 +34,7 @@ pub use fedlc::{FedLc, offsets as fedlc_offsets};
 pub use fedmlb::FedMlb;
 pub use fedntd::FedNtd;
 pub use fedprox::FedProx;
-pub use mime::MimeLite;
+pub use mime::MimeSgdm;
 pub use moon::Moon;
 pub use scaffold::Scaffold;
 
@@ -130,7 +130,7 @@ pub const REGISTRY: &[(&str, Build)] = &[
         ok(FedLamb::new(Step::Lamb, Source::FullGradient, s))
     }),
     ("mime", |s| match s.spec.algorithms.mime.base.as_str() {
-        "sgdm" => ok(MimeLite::new(s)),
+        "sgdm" => ok(MimeSgdm::new(s)),
         _ => ok(FedLamb::new(Step::Ams, Source::FullGradient, s)),
     }),
 ];

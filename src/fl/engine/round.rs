@@ -59,6 +59,16 @@ pub fn run_round(
         .broadcast()
         .map(|b| b.to_vec())
         .unwrap_or_else(|| global.to_vec());
+    if alg.wants_round_gradient() {
+        let mut mean = vec![0f64; anchor.len()];
+        for &c in &sampled {
+            let g = trainer.full_gradient(c, &anchor);
+            mean.iter_mut().zip(&g).for_each(|(m, g)| *m += *g as f64);
+        }
+        let n = sampled.len().max(1) as f64;
+        let mean: Vec<f32> = mean.into_iter().map(|m| (m / n) as f32).collect();
+        alg.round_gradient(&mean);
+    }
     let total: usize = client_sizes.iter().sum();
     let mut acc = vec![0f64; global.len()];
     let (mut wsum, mut sq) = (0f64, 0f64);

@@ -27,6 +27,9 @@ pub trait LocalTrainer {
         lr: f64,
     ) -> Vec<LocalStats>;
     fn delta(&self, k: usize) -> &[f32];
+    /// The loss gradient of client `client`'s whole data at `at` (for
+    /// `Algorithm::wants_round_gradient`).
+    fn full_gradient(&mut self, client: usize, at: &[f32]) -> Vec<f32>;
 }
 
 /// The burn model trainers (one per worker) over a federated data set.
@@ -115,5 +118,10 @@ impl LocalTrainer for BurnClients<'_> {
 
     fn delta(&self, k: usize) -> &[f32] {
         self.trainers[k].delta()
+    }
+
+    fn full_gradient(&mut self, client: usize, at: &[f32]) -> Vec<f32> {
+        let idx = &self.data.clients[client];
+        self.trainers[0].full_gradient(self.data, idx, at, self.spec.local.batch_size)
     }
 }
