@@ -64,3 +64,17 @@ pub fn synthetic_spec(extra: &str) -> String {
         "[data]\ndataset = \"synthetic\"\npartition = \"iid\"\nnum_clients = 4\nsynthetic_train = 24\nsynthetic_test = 40\naugmentation = \"batch\"\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 2\nclients_per_round = 2\neval_batch_size = 64\n[local]\nsteps = 3\nbatch_size = 8\nlr = 0.05\nweight_decay = 0.01\n[run]\nname = \"t\"\ncheckpoint_every = 1\n{extra}"
     )
 }
+
+/// A rounds.csv as rows of numbers (an empty cell is NaN), without the header.
+pub fn columns(path: &std::path::Path) -> Vec<Vec<f64>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split(',')
+                .map(|v| v.parse::<f64>().unwrap_or(f64::NAN))
+                .collect()
+        })
+        .collect()
+}

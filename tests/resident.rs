@@ -6,24 +6,11 @@
 mod common;
 
 use burn::tensor::{Device, Tensor, TensorData};
-use common::{TempDir, synthetic_spec};
+use common::{TempDir, columns, synthetic_spec};
 use fedrun::config::Spec;
 use fedrun::fl::algorithm::LocalTerm;
 use fedrun::fl::engine::{RunOptions, run};
 use fedrun::fl::step::LocalOptimizer;
-
-fn columns(path: &std::path::Path) -> Vec<Vec<f64>> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            l.split(',')
-                .map(|v| v.parse::<f64>().unwrap_or(f64::NAN))
-                .collect()
-        })
-        .collect()
-}
 
 fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
     let mut set = set.to_vec();

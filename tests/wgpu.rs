@@ -8,22 +8,9 @@
 
 mod common;
 
-use common::{TempDir, synthetic_spec};
+use common::{TempDir, columns, synthetic_spec};
 use fedrun::config::Spec;
 use fedrun::fl::engine::{RunOptions, run};
-
-fn columns(path: &std::path::Path) -> Vec<Vec<f64>> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            l.split(',')
-                .map(|v| v.parse::<f64>().unwrap_or(f64::NAN))
-                .collect()
-        })
-        .collect()
-}
 
 #[test]
 fn wgpu_and_flex_train_alike() {

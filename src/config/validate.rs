@@ -42,6 +42,19 @@ pub(crate) fn one_of(key: &str, value: &str, valid: &[&str]) -> Result<()> {
     }
 }
 
+/// `v` in `[0, 1)` (`closed = false`) or `[0, 1]` (`closed = true`).
+pub(crate) fn unit_interval(key: &str, v: f64, closed: bool) -> Result<()> {
+    let ok = v >= 0.0 && (v < 1.0 || (closed && v == 1.0));
+    if ok {
+        Ok(())
+    } else {
+        let end = if closed { "]" } else { ")" };
+        Err(Error::Config(format!(
+            "key `{key}` must be in [0, 1{end}, got {v}"
+        )))
+    }
+}
+
 pub(crate) fn positive(key: &str, v: f64) -> Result<()> {
     if v > 0.0 && v.is_finite() {
         Ok(())

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::config::validate::unit_interval;
+use crate::error::Result;
 use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, axpy, take_state};
 use crate::fl::step::global_norm;
 
@@ -23,14 +24,7 @@ impl Default for Keys {
 
 impl Keys {
     pub fn validate(&self) -> Result<()> {
-        if (0.0..1.0).contains(&self.momentum) {
-            Ok(())
-        } else {
-            Err(Error::Config(format!(
-                "key `fedavgm.momentum` must be in [0, 1), got {}",
-                self.momentum
-            )))
-        }
+        unit_interval("fedavgm.momentum", self.momentum, false)
     }
 }
 

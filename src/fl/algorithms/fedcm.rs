@@ -8,7 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::FedAvg;
-use crate::error::{Error, Result};
+use crate::config::validate::unit_interval;
+use crate::error::Result;
 use crate::fl::algorithm::{
     Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
 };
@@ -29,14 +30,7 @@ impl Default for Keys {
 
 impl Keys {
     pub fn validate(&self) -> Result<()> {
-        if (0.0..=1.0).contains(&self.alpha) {
-            Ok(())
-        } else {
-            Err(Error::Config(format!(
-                "key `fedcm.alpha` must be in [0, 1], got {}",
-                self.alpha
-            )))
-        }
+        unit_interval("fedcm.alpha", self.alpha, true)
     }
 }
 

@@ -20,8 +20,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::validate::one_of;
-use crate::error::{Error, Result};
+use crate::config::validate::{one_of, unit_interval};
+use crate::error::Result;
 use crate::fl::algorithm::{
     Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, axpy, take_state,
 };
@@ -53,14 +53,7 @@ impl Default for Keys {
 impl Keys {
     pub fn validate(&self) -> Result<()> {
         one_of("mime.base", &self.base, &["amsgrad", "sgdm"])?;
-        if (0.0..1.0).contains(&self.momentum) {
-            Ok(())
-        } else {
-            Err(Error::Config(format!(
-                "key `mime.momentum` must be in [0, 1), got {}",
-                self.momentum
-            )))
-        }
+        unit_interval("mime.momentum", self.momentum, false)
     }
 }
 
