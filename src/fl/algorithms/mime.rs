@@ -80,11 +80,6 @@ impl MimeSgdm {
             c: vec![0.0; s.dim],
         }
     }
-
-    /// The server momentum m.
-    pub fn momentum(&self) -> &[f32] {
-        &self.m
-    }
 }
 
 impl Algorithm for MimeSgdm {
