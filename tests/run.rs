@@ -700,3 +700,48 @@ fn every_algorithm_resumes_with_its_state_to_the_same_csv() {
         );
     }
 }
+
+#[test]
+fn a_run_asked_for_more_or_fewer_rounds_continues_from_its_checkpoint() {
+    // A complete 2-round run asked for 4 is extended; the CSV equals a 4-round run's. A run
+    // checkpointed at round 2 of 4 and asked for 2 finishes there, as a 2-round run would.
+    let spec = |rounds: usize| {
+        Spec::from_str_with(
+            &synthetic_spec(""),
+            "t",
+            &[
+                format!("fl.rounds={rounds}"),
+                "fl.algorithm=\"fedavgm\"".into(),
+            ],
+        )
+        .unwrap()
+    };
+    let d = TempDir::new("extend");
+    let opts = |dir: &str, max| RunOptions {
+        out: d.path().join(dir),
+        max_rounds_this_call: max,
+        ..Default::default()
+    };
+    run(&spec(4), &opts("four", None)).unwrap();
+    run(&spec(2), &opts("two", None)).unwrap();
+
+    assert_eq!(run(&spec(2), &opts("ext", None)).unwrap().rounds, 2);
+    let s = run(&spec(4), &opts("ext", None)).unwrap();
+    assert_eq!((s.status.as_str(), s.rounds), ("complete", 4));
+    let csv = |dir: &str| csv_without_time(&d.path().join(dir).join("t/rounds.csv"));
+    assert_eq!(csv("ext"), csv("four"), "extended from 2 to 4 rounds");
+    let spec_file = std::fs::read_to_string(d.path().join("ext/t/spec.toml")).unwrap();
+    assert!(spec_file.contains("rounds = 4"), "{spec_file}");
+
+    assert_eq!(
+        run(&spec(4), &opts("cut", Some(2))).unwrap().status,
+        "interrupted"
+    );
+    let s = run(&spec(2), &opts("cut", None)).unwrap();
+    assert_eq!((s.status.as_str(), s.rounds), ("complete", 2));
+    assert_eq!(csv("cut"), csv("two"), "stopped at 2 of 4, finished as 2");
+
+    // fewer rounds than already run is refused, naming the key
+    let e = run(&spec(1), &opts("ext", None)).unwrap_err().to_string();
+    assert!(e.contains("fl.rounds"), "{e}");
+}

@@ -105,8 +105,8 @@ pub struct SweepOptions {
     pub exe: PathBuf,
 }
 
-/// A grid point ready to run: the point, its folder name, its `--set` overrides.
-type Named = (Point, String, Vec<String>);
+/// A grid point ready to run: the point, its folder name, its `--set` overrides, its rounds.
+type Named = (Point, String, Vec<String>, usize);
 
 /// Every point of the grid, each validated (so a typo fails before anything runs).
 fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
@@ -123,8 +123,8 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
         sets.extend(p.sets());
         sets.push(format!("run.name={name}"));
         // validate now: an unknown key or bad value stops the sweep before any run
-        Spec::from_str_with(&text, "sweep point", &sets)?;
-        named.push((p.clone(), name, sets));
+        let rounds = Spec::from_str_with(&text, "sweep point", &sets)?.fl.rounds;
+        named.push((p.clone(), name, sets, rounds));
     }
     Ok(named)
 }
@@ -155,10 +155,11 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                         *n += 1;
                         *n - 1
                     };
-                    let (_, name, sets) = &named[i];
+                    let (_, name, sets, rounds) = &named[i];
                     let dir = o.out.join(name);
+                    // a complete point asked for more rounds runs again, and is extended
                     let summary = match Summary::read(&dir) {
-                        Ok(s) if s.status == "complete" => {
+                        Ok(s) if s.status == "complete" && s.rounds >= *rounds => {
                             eprintln!("[sweep] {name}: already complete, skipped");
                             s
                         }
@@ -176,7 +177,7 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
     let out: Vec<(Point, String, Summary)> = named
         .into_iter()
         .zip(results)
-        .map(|((p, n, _), s)| {
+        .map(|((p, n, _, _), s)| {
             (
                 p,
                 n.clone(),
@@ -222,7 +223,7 @@ fn command_line(o: &SweepOptions, sets: &[String]) -> Result<String> {
 pub fn emit(base: &Spec, o: &SweepOptions, file: &Path) -> Result<usize> {
     let named = named_points(base, o)?;
     let mut text = String::new();
-    for (_, _, sets) in &named {
+    for (_, _, sets, _) in &named {
         text.push_str(&command_line(o, sets)?);
         text.push('\n');
     }

@@ -40,14 +40,24 @@ pub fn write(path: &Path, header: &Header, vectors: &[(String, &[f32])]) -> Resu
 /// Named vectors of a checkpoint.
 pub type Vectors = Vec<(String, Vec<f32>)>;
 
-pub fn read(path: &Path) -> Result<(Header, Vectors)> {
-    let bytes = std::fs::read(path)
+/// The header alone (the first line), without reading the vectors.
+pub fn read_header(path: &Path) -> Result<Header> {
+    let f = std::fs::File::open(path)
         .map_err(|e| Error::io(format!("cannot read checkpoint {}", path.display()), e))?;
-    let nl = bytes
-        .iter()
-        .position(|&b| b == b'\n')
-        .ok_or_else(|| Error::Run(format!("{}: not a fedrun checkpoint", path.display())))?;
-    let header: Header = serde_json::from_slice(&bytes[..nl])
+    let mut line = Vec::new();
+    std::io::BufRead::read_until(&mut std::io::BufReader::new(f), b'\n', &mut line)
+        .map_err(|e| Error::io(format!("cannot read checkpoint {}", path.display()), e))?;
+    if line.last() != Some(&b'\n') {
+        return Err(Error::Run(format!(
+            "{}: not a fedrun checkpoint",
+            path.display()
+        )));
+    }
+    parse_header(path, &line[..line.len() - 1])
+}
+
+fn parse_header(path: &Path, line: &[u8]) -> Result<Header> {
+    let header: Header = serde_json::from_slice(line)
         .map_err(|e| Error::Run(format!("{}: bad checkpoint header: {e}", path.display())))?;
     if header.magic != MAGIC {
         return Err(Error::Run(format!(
@@ -55,6 +65,17 @@ pub fn read(path: &Path) -> Result<(Header, Vectors)> {
             path.display()
         )));
     }
+    Ok(header)
+}
+
+pub fn read(path: &Path) -> Result<(Header, Vectors)> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::io(format!("cannot read checkpoint {}", path.display()), e))?;
+    let nl = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| Error::Run(format!("{}: not a fedrun checkpoint", path.display())))?;
+    let header = parse_header(path, &bytes[..nl])?;
     let mut pos = nl + 1;
     let mut vecs = Vec::new();
     for (name, len) in &header.vectors {

@@ -22,12 +22,14 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     let dir = opts.out.join(&spec.run.name);
     let ckpt_path = dir.join("checkpoint.bin");
     let csv_path = dir.join("rounds.csv");
-    // A finished run is not run again.
+    // A finished run is not run again, unless a complete one is asked for more rounds: then it
+    // is extended from its last checkpoint.
     if !opts.force
         && let Ok(s) = Summary::read(&dir)
         && s.status != "interrupted"
+        && !(s.status == "complete" && s.rounds < spec.fl.rounds && ckpt_path.exists())
     {
-        check_same_spec(&dir, spec)?;
+        check_same_spec(&dir, spec, None)?;
         eprintln!(
             "{} is already {} (use --force to run it again)",
             dir.display(),
@@ -37,7 +39,8 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     }
     let resume = !opts.force && ckpt_path.exists();
     if resume {
-        check_same_spec(&dir, spec)?;
+        let next = checkpoint::read_header(&ckpt_path)?.next_round;
+        check_same_spec(&dir, spec, Some(next))?;
     }
     let data = data::load(spec, opts.data_dir.as_deref())?;
     eprintln!("{}", data.describe());
@@ -81,9 +84,9 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
         last = h.last;
         csv = Some(CsvWriter::resume(&csv_path, h.csv_bytes)?);
         eprintln!("resuming {} at round {start}", dir.display());
-    } else {
-        write_atomic(&dir.join("spec.toml"), spec.to_toml().as_bytes())?;
     }
+    // (rewritten on resume too: `fl.rounds` may have changed)
+    write_atomic(&dir.join("spec.toml"), spec.to_toml().as_bytes())?;
     let mut csv = match csv {
         Some(c) => c,
         None => CsvWriter::create(&csv_path)?,
@@ -207,10 +210,11 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     let elapsed = elapsed0 + t0.elapsed().as_secs_f64();
     summary.rounds = done;
     summary.elapsed_s = elapsed;
+    // this call's pace; a call that had nothing left to run reports the whole run's
     summary.seconds_per_round = if done > start {
         t0.elapsed().as_secs_f64() / (done - start) as f64
     } else {
-        0.0
+        elapsed / done.max(1) as f64
     };
     summary.best_test_acc = best.map(|b| b.0);
     summary.best_round = best.map(|b| b.1);
@@ -226,14 +230,21 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     Ok(summary)
 }
 
-/// Refuse to continue a run folder whose spec differs, naming the keys.
-fn check_same_spec(dir: &Path, spec: &Spec) -> Result<()> {
+/// Refuse to continue a run folder whose spec differs, naming the keys. When resuming from a
+/// checkpoint at round `next`, `fl.rounds` alone may differ, if it is at least `next`: nothing a
+/// round computes depends on the total, so rounds before it are the same either way.
+fn check_same_spec(dir: &Path, spec: &Spec, next: Option<usize>) -> Result<()> {
     let p = dir.join("spec.toml");
     let Ok(text) = std::fs::read_to_string(&p) else {
         return Ok(());
     };
     let old = Spec::from_str_with(&text, &p.display().to_string(), &[])?;
-    let diff = old.diff_keys(spec);
+    let mut diff = old.diff_keys(spec);
+    if let Some(next) = next
+        && spec.fl.rounds >= next
+    {
+        diff.retain(|k| k != "fl.rounds");
+    }
     if diff.is_empty() {
         Ok(())
     } else {
