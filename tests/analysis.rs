@@ -320,3 +320,48 @@ fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() 
     assert!(String::from_utf8_lossy(&e.stderr).contains("weight_decay"));
     assert!(!d.path().join("bad").exists());
 }
+
+#[test]
+fn labels_and_groups_ignore_tables_the_algorithm_does_not_read() {
+    // Two FedAvg runs whose specs differ only in `[fedadam]` (which FedAvg does not read) are
+    // one configuration; FedAdam runs are told apart by their own `eps`, which labels no other
+    // algorithm's runs.
+    let d = TempDir::new("labels");
+    let runs = vec![
+        fake_run(&d.path().join("a0"), &["fedadam.eps=0.01"], &[10.0]),
+        fake_run(
+            &d.path().join("a1"),
+            &["fedadam.eps=0.001", "run.seed=1"],
+            &[20.0],
+        ),
+        fake_run(
+            &d.path().join("b0"),
+            &["fl.algorithm=\"fedadam\"", "fedadam.eps=0.1"],
+            &[30.0],
+        ),
+        fake_run(
+            &d.path().join("b1"),
+            &["fl.algorithm=\"fedadam\"", "fedadam.eps=0.2"],
+            &[35.0],
+        ),
+        fake_run(
+            &d.path().join("c0"),
+            &["fl.algorithm=\"fedams\"", "fedlamb.eps=0.001"],
+            &[40.0],
+        ),
+    ];
+    let groups = fedrun::analysis::runs::group(runs);
+    let labels: Vec<(&str, usize)> = groups
+        .iter()
+        .map(|g| (g.label.as_str(), g.runs.len()))
+        .collect();
+    assert_eq!(
+        labels,
+        vec![
+            ("algorithm=fedadam, eps=0.1", 1),
+            ("algorithm=fedadam, eps=0.2", 1),
+            ("algorithm=fedams", 1),
+            ("algorithm=fedavg", 2),
+        ]
+    );
+}

@@ -106,11 +106,7 @@ fn against_key(groups: &[Group], metric: &str, key: &str) -> Result<Vec<Line>> {
         let label = if others.is_empty() {
             metric.to_string()
         } else {
-            others
-                .iter()
-                .map(|k| format!("{}={}", short(k), g.keys[k]))
-                .collect::<Vec<_>>()
-                .join(", ")
+            g.describe(&others)
         };
         let i = match lines.iter().position(|l| l.label == label) {
             Some(i) => i,

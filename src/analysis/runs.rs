@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Spec;
 use crate::error::{Error, Result};
+use crate::fl::algorithms::{ignores_table, is_algorithm_table};
 use crate::metrics::csv;
 use crate::metrics::summary::Summary;
 
@@ -116,13 +117,43 @@ pub struct Group {
     pub runs: Vec<Run>,
 }
 
+impl Group {
+    /// Whether `key` belongs to an algorithm table this group's algorithm does not read.
+    fn ignores(&self, key: &str) -> bool {
+        let alg = self
+            .keys
+            .get("fl.algorithm")
+            .map(String::as_str)
+            .unwrap_or("");
+        ignores_table(alg, key.split('.').next().unwrap_or(""))
+    }
+
+    /// `weight_decay=0.01, nar=true` for `keys`, leaving out those the group's algorithm does
+    /// not read.
+    pub fn describe(&self, keys: &[String]) -> String {
+        keys.iter()
+            .filter(|k| !self.ignores(k))
+            .map(|k| {
+                format!(
+                    "{}={}",
+                    short(k),
+                    self.keys.get(k).map(String::as_str).unwrap_or("-")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 pub fn group(runs: Vec<Run>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     for r in runs {
+        // keys of algorithm tables the run's algorithm does not read are not its configuration
+        let alg = r.spec.fl.algorithm.clone();
         let keys: BTreeMap<String, String> = r
             .keys
             .iter()
-            .filter(|(k, _)| !ignored(k))
+            .filter(|(k, _)| !ignored(k) && !ignores_table(&alg, k.split('.').next().unwrap_or("")))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         match groups.iter_mut().find(|g| g.keys == keys) {
@@ -156,31 +187,30 @@ pub fn group(runs: Vec<Run>) -> Vec<Group> {
         g.label = if differing.is_empty() {
             g.keys.get("fl.algorithm").cloned().unwrap_or_default()
         } else {
-            differing
-                .iter()
-                .map(|k| {
-                    format!(
-                        "{}={}",
-                        short(k),
-                        g.keys.get(k).map(String::as_str).unwrap_or("-")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
+            g.describe(&differing)
         };
     }
     groups
 }
 
-/// Keys whose values differ between groups.
+/// Keys whose values differ between groups, the common tables' first. A key of an algorithm's
+/// table is compared only between the groups whose algorithm reads it.
 pub fn differing_keys(groups: &[Group]) -> Vec<String> {
-    let Some(first) = groups.first() else {
-        return Vec::new();
-    };
-    first
-        .keys
-        .keys()
-        .filter(|k| groups.iter().any(|g| g.keys.get(*k) != first.keys.get(*k)))
+    let all: std::collections::BTreeSet<(bool, &String)> = groups
+        .iter()
+        .flat_map(|g| g.keys.keys())
+        .map(|k| (is_algorithm_table(k.split('.').next().unwrap_or("")), k))
+        .collect();
+    all.into_iter()
+        .map(|(_, k)| k)
+        .filter(|k| {
+            let mut vals = groups
+                .iter()
+                .filter(|g| !g.ignores(k))
+                .map(|g| g.keys.get(*k));
+            let first = vals.next();
+            vals.any(|v| Some(v) != first)
+        })
         .cloned()
         .collect()
 }

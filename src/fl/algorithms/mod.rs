@@ -85,6 +85,34 @@ impl AlgorithmKeys {
     }
 }
 
+/// Whether `algorithm` reads the algorithm table `table`: its own, or the one it shares (the
+/// adaptive servers share `[fedadam]`; the Fed-LAMB family `[fedlamb]`, and Mime `[mime]` too).
+fn reads(algorithm: &str, table: &str) -> bool {
+    match algorithm {
+        "fedadagrad" | "fedyogi" => table == "fedadam",
+        "fedams" | "mimelamb" => table == "fedlamb",
+        "mime" => table == "mime" || table == "fedlamb",
+        own => table == own,
+    }
+}
+
+/// Whether `table` is an algorithm's table that a run of `algorithm` does not read, so that its
+/// keys cannot change the run (the analysis leaves them out of labels and grouping).
+pub fn ignores_table(algorithm: &str, table: &str) -> bool {
+    is_algorithm_table(table) && !reads(algorithm, table)
+}
+
+/// Whether `table` is one of the algorithms' tables (a field of [`AlgorithmKeys`]).
+pub fn is_algorithm_table(table: &str) -> bool {
+    static TABLES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        match toml::Value::try_from(AlgorithmKeys::default()).expect("keys") {
+            toml::Value::Table(t) => t.keys().cloned().collect(),
+            _ => unreachable!("a struct serialises to a table"),
+        }
+    });
+    TABLES.iter().any(|t| t == table)
+}
+
 type Build = fn(&Setup) -> Result<Box<dyn Algorithm>>;
 
 /// Every algorithm: its `fl.algorithm` name and how to build it.
