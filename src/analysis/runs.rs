@@ -125,7 +125,7 @@ impl Group {
             .get("fl.algorithm")
             .map(String::as_str)
             .unwrap_or("");
-        ignores_table(alg, key.split('.').next().unwrap_or(""))
+        ignores_table(alg, table(key))
     }
 
     /// `weight_decay=0.01, nar=true` for `keys`, leaving out those the group's algorithm does
@@ -149,11 +149,11 @@ pub fn group(runs: Vec<Run>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     for r in runs {
         // keys of algorithm tables the run's algorithm does not read are not its configuration
-        let alg = r.spec.fl.algorithm.clone();
+        let alg = r.spec.fl.algorithm.as_str();
         let keys: BTreeMap<String, String> = r
             .keys
             .iter()
-            .filter(|(k, _)| !ignored(k) && !ignores_table(&alg, k.split('.').next().unwrap_or("")))
+            .filter(|(k, _)| !ignored(k) && !ignores_table(alg, table(k)))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         match groups.iter_mut().find(|g| g.keys == keys) {
@@ -199,7 +199,7 @@ pub fn differing_keys(groups: &[Group]) -> Vec<String> {
     let all: std::collections::BTreeSet<(bool, &String)> = groups
         .iter()
         .flat_map(|g| g.keys.keys())
-        .map(|k| (is_algorithm_table(k.split('.').next().unwrap_or("")), k))
+        .map(|k| (is_algorithm_table(table(k)), k))
         .collect();
     all.into_iter()
         .map(|(_, k)| k)
@@ -213,6 +213,11 @@ pub fn differing_keys(groups: &[Group]) -> Vec<String> {
         })
         .cloned()
         .collect()
+}
+
+/// `local.weight_decay` → `local`.
+fn table(key: &str) -> &str {
+    key.split('.').next().unwrap_or(key)
 }
 
 /// `local.weight_decay` → `weight_decay`.

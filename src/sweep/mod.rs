@@ -157,9 +157,11 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                     };
                     let (_, name, sets, rounds) = &named[i];
                     let dir = o.out.join(name);
-                    // a complete point asked for more rounds runs again, and is extended
+                    // a complete point asked for another round count runs again: it is
+                    // extended, or (fewer rounds) refused with the key named, not reported
+                    // as if it had run the rounds asked
                     let summary = match Summary::read(&dir) {
-                        Ok(s) if s.status == "complete" && s.rounds >= *rounds => {
+                        Ok(s) if s.status == "complete" && s.rounds == *rounds => {
                             eprintln!("[sweep] {name}: already complete, skipped");
                             s
                         }
