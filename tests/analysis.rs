@@ -152,6 +152,50 @@ fn plot_writes_png_and_svg_of_the_requested_size() {
 }
 
 #[test]
+fn plot_against_a_non_numeric_key_draws_one_column_per_value() {
+    // FedNAR Table 1: each backbone at its own weight decay, baseline and NAR
+    let d = TempDir::new("plot_cat");
+    for (name, alg, wd, nar, acc) in [
+        ("a", "fedavg", "0.05", "false", 30.0),
+        ("b", "fedavg", "0.05", "true", 31.0),
+        ("c", "fedprox", "0.01", "false", 35.0),
+        ("e", "fedprox", "0.01", "true", 36.0),
+    ] {
+        fake_run(
+            &d.path().join("r").join(name),
+            &[
+                &format!("fl.algorithm={alg}"),
+                &format!("local.weight_decay={wd}"),
+                &format!("local.nar={nar}"),
+            ],
+            &[10.0, acc],
+        );
+    }
+    let svg = d.path().join("t1.svg");
+    let o = Command::new(env!("CARGO_BIN_EXE_fedrun"))
+        .args(["plot"])
+        .arg(d.path().join("r"))
+        .args(["--x", "algorithm", "-o"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    // the categories name the ticks; the legend names nar alone, since each algorithm fixes the
+    // weight decay
+    for want in ["fedavg", "fedprox", "nar=false", "nar=true", "algorithm"] {
+        assert!(
+            text.lines().any(|l| l.trim() == want),
+            "no text element `{want}` in the SVG"
+        );
+    }
+    assert!(
+        !text.contains("weight_decay="),
+        "a key fixed by x in the legend"
+    );
+}
+
+#[test]
 fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() {
     let d = TempDir::new("sweep");
     let cfg = d.path().join("spec.toml");

@@ -1,5 +1,6 @@
 //! `fedrun plot`: curves of a CSV column against the round (seed groups as a mean line with a
-//! ±sd band), or the final value against a swept key (FedNAR Figure 2). PNG or SVG, chosen by
+//! ±sd band), or the final value against a swept key: a numeric key as an axis (FedNAR Figure 2),
+//! any other (`fl.algorithm`) as categories with ±sd bars (Table 1). PNG or SVG, chosen by
 //! the output's extension. Text is drawn with the bundled DejaVu Sans, so no system fonts are
 //! needed.
 
@@ -76,24 +77,45 @@ fn curves(groups: &[Group], metric: &str) -> Result<Vec<Line>> {
     Ok(out)
 }
 
-fn against_key(groups: &[Group], metric: &str, key: &str) -> Result<Vec<Line>> {
+/// The final metric of each group against `key`'s value. A key whose values are all numbers is a
+/// numeric axis; otherwise (an algorithm, a model) its values are categories, placed at 0, 1, …
+/// in the groups' order, and returned so the axis can name them. Legend entries name only the
+/// keys that vary within one x value: a key fixed by x (each backbone's own weight decay) adds
+/// nothing a reader does not see on the axis.
+fn against_key(
+    groups: &[Group],
+    metric: &str,
+    key: &str,
+) -> Result<(Vec<Line>, Option<Vec<String>>)> {
     let key = resolve_key(groups, key)?;
+    let value = |g: &Group| g.keys.get(&key).cloned().unwrap_or_else(|| "-".into());
+    let numeric = groups.iter().all(|g| value(g).parse::<f64>().is_ok());
+    let mut categories: Vec<String> = Vec::new();
+    if !numeric {
+        for g in groups {
+            if !categories.contains(&value(g)) {
+                categories.push(value(g));
+            }
+        }
+    }
     let others: Vec<String> = differing_keys(groups)
         .into_iter()
         .filter(|k| *k != key)
+        .filter(|k| {
+            groups.iter().any(|a| {
+                groups
+                    .iter()
+                    .any(|b| value(a) == value(b) && a.keys.get(k) != b.keys.get(k))
+            })
+        })
         .collect();
     let mut lines: Vec<Line> = Vec::new();
     for g in groups {
-        let xv: f64 = g
-            .keys
-            .get(&key)
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| {
-                Error::Config(format!(
-                    "--x {key}: value {:?} is not a number",
-                    g.keys.get(&key)
-                ))
-            })?;
+        let xv: f64 = if numeric {
+            value(g).parse().unwrap_or(f64::NAN)
+        } else {
+            categories.iter().position(|c| *c == value(g)).unwrap_or(0) as f64
+        };
         let finals: Vec<f64> = g
             .runs
             .iter()
@@ -131,7 +153,16 @@ fn against_key(groups: &[Group], metric: &str, key: &str) -> Result<Vec<Line>> {
         l.y = idx.iter().map(|&i| l.y[i]).collect();
         l.sd = idx.iter().map(|&i| l.sd[i]).collect();
     }
-    Ok(lines)
+    if numeric {
+        return Ok((lines, None));
+    }
+    // side by side within a category, so that equal values stay visible
+    let n = lines.len();
+    for (i, l) in lines.iter_mut().enumerate() {
+        let shift = (i as f64 - (n as f64 - 1.0) / 2.0) * (0.5 / n.max(2) as f64);
+        l.x.iter_mut().for_each(|x| *x += shift);
+    }
+    Ok((lines, Some(categories)))
 }
 
 fn draw<DB: DrawingBackend>(
@@ -141,6 +172,7 @@ fn draw<DB: DrawingBackend>(
     ylabel: &str,
     title: &str,
     logx: bool,
+    categories: Option<&[String]>,
 ) -> std::result::Result<(), String>
 where
     DB::ErrorType: 'static,
@@ -167,7 +199,11 @@ where
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
     let pad = ((y1 - y0) * 0.05).max(1e-3);
-    let xr = if x1 > x0 { x0..x1 } else { x0 - 0.5..x1 + 0.5 };
+    let xr = match categories {
+        Some(c) => -0.5..c.len() as f64 - 0.5,
+        None if x1 > x0 => x0..x1,
+        None => x0 - 0.5..x1 + 0.5,
+    };
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(15)
@@ -176,7 +212,13 @@ where
         .build_cartesian_2d(xr, (y0 - pad)..(y1 + pad))
         .map_err(|e| e.to_string())?;
     let xfmt = |v: &f64| {
-        if logx {
+        if let Some(c) = categories {
+            let i = v.round();
+            match c.get(i as usize) {
+                Some(name) if (v - i).abs() < 1e-6 && i >= 0.0 => name.clone(),
+                _ => String::new(),
+            }
+        } else if logx {
             format!("{:.0e}", 10f64.powf(*v))
         } else {
             format!("{v}")
@@ -186,9 +228,11 @@ where
     let mut xs: Vec<f64> = all_x.clone();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
+    // a category axis: one tick per category (n + 1 lets plotters' tick search settle on 1)
+    let ticks = categories.map_or(xs.len().clamp(2, 10), |c| c.len() + 1);
     chart
         .configure_mesh()
-        .x_labels(xs.len().clamp(2, 10))
+        .x_labels(ticks)
         .x_desc(xlabel)
         .y_desc(ylabel)
         .x_label_formatter(&xfmt)
@@ -198,6 +242,24 @@ where
         .map_err(|e| e.to_string())?;
     for (i, l) in lines.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
+        if categories.is_some() {
+            // categories are not a continuum: points with ±sd bars, no line between them
+            chart
+                .draw_series(l.x.iter().zip(l.y.iter().zip(&l.sd)).map(|(&x, (&y, &s))| {
+                    ErrorBar::new_vertical(x, y - s, y, y + s, color.stroke_width(2), 8)
+                }))
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(
+                    l.x.iter()
+                        .zip(&l.y)
+                        .map(|(&x, &y)| Circle::new((x, y), 5, color.filled())),
+                )
+                .map_err(|e| e.to_string())?
+                .label(l.label.clone())
+                .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
+            continue;
+        }
         if l.sd.iter().any(|&s| s > 0.0) {
             let upper: Vec<(f64, f64)> =
                 l.x.iter()
@@ -248,7 +310,7 @@ where
 pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
     register_font();
     let groups = group(runs);
-    let (lines, xlabel, logx) = match &o.x {
+    let (lines, xlabel, logx, categories) = match &o.x {
         Some(k) => {
             let key = resolve_key(&groups, k)?;
             let logx = groups.iter().all(|g| {
@@ -257,13 +319,15 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
                     .and_then(|v| v.parse::<f64>().ok())
                     .is_some_and(|v| v > 0.0)
             });
-            (
-                against_key(&groups, &o.metric, k)?,
-                short(&key).to_string(),
-                logx,
-            )
+            let (lines, categories) = against_key(&groups, &o.metric, k)?;
+            (lines, short(&key).to_string(), logx, categories)
         }
-        None => (curves(&groups, &o.metric)?, "round".to_string(), false),
+        None => (
+            curves(&groups, &o.metric)?,
+            "round".to_string(),
+            false,
+            None,
+        ),
     };
     let ylabel = if o.x.is_some() {
         format!("final {}", o.metric)
@@ -291,6 +355,7 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
             &ylabel,
             &title,
             logx,
+            categories.as_deref(),
         ),
         "png" => draw(
             BitMapBackend::new(out, size).into_drawing_area(),
@@ -299,6 +364,7 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
             &ylabel,
             &title,
             logx,
+            categories.as_deref(),
         ),
         _ => {
             return Err(Error::Config(format!(

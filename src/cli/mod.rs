@@ -105,7 +105,8 @@ pub struct PlotArgs {
     /// CSV column to plot.
     #[arg(long, default_value = "test_acc")]
     pub metric: String,
-    /// Plot the final metric against this spec key (e.g. weight_decay): FedNAR Figure 2.
+    /// Plot the final metric against this spec key (e.g. weight_decay: FedNAR Figure 2); a key
+    /// with non-numeric values (e.g. algorithm) gives one column of points per value.
     #[arg(long)]
     pub x: Option<String>,
     #[arg(long, default_value_t = 900)]
