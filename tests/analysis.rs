@@ -175,7 +175,7 @@ fn plot_against_a_non_numeric_key_draws_one_column_per_value() {
     let o = Command::new(env!("CARGO_BIN_EXE_fedrun"))
         .args(["plot"])
         .arg(d.path().join("r"))
-        .args(["--x", "algorithm", "-o"])
+        .args(["--x", "algorithm", "--legend", "upper-left", "-o"])
         .arg(&svg)
         .output()
         .unwrap();

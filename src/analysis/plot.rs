@@ -31,6 +31,8 @@ pub struct PlotOptions {
     pub width: u32,
     pub height: u32,
     pub title: Option<String>,
+    /// The legend's corner: `lower-right`, `upper-right`, `lower-left` or `upper-left`.
+    pub legend: String,
 }
 
 /// One line: label, points, and the ±sd half-widths.
@@ -165,18 +167,27 @@ fn against_key(
     Ok((lines, Some(categories)))
 }
 
+/// Everything around the lines: axis labels, title, the x axis's kind, the legend's corner.
+struct Frame<'a> {
+    xlabel: &'a str,
+    ylabel: &'a str,
+    title: &'a str,
+    logx: bool,
+    /// Category names when x is a non-numeric key.
+    categories: Option<&'a [String]>,
+    corner: SeriesLabelPosition,
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     lines: &[Line],
-    xlabel: &str,
-    ylabel: &str,
-    title: &str,
-    logx: bool,
-    categories: Option<&[String]>,
+    f: &Frame,
 ) -> std::result::Result<(), String>
 where
     DB::ErrorType: 'static,
 {
+    let (xlabel, ylabel, title, logx, categories) =
+        (f.xlabel, f.ylabel, f.title, f.logx, f.categories);
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let fx = |x: f64| if logx { x.log10() } else { x };
     let all_x: Vec<f64> = lines
@@ -300,7 +311,7 @@ where
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::LowerRight)
+        .position(f.corner.clone())
         .draw()
         .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())
@@ -341,6 +352,25 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
             format!("{} per round", o.metric)
         }
     });
+    let corner = match o.legend.as_str() {
+        "lower-right" => SeriesLabelPosition::LowerRight,
+        "upper-right" => SeriesLabelPosition::UpperRight,
+        "lower-left" => SeriesLabelPosition::LowerLeft,
+        "upper-left" => SeriesLabelPosition::UpperLeft,
+        other => {
+            return Err(Error::Config(format!(
+                "legend corner `{other}`: expected lower-right, upper-right, lower-left or upper-left"
+            )));
+        }
+    };
+    let frame = Frame {
+        xlabel: &xlabel,
+        ylabel: &ylabel,
+        title: &title,
+        logx,
+        categories: categories.as_deref(),
+        corner,
+    };
     let size = (o.width, o.height);
     let ext = out
         .extension()
@@ -351,20 +381,12 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
         "svg" => draw(
             SVGBackend::new(out, size).into_drawing_area(),
             &lines,
-            &xlabel,
-            &ylabel,
-            &title,
-            logx,
-            categories.as_deref(),
+            &frame,
         ),
         "png" => draw(
             BitMapBackend::new(out, size).into_drawing_area(),
             &lines,
-            &xlabel,
-            &ylabel,
-            &title,
-            logx,
-            categories.as_deref(),
+            &frame,
         ),
         _ => {
             return Err(Error::Config(format!(

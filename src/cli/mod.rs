@@ -115,6 +115,10 @@ pub struct PlotArgs {
     pub height: u32,
     #[arg(long)]
     pub title: Option<String>,
+    /// Corner of the legend, where it hides no data.
+    #[arg(long, default_value = "lower-right",
+          value_parser = ["lower-right", "upper-right", "lower-left", "upper-left"])]
+    pub legend: String,
 }
 
 #[derive(Args, Debug)]
@@ -213,6 +217,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
                 width: a.width,
                 height: a.height,
                 title: a.title.clone(),
+                legend: a.legend.clone(),
             };
             crate::analysis::plot::plot(runs, &a.output, &o)?;
             println!("wrote {}", a.output.display());
@@ -264,6 +269,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
                             width: 800,
                             height: 500,
                             title: Some("quickstart: test accuracy per round".into()),
+                            legend: "lower-right".into(),
                         },
                     )
                 });
