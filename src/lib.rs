@@ -11,4 +11,5 @@ pub mod kernels;
 pub mod metrics;
 pub mod model;
 pub mod rng;
+pub mod schema;
 pub mod sweep;

@@ -130,7 +130,7 @@ fn two_clients(steps: usize, opt: LocalOptimizer) -> Quadratic {
 }
 
 fn spec(algorithm: &str) -> Spec {
-    Spec::from_str_with(
+    fedrun::schema::parse(
         &common::synthetic_spec(""),
         "test",
         &[format!("fl.algorithm=\"{algorithm}\"")],
@@ -279,7 +279,7 @@ fn fednar_lemma1_global_update_identity_on_a_linear_model() {
 #[test]
 fn fedadam_two_rounds_by_hand() {
     let s = spec("fedadam"); // fedexp form: β1 0.9, β2 0.99, ε 0.01 decaying 0.998²; η 1
-    let mut a = AdaptiveServer::new(Rule::Adam, &s, 1);
+    let mut a = AdaptiveServer::new(Rule::Adam, &s, 1).unwrap();
     let mut x = vec![1.0f32];
     let info = |t| RoundInfo {
         round: t,
@@ -313,7 +313,7 @@ fn fedadam_two_rounds_by_hand() {
         1.0 + u1 + u2
     );
     // the Reddi / FedACG form: v of Δ̄², v0 = τ², u = m/(√v + τ)
-    let r = Spec::from_str_with(
+    let r = fedrun::schema::parse(
         &common::synthetic_spec(""),
         "t",
         &[
@@ -323,14 +323,14 @@ fn fedadam_two_rounds_by_hand() {
         ],
     )
     .unwrap();
-    let mut b = AdaptiveServer::new(Rule::Adam, &r, 1);
+    let mut b = AdaptiveServer::new(Rule::Adam, &r, 1).unwrap();
     let mut y = vec![0f32];
     b.server_update(&info(0), &mut y, &agg(0.2));
     let m = 0.1 * 0.2f64;
     let v: f64 = 0.99 * 1e-6 + 0.01 * 0.04;
     assert!((y[0] as f64 - 0.01 * m / (v.sqrt() + 0.001)).abs() < 1e-7);
     // Adp-Fed (the Fed-LAMB paper's Algorithm 2): v_0 = ε, v of Δ̄², u = m/√v, no τ
-    let p = Spec::from_str_with(
+    let p = fedrun::schema::parse(
         &common::synthetic_spec(""),
         "t",
         &[
@@ -341,7 +341,7 @@ fn fedadam_two_rounds_by_hand() {
         ],
     )
     .unwrap();
-    let mut c = AdaptiveServer::new(Rule::Adam, &p, 1);
+    let mut c = AdaptiveServer::new(Rule::Adam, &p, 1).unwrap();
     let mut z = vec![0f32];
     c.server_update(&info(0), &mut z, &agg(0.2));
     let v: f64 = 0.999 * 1e-4 + 0.001 * 0.04;
@@ -356,7 +356,7 @@ fn fedadam_two_rounds_by_hand() {
 #[test]
 fn fedexp_step_size_by_hand_and_never_below_one() {
     let s = spec("fedexp");
-    let e = FedExP::new(&s, 2);
+    let e = FedExP::new(&s, 2).unwrap();
     // Δ_1 = (1, 0), Δ_2 = (−1, 0.5): Δ̄ = (0, 0.25), G = (1 + 1.25)/2 = 1.125
     let agg = Aggregate {
         mean_delta: vec![0.0, 0.25],
@@ -374,7 +374,7 @@ fn fedexp_step_size_by_hand_and_never_below_one() {
     assert_eq!(e.step_size(0, &same), 1.0);
     // the code's |S|·ε against the paper's ε
     let with_eps = |form: &str| {
-        let s = Spec::from_str_with(
+        let s = fedrun::schema::parse(
             &common::synthetic_spec(""),
             "t",
             &[
@@ -383,7 +383,7 @@ fn fedexp_step_size_by_hand_and_never_below_one() {
             ],
         )
         .unwrap();
-        FedExP::new(&s, 2).step_size(0, &agg)
+        FedExP::new(&s, 2).unwrap().step_size(0, &agg)
     };
     let eps0 = 0.1 * 0.998f64.powi(2);
     assert!((with_eps("code") - (0.5 * 1.125 / (0.0625 + 2.0 * eps0)).max(1.0)).abs() < 1e-9);
@@ -395,7 +395,7 @@ fn fedexp_step_size_by_hand_and_never_below_one() {
 fn experiment(extra: &[&str]) -> Experiment {
     let mut set: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
     set.push("data.augmentation=\"none\"".into());
-    let s = Spec::from_str_with(&common::synthetic_spec(""), "test", &set).unwrap();
+    let s = fedrun::schema::parse(&common::synthetic_spec(""), "test", &set).unwrap();
     let d = data::load(&s, None).unwrap();
     Experiment::new(&s, d).unwrap()
 }
@@ -573,7 +573,7 @@ fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
     // full participation, one local step, no weight decay, no clip, uniform weights:
     // θ_i = Φ − l·∇f_i(Φ), so m ← λm − l·∇f(θ + λm), θ ← θ + m (Nesterov, Sutskever form)
     let (lambda, lr) = (0.85f64, 0.1f64);
-    let spec = Spec::from_str_with(
+    let spec = fedrun::schema::parse(
         &common::synthetic_spec(""),
         "test",
         &[
@@ -634,7 +634,7 @@ fn feddyn_reaches_the_optimum_where_fedavg_stays_biased_and_starts_as_fedprox() 
     let opt = || LocalOptimizer::sgd(0.0, 0.0, false);
     let xstar = two_clients(10, opt()).optimum();
     let spec = |alg: &str| {
-        Spec::from_str_with(
+        fedrun::schema::parse(
             &common::synthetic_spec(""),
             "test",
             &[
@@ -819,7 +819,7 @@ fn fedmlb_without_branches_is_fedavg_and_needs_resnet() {
         globals_after(&[r, "fl.algorithm=\"fedmlb\"", "fedmlb.branches=false"], 1)
     );
     assert_ne!(avg, globals_after(&[r, "fl.algorithm=\"fedmlb\""], 1));
-    let s = Spec::from_str_with(
+    let s = fedrun::schema::parse(
         &common::synthetic_spec(""),
         "test",
         &["fl.algorithm=\"fedmlb\"".into()],

@@ -5,7 +5,6 @@ mod common;
 use common::{TempDir, synthetic_spec};
 use fedrun::analysis::report::{ReportOptions, report};
 use fedrun::analysis::runs::Run;
-use fedrun::config::Spec;
 use std::path::Path;
 use std::process::Command;
 
@@ -13,7 +12,7 @@ use std::process::Command;
 fn fake_run(dir: &Path, sets: &[&str], accs: &[f64]) -> Run {
     std::fs::create_dir_all(dir).unwrap();
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let spec = Spec::from_str_with(&synthetic_spec(""), "t", &sets).unwrap();
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &sets).unwrap();
     std::fs::write(dir.join("spec.toml"), spec.to_toml()).unwrap();
     let mut csv = String::from(fedrun::metrics::csv::HEADER);
     csv.push('\n');

@@ -3,7 +3,6 @@
 mod common;
 
 use common::{TempDir, write_mini_cifar};
-use fedrun::config::Spec;
 use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file, shards};
 use fedrun::data::{Features, cifar, idx, leaf};
 use fedrun::rng::Rng;
@@ -392,7 +391,7 @@ fn idx_files_load_and_bad_ones_are_named() {
 fn mnist_cnn_learns_from_idx_files_with_a_shard_split() {
     let d = TempDir::new("mnist");
     write_mini_idx(d.path(), 400);
-    let spec = Spec::from_str_with(
+    let spec = fedrun::schema::parse(
         "[data]\ndataset = \"mnist\"\npartition = \"shards\"\nnum_clients = 10\n[model]\nkind = \"mnist-cnn\"\ndropout = 0.5\n[fl]\nrounds = 6\nclients_per_round = 10\n[local]\nsteps = 10\nbatch_size = 20\nlr = 0.1\nweight_decay = 0\n[run]\nname = \"m\"\n",
         "t",
         &[],

@@ -13,7 +13,7 @@ use fedrun::rng::Rng;
 
 fn spec(sets: &[&str]) -> Spec {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    Spec::from_str_with(&common::synthetic_spec(""), "test", &sets).unwrap()
+    fedrun::schema::parse(&common::synthetic_spec(""), "test", &sets).unwrap()
 }
 
 fn random(rng: &mut Rng, n: usize, scale: f64) -> Vec<f32> {
@@ -25,7 +25,7 @@ fn each_tensor_moves_by_lr_times_its_norm() {
     let mut rng = Rng::from_seed(1);
     let tensors = vec![0..3, 3..8, 8..9];
     for lambda in [0.0, 0.3] {
-        let mut keys = spec(&[]).algorithms.fedlamb;
+        let mut keys: algorithms::fedlamb::Keys = spec(&[]).keys().unwrap();
         keys.lambda = lambda;
         let vhat: Vec<f32> = (0..9).map(|_| (rng.uniform() + 0.1) as f32).collect();
         let mut rule = AdaptiveRule::new(Step::Lamb, &keys, &tensors, vec![0.0; 9], &vhat);

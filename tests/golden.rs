@@ -25,7 +25,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{TempDir, synthetic_spec};
-use fedrun::config::Spec;
 use fedrun::fl::engine::{RunOptions, run};
 
 const FAMILY: &[&str] = &[
@@ -49,7 +48,7 @@ fn header() -> String {
 
 /// The rows of one two-round synthetic run (without the elapsed time), each prefixed.
 fn rows(set: &[String], prefix: &str) -> String {
-    let spec = Spec::from_str_with(&synthetic_spec(""), "golden", set).unwrap();
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "golden", set).unwrap();
     let d = TempDir::new("golden");
     let opts = RunOptions {
         out: d.path().to_path_buf(),

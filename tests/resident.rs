@@ -7,7 +7,6 @@ mod common;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use common::{TempDir, columns, synthetic_spec};
-use fedrun::config::Spec;
 use fedrun::fl::algorithm::LocalTerm;
 use fedrun::fl::engine::{RunOptions, run};
 use fedrun::fl::step::LocalOptimizer;
@@ -15,7 +14,7 @@ use fedrun::fl::step::LocalOptimizer;
 fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
     let mut set = set.to_vec();
     set.push(format!("run.name=\"{name}\""));
-    let spec = Spec::from_str_with(&synthetic_spec(""), "t", &set).unwrap();
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &set).unwrap();
     let opts = RunOptions {
         out: d.path().to_path_buf(),
         ..Default::default()

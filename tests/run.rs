@@ -4,7 +4,6 @@
 mod common;
 
 use common::{TempDir, synthetic_spec, write_mini_cifar};
-use fedrun::config::Spec;
 use fedrun::fl::engine::{RunOptions, run};
 use fedrun::metrics::summary::Summary;
 use std::path::Path;
@@ -96,7 +95,7 @@ fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
                 "fl.global_lr=1.0".into(),
             ];
             set.extend(keys.iter().cloned());
-            let spec = Spec::from_str_with(&text, "t", &set).unwrap();
+            let spec = fedrun::schema::parse(&text, "t", &set).unwrap();
             let d = TempDir::new("alg");
             let mut csvs = Vec::new();
             for i in 0..2 {
@@ -126,7 +125,7 @@ fn learning_happens_on_small_real_format_data() {
     std::fs::create_dir_all(&data).unwrap();
     write_mini_cifar(&data, 60);
     let text = "[data]\ndataset = \"cifar10\"\npartition = \"iid\"\nnum_clients = 6\naugmentation = \"none\"\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 10\nclients_per_round = 6\neval_every = 10\n[local]\nsteps = 5\nbatch_size = 10\nlr = 0.1\nweight_decay = 0.001\n[run]\nname = \"l\"\n";
-    let spec = Spec::from_str_with(text, "t", &[]).unwrap();
+    let spec = fedrun::schema::parse(text, "t", &[]).unwrap();
     let opts = RunOptions {
         out: d.path().join("o"),
         data_dir: Some(data),
@@ -143,7 +142,7 @@ fn learning_happens_on_small_real_format_data() {
 #[test]
 fn quickstart_runs_two_rounds_on_the_embedded_plays() {
     let d = TempDir::new("qs");
-    let spec = Spec::from_str_with(
+    let spec = fedrun::schema::parse(
         fedrun::config::QUICKSTART,
         "quickstart",
         &[
@@ -179,7 +178,7 @@ fn parameter_counts_of_the_models() {
         classes: 80,
     };
     let spec = |kind: &str| {
-        Spec::from_str_with("", "t", &[format!("model.kind=\"{kind}\"")])
+        fedrun::schema::parse("", "t", &[format!("model.kind=\"{kind}\"")])
             .unwrap()
             .model
     };
@@ -209,7 +208,7 @@ fn parameter_counts_of_the_models() {
     };
     assert_eq!(count("mnist-cnn", mnist), 21_840);
     // MOON's projection head (512 → 512 → 256, classifier 256 → 10) on ResNet-18
-    let proj = Spec::from_str_with(
+    let proj = fedrun::schema::parse(
         "",
         "t",
         &[
@@ -230,7 +229,7 @@ fn transformer_layers_start_identical_when_asked() {
     use fedrun::model::params::Layout;
     use fedrun::model::{Model, Shape, init};
     let dev = burn::tensor::Device::flex();
-    let spec = Spec::from_str_with(
+    let spec = fedrun::schema::parse(
         "",
         "t",
         &["model.kind=\"transformer\"".into(), "model.layers=2".into()],
@@ -342,7 +341,7 @@ fn killed_run_resumes_to_the_same_csv() {
 #[test]
 fn divergence_is_reported_with_its_round() {
     let d = TempDir::new("div");
-    let spec = Spec::from_str_with(
+    let spec = fedrun::schema::parse(
         &synthetic_spec(""),
         "t",
         &[
@@ -521,7 +520,7 @@ fn check_prints_the_resolved_spec() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    let spec = Spec::from_str_with(&text, "printed", &[]).unwrap();
+    let spec = fedrun::schema::parse(&text, "printed", &[]).unwrap();
     assert_eq!(spec.local.weight_decay, 0.05);
     assert!(text.contains("max_norm") && text.contains("[run]"));
 }
@@ -568,7 +567,7 @@ fn every_shipped_config_is_valid() {
     ] {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             if e.path().extension().is_some_and(|x| x == "toml") {
-                Spec::load(&e.path(), &[])
+                fedrun::schema::load(&e.path(), &[])
                     .unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
                 n += 1;
             }
@@ -582,7 +581,7 @@ fn client_parallel_training_gives_the_sequential_csv() {
     let d = TempDir::new("workers");
     let mut csvs = Vec::new();
     for w in [1, 2] {
-        let spec = Spec::from_str_with(
+        let spec = fedrun::schema::parse(
             &synthetic_spec(""),
             "t",
             &[
@@ -675,7 +674,7 @@ fn every_algorithm_resumes_with_its_state_to_the_same_csv() {
             format!("local.nar={nar}"),
         ];
         set.extend(keys.iter().cloned());
-        let spec = Spec::from_str_with(&text, "t", &set).unwrap();
+        let spec = fedrun::schema::parse(&text, "t", &set).unwrap();
         let d = TempDir::new("resume-alg");
         let full = RunOptions {
             out: d.path().join("full"),
@@ -706,7 +705,7 @@ fn a_run_asked_for_more_or_fewer_rounds_continues_from_its_checkpoint() {
     // A complete 2-round run asked for 4 is extended; the CSV equals a 4-round run's. A run
     // checkpointed at round 2 of 4 and asked for 2 finishes there, as a 2-round run would.
     let spec = |rounds: usize| {
-        Spec::from_str_with(
+        fedrun::schema::parse(
             &synthetic_spec(""),
             "t",
             &[

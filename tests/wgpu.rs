@@ -25,7 +25,7 @@ fn wgpu_and_flex_train_alike() {
     let mut rows = Vec::new();
     let runs = [("flex", "auto"), ("wgpu", "device"), ("wgpu", "host")];
     for (backend, step) in runs {
-        let spec = Spec::from_str_with(
+        let spec = fedrun::schema::parse(
             &synthetic_spec(""),
             "t",
             &[

@@ -30,7 +30,7 @@ impl Run {
                 dir.display()
             ))
         })?;
-        let spec = Spec::from_str_with(&text, &sp.display().to_string(), &[])?;
+        let spec = crate::schema::parse(&text, &sp.display().to_string(), &[])?;
         let status = Summary::read(dir)
             .map(|s| s.status)
             .unwrap_or_else(|_| "interrupted".into());

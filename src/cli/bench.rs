@@ -6,7 +6,6 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::config::Spec;
 use crate::data;
 use crate::error::{Error, Result};
 use crate::fl::engine::Experiment;
@@ -63,7 +62,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let text = workload(&a.workload)?;
     let mut set = a.set.clone();
     set.push(format!("fl.rounds={}", a.rounds));
-    let spec = Spec::from_str_with(&text, &format!("workload {}", a.workload), &set)?;
+    let spec = crate::schema::parse(&text, &format!("workload {}", a.workload), &set)?;
     let t = Instant::now();
     let data = data::load(&spec, Some(&a.data_dir))?;
     eprintln!(

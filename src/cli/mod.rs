@@ -148,9 +148,9 @@ pub struct ReportArgs {
 impl SpecArgs {
     pub fn load(&self) -> Result<Spec> {
         match &self.config {
-            Some(p) => Spec::load(p, &self.set),
+            Some(p) => crate::schema::load(p, &self.set),
             None => {
-                Spec::from_str_with(QUICKSTART, "configs/quickstart.toml (embedded)", &self.set)
+                crate::schema::parse(QUICKSTART, "configs/quickstart.toml (embedded)", &self.set)
             }
         }
     }

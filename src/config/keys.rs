@@ -1,10 +1,10 @@
-//! Key-level checks of a spec table: unknown keys (with a suggestion), types, and `--set`.
+//! Key-level checks of a spec table against its layout (every key a spec may hold, with its
+//! default): unknown keys (with a suggestion), types, and `--set`.
 
-use super::Spec;
 use crate::error::{Error, Result};
 
-/// Parse TOML text into a table and check every key and type against the schema.
-pub fn parse_spec_str(text: &str, origin: &str) -> Result<toml::Table> {
+/// Parse TOML text into a table and check every key and type against `schema`, the layout.
+pub fn parse_spec_str(text: &str, origin: &str, schema: &toml::Table) -> Result<toml::Table> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         let pos = e
             .span()
@@ -15,8 +15,7 @@ pub fn parse_spec_str(text: &str, origin: &str) -> Result<toml::Table> {
             .unwrap_or_default();
         Error::Config(format!("{origin}: malformed TOML{pos}: {}", e.message()))
     })?;
-    let schema = schema();
-    check_table(&table, &schema, "", origin)?;
+    check_table(&table, schema, "", origin)?;
     Ok(table)
 }
 
@@ -25,14 +24,6 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
     (line, col)
-}
-
-/// The default spec as a TOML table: it lists every key and its type.
-fn schema() -> toml::Table {
-    match toml::Value::try_from(Spec::default()).expect("spec serialises") {
-        toml::Value::Table(t) => t,
-        _ => unreachable!(),
-    }
 }
 
 fn type_name(v: &toml::Value) -> &'static str {
@@ -98,9 +89,12 @@ fn unknown_key(path: &str, key: &str, schema: &toml::Table, prefix: &str, origin
             "{origin}: key `{path}` has moved to its algorithm's table: `{new}`"
         ));
     }
-    let best = schema
-        .keys()
-        .map(|c| (strsim::levenshtein(key, c), c))
+    // in sorted order, so that ties and the list do not depend on the declaration order
+    let mut valid: Vec<&String> = schema.keys().collect();
+    valid.sort();
+    let best = valid
+        .iter()
+        .map(|c| (strsim::levenshtein(key, c), *c))
         .min_by_key(|(d, _)| *d);
     let section = if prefix.is_empty() {
         "the top level".to_string()
@@ -118,14 +112,18 @@ fn unknown_key(path: &str, key: &str, schema: &toml::Table, prefix: &str, origin
         };
         msg.push_str(&format!("; did you mean `{full}`?"));
     }
-    let valid: Vec<&str> = schema.keys().map(|s| s.as_str()).collect();
+    let valid: Vec<&str> = valid.iter().map(|s| s.as_str()).collect();
     msg.push_str(&format!(" (valid keys: {})", valid.join(", ")));
     Error::Config(msg)
 }
 
 /// Apply one `--set key.path=value`. The value is read as a TOML value; a bare word that is
 /// not valid TOML is taken as a string (`--set run.name=foo`).
-pub fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<()> {
+pub fn apply_override(
+    table: &mut toml::Table,
+    assignment: &str,
+    schema: &toml::Table,
+) -> Result<()> {
     let origin = format!("--set {assignment}");
     let Some((key, raw)) = assignment.split_once('=') else {
         return Err(Error::Config(format!(
@@ -150,7 +148,7 @@ pub fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<()> {
         toml::Value::Table(t) => t,
         _ => unreachable!(),
     };
-    check_table(&probe_table, &schema(), "", &origin)?;
+    check_table(&probe_table, schema, "", &origin)?;
     let mut cur = table;
     for p in &parts[..parts.len() - 1] {
         let entry = cur

@@ -1,49 +1,15 @@
-//! Semantic checks of a spec: values in range, names from the known lists. Checks that need
-//! the data (num_clients against the data set size) happen when the data is loaded.
+//! Value checks of a spec: numbers in range, the algorithm's name from the schema, and the
+//! schema's own checks; the check functions that key tables name. (Closed sets of names are
+//! enums, checked by parsing.) Checks that need the data (num_clients against the data set
+//! size) happen when the data is loaded.
 
-use super::Spec;
+use super::schema::Schema;
+use super::sections::{ModelSpec, Partition};
+use super::spec::Spec;
 use crate::error::{Error, Result};
 
-pub const DATASETS: &[&str] = &[
-    "cifar10",
-    "mnist",
-    "fashion-mnist",
-    "shakespeare",
-    "leaf",
-    "synthetic",
-];
-pub const PARTITIONS: &[&str] = &["iid", "dirichlet", "shards", "natural", "file"];
-pub const VARIANTS: &[&str] = &["fedexp-equal", "fedacg-balanced"];
-pub const AUGMENTATIONS: &[&str] = &["batch", "sample", "none"];
-pub const MODELS: &[&str] = &[
-    "cnn",
-    "resnet18",
-    "transformer",
-    "lstm",
-    "lstm-small",
-    "mlp",
-    "linear",
-    "tiny-cnn",
-    "mnist-cnn",
-];
-pub const HEADS: &[&str] = &["fednar", "global"];
-pub const BACKENDS: &[&str] = &["flex", "wgpu"];
-pub const KERNELS: &[&str] = &["fedrun", "burn"];
-pub const LOCAL_STEPS: &[&str] = &["auto", "host", "device"];
-
-pub(crate) fn one_of(key: &str, value: &str, valid: &[&str]) -> Result<()> {
-    if valid.contains(&value) {
-        Ok(())
-    } else {
-        Err(Error::Config(format!(
-            "key `{key}`: unknown value \"{value}\"; expected one of: {}",
-            valid.join(", ")
-        )))
-    }
-}
-
 /// `v` in `[0, 1)` (`closed = false`) or `[0, 1]` (`closed = true`).
-pub(crate) fn unit_interval(key: &str, v: f64, closed: bool) -> Result<()> {
+fn unit_interval(key: &str, v: f64, closed: bool) -> Result<()> {
     let ok = v >= 0.0 && (v < 1.0 || (closed && v == 1.0));
     if ok {
         Ok(())
@@ -55,7 +21,27 @@ pub(crate) fn unit_interval(key: &str, v: f64, closed: bool) -> Result<()> {
     }
 }
 
-pub(crate) fn positive(key: &str, v: f64) -> Result<()> {
+/// `v` in `[0, 1)`.
+pub fn unit_open(key: &str, v: f64) -> Result<()> {
+    unit_interval(key, v, false)
+}
+
+/// `v` in `[0, 1]`.
+pub fn unit_closed(key: &str, v: f64) -> Result<()> {
+    unit_interval(key, v, true)
+}
+
+/// `v ≤ 1` (with [`non_negative`]: in `[0, 1]`).
+pub fn at_most_one(key: &str, v: f64) -> Result<()> {
+    if v > 1.0 {
+        return Err(Error::Config(format!(
+            "key `{key}` must be in [0, 1], got {v}"
+        )));
+    }
+    Ok(())
+}
+
+pub fn positive(key: &str, v: f64) -> Result<()> {
     if v > 0.0 && v.is_finite() {
         Ok(())
     } else {
@@ -65,7 +51,7 @@ pub(crate) fn positive(key: &str, v: f64) -> Result<()> {
     }
 }
 
-pub(crate) fn at_least_one(key: &str, v: usize) -> Result<()> {
+pub fn at_least_one(key: &str, v: usize) -> Result<()> {
     if v >= 1 {
         Ok(())
     } else {
@@ -73,7 +59,7 @@ pub(crate) fn at_least_one(key: &str, v: usize) -> Result<()> {
     }
 }
 
-pub(crate) fn non_negative(key: &str, v: f64) -> Result<()> {
+pub fn non_negative(key: &str, v: f64) -> Result<()> {
     if v >= 0.0 && v.is_finite() {
         Ok(())
     } else {
@@ -83,79 +69,20 @@ pub(crate) fn non_negative(key: &str, v: f64) -> Result<()> {
     }
 }
 
-pub fn validate(s: &Spec) -> Result<()> {
-    one_of("data.dataset", &s.data.dataset, DATASETS)?;
-    one_of("data.partition", &s.data.partition, PARTITIONS)?;
-    one_of("data.variant", &s.data.variant, VARIANTS)?;
-    one_of("data.augmentation", &s.data.augmentation, AUGMENTATIONS)?;
-    if s.data.partition == "dirichlet" {
-        positive("data.alpha", s.data.alpha)?;
-    }
-    if s.data.partition == "file" && s.data.partition_file.is_empty() {
-        return Err(Error::Config(
-            "key `data.partition_file` must name a file when data.partition = \"file\"".into(),
-        ));
-    }
-    at_least_one("data.num_clients", s.data.num_clients)?;
-    at_least_one("data.shards_per_client", s.data.shards_per_client)?;
-    if !(s.data.train_fraction > 0.0 && s.data.train_fraction < 1.0) {
+pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
+    validate_data(s)?;
+    validate_model(&s.model)?;
+    if !schema.algorithms.contains(&s.fl.algorithm.as_str()) {
         return Err(Error::Config(format!(
-            "key `data.train_fraction` must be in (0, 1), got {}",
-            s.data.train_fraction
+            "key `fl.algorithm`: unknown algorithm \"{}\"; expected one of: {}",
+            s.fl.algorithm,
+            schema.algorithms.join(", ")
         )));
     }
-    one_of("model.kind", &s.model.kind, MODELS)?;
-    one_of("model.head", &s.model.head, HEADS)?;
-    at_least_one("model.layers", s.model.layers)?;
-    at_least_one("model.heads", s.model.heads)?;
-    if !s.model.d_model.is_multiple_of(s.model.heads) {
-        return Err(Error::Config(format!(
-            "key `model.d_model` ({}) must be divisible by `model.heads` ({})",
-            s.model.d_model, s.model.heads
-        )));
-    }
-    if !(0.0..1.0).contains(&s.model.dropout) {
-        return Err(Error::Config(format!(
-            "key `model.dropout` must be in [0, 1), got {}",
-            s.model.dropout
-        )));
-    }
-    crate::fl::algorithms::check_name(&s.fl.algorithm)?;
-    at_least_one("fl.rounds", s.fl.rounds)?;
-    at_least_one("fl.clients_per_round", s.fl.clients_per_round)?;
-    at_least_one("fl.eval_every", s.fl.eval_every)?;
-    at_least_one("fl.eval_batch_size", s.fl.eval_batch_size)?;
-    if s.data.partition != "natural" && s.fl.clients_per_round > s.data.num_clients {
-        return Err(Error::Config(format!(
-            "key `fl.clients_per_round` ({}) exceeds `data.num_clients` ({})",
-            s.fl.clients_per_round, s.data.num_clients
-        )));
-    }
-    positive("fl.global_lr", s.fl.global_lr)?;
-    one_of("fl.aggregation", &s.fl.aggregation, &["size", "uniform"])?;
-    s.algorithms.validate()?;
-    if s.local.epochs == 0 {
-        at_least_one("local.steps", s.local.steps)?;
-    }
-    at_least_one("local.batch_size", s.local.batch_size)?;
-    positive("local.lr", s.local.lr)?;
-    positive("local.lr_decay", s.local.lr_decay)?;
-    one_of(
-        "local.lr_schedule",
-        &s.local.lr_schedule,
-        &["round", "epoch", "step"],
-    )?;
-    positive("local.lr_step_factor", s.local.lr_step_factor)?;
-    non_negative("local.weight_decay", s.local.weight_decay)?;
-    non_negative("local.max_norm", s.local.max_norm)?;
-    one_of("run.backend", &s.run.backend, BACKENDS)?;
-    one_of("run.kernels", &s.run.kernels, KERNELS)?;
-    one_of("run.local_step", &s.run.local_step, LOCAL_STEPS)?;
-    if s.run.client_workers > 1 && crate::model::Model::has_dropout(&s.model) {
-        return Err(Error::Config(format!(
-            "key `run.client_workers` = {}: parallel clients need `model.dropout` = 0 (dropout draws from the backend's global generator, so parallel clients would not be reproducible)",
-            s.run.client_workers
-        )));
+    validate_fl(s)?;
+    validate_local(s)?;
+    for check in &schema.checks {
+        check(s)?;
     }
     if s.run.name.is_empty()
         || s.run.name.contains(['/', '\\'])
@@ -168,4 +95,68 @@ pub fn validate(s: &Spec) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+fn validate_data(s: &Spec) -> Result<()> {
+    if s.data.partition == Partition::Dirichlet {
+        positive("data.alpha", s.data.alpha)?;
+    }
+    if s.data.partition == Partition::File && s.data.partition_file.is_empty() {
+        return Err(Error::Config(
+            "key `data.partition_file` must name a file when data.partition = \"file\"".into(),
+        ));
+    }
+    at_least_one("data.num_clients", s.data.num_clients)?;
+    at_least_one("data.shards_per_client", s.data.shards_per_client)?;
+    if !(s.data.train_fraction > 0.0 && s.data.train_fraction < 1.0) {
+        return Err(Error::Config(format!(
+            "key `data.train_fraction` must be in (0, 1), got {}",
+            s.data.train_fraction
+        )));
+    }
+    Ok(())
+}
+
+fn validate_model(m: &ModelSpec) -> Result<()> {
+    at_least_one("model.layers", m.layers)?;
+    at_least_one("model.heads", m.heads)?;
+    if !m.d_model.is_multiple_of(m.heads) {
+        return Err(Error::Config(format!(
+            "key `model.d_model` ({}) must be divisible by `model.heads` ({})",
+            m.d_model, m.heads
+        )));
+    }
+    if !(0.0..1.0).contains(&m.dropout) {
+        return Err(Error::Config(format!(
+            "key `model.dropout` must be in [0, 1), got {}",
+            m.dropout
+        )));
+    }
+    Ok(())
+}
+
+fn validate_fl(s: &Spec) -> Result<()> {
+    at_least_one("fl.rounds", s.fl.rounds)?;
+    at_least_one("fl.clients_per_round", s.fl.clients_per_round)?;
+    at_least_one("fl.eval_every", s.fl.eval_every)?;
+    at_least_one("fl.eval_batch_size", s.fl.eval_batch_size)?;
+    if s.data.partition != Partition::Natural && s.fl.clients_per_round > s.data.num_clients {
+        return Err(Error::Config(format!(
+            "key `fl.clients_per_round` ({}) exceeds `data.num_clients` ({})",
+            s.fl.clients_per_round, s.data.num_clients
+        )));
+    }
+    positive("fl.global_lr", s.fl.global_lr)
+}
+
+fn validate_local(s: &Spec) -> Result<()> {
+    if s.local.epochs == 0 {
+        at_least_one("local.steps", s.local.steps)?;
+    }
+    at_least_one("local.batch_size", s.local.batch_size)?;
+    positive("local.lr", s.local.lr)?;
+    positive("local.lr_decay", s.local.lr_decay)?;
+    positive("local.lr_step_factor", s.local.lr_step_factor)?;
+    non_negative("local.weight_decay", s.local.weight_decay)?;
+    non_negative("local.max_norm", s.local.max_norm)
 }

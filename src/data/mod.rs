@@ -14,7 +14,7 @@ pub mod tar;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use crate::config::Spec;
+use crate::config::{Dataset, Spec};
 use crate::error::{Error, Result};
 use crate::rng::{Rng, Stream};
 use std::path::{Path, PathBuf};
@@ -55,25 +55,9 @@ pub enum Input {
     Tokens(Tensor<2, Int>),
 }
 
-/// How a training batch is augmented.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Augment {
-    None,
-    /// One crop offset and one flip decision for the whole batch (FedNAR code, §8.3).
-    Batch,
-    /// One crop and flip per image.
-    Sample,
-}
-
-impl Augment {
-    pub fn parse(s: &str) -> Augment {
-        match s {
-            "batch" => Augment::Batch,
-            "sample" => Augment::Sample,
-            _ => Augment::None,
-        }
-    }
-}
+/// How a training batch is augmented (`data.augmentation`): `Batch`, one crop offset and one
+/// flip decision for the whole batch (the FedNAR code); `Sample`, one per image; `None`.
+pub use crate::config::Augmentation as Augment;
 
 #[derive(Clone, Debug)]
 pub struct FedData {
@@ -198,11 +182,11 @@ pub fn path_of(spec: &Spec, data_dir: Option<&Path>) -> PathBuf {
     if !spec.data.path.is_empty() {
         return PathBuf::from(&spec.data.path);
     }
-    match spec.data.dataset.as_str() {
-        "shakespeare" => PathBuf::from(shakespeare::DEFAULT_PLAYS),
+    match spec.data.dataset {
+        Dataset::Shakespeare => PathBuf::from(shakespeare::DEFAULT_PLAYS),
         // Debian's `dataset-fashion-mnist` package
-        "fashion-mnist" => PathBuf::from("/usr/share/datasets/fashion-mnist"),
-        other => PathBuf::from("data").join(other),
+        Dataset::FashionMnist => PathBuf::from("/usr/share/datasets/fashion-mnist"),
+        other => PathBuf::from("data").join(other.as_str()),
     }
 }
 
@@ -211,8 +195,8 @@ pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
     let path = path_of(spec, data_dir);
     let d = &spec.data;
     let mut part_rng = Rng::derive(spec.run.seed, Stream::Partition, &[]);
-    let fed = match d.dataset.as_str() {
-        "cifar10" => {
+    let fed = match d.dataset {
+        Dataset::Cifar10 => {
             let (train, test) = cifar::load_dir(&path)?;
             let clients = partition::partition(spec, &train.y, 10, &mut part_rng)?;
             FedData {
@@ -221,12 +205,12 @@ pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
                 test,
                 clients,
                 num_classes: 10,
-                augment: Augment::parse(&d.augmentation),
+                augment: d.augmentation,
             }
         }
-        "mnist" | "fashion-mnist" => {
+        Dataset::Mnist | Dataset::FashionMnist => {
             // normalisation of the FedExP code (§8.3): MNIST (0.1307, 0.3081), Fashion (0.5, 0.5)
-            let (mean, std) = if d.dataset == "mnist" {
+            let (mean, std) = if d.dataset == Dataset::Mnist {
                 (0.1307, 0.3081)
             } else {
                 (0.5, 0.5)
@@ -234,18 +218,17 @@ pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
             let (train, test) = idx::load_dir(&path, mean, std)?;
             let clients = partition::partition(spec, &train.y, 10, &mut part_rng)?;
             FedData {
-                name: d.dataset.clone(),
+                name: d.dataset.to_string(),
                 train,
                 test,
                 clients,
                 num_classes: 10,
-                augment: Augment::parse("none"),
+                augment: Augment::None,
             }
         }
-        "synthetic" => synthetic::build(spec, &mut part_rng)?,
-        "shakespeare" => shakespeare::from_plays(spec, &path)?,
-        "leaf" => leaf::load(spec, &path)?,
-        other => return Err(Error::Config(format!("unknown data.dataset \"{other}\""))),
+        Dataset::Synthetic => synthetic::build(spec, &mut part_rng)?,
+        Dataset::Shakespeare => shakespeare::from_plays(spec, &path)?,
+        Dataset::Leaf => leaf::load(spec, &path)?,
     };
     if fed.clients.len() < spec.fl.clients_per_round {
         return Err(Error::Config(format!(

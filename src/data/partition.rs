@@ -1,7 +1,7 @@
 //! Client partitions of a labelled train split: IID, the two Dirichlet variants, and
 //! published index files. All give equal client sizes, sampled without replacement.
 
-use crate::config::Spec;
+use crate::config::{DirichletVariant, Partition, Spec};
 use crate::error::{Error, Result};
 use crate::rng::Rng;
 use std::path::Path;
@@ -15,23 +15,23 @@ pub fn partition(
 ) -> Result<Vec<Vec<usize>>> {
     let d = &spec.data;
     let n = labels.len();
-    if d.partition != "file" && d.num_clients > n {
+    if d.partition != Partition::File && d.num_clients > n {
         return Err(Error::Config(format!(
             "key `data.num_clients` ({}) is larger than the {n} training samples allow (at least one each)",
             d.num_clients
         )));
     }
-    match d.partition.as_str() {
-        "iid" => Ok(iid(n, d.num_clients, rng)),
-        "dirichlet" => match d.variant.as_str() {
-            "fedacg-balanced" => Ok(dirichlet_balanced(
+    match d.partition {
+        Partition::Iid => Ok(iid(n, d.num_clients, rng)),
+        Partition::Dirichlet => match d.variant {
+            DirichletVariant::FedacgBalanced => Ok(dirichlet_balanced(
                 labels,
                 classes,
                 d.num_clients,
                 d.alpha,
                 rng,
             )),
-            _ => Ok(dirichlet_equal(
+            DirichletVariant::FedexpEqual => Ok(dirichlet_equal(
                 labels,
                 classes,
                 d.num_clients,
@@ -39,13 +39,12 @@ pub fn partition(
                 rng,
             )),
         },
-        "shards" => Ok(shards(labels, d.num_clients, d.shards_per_client, rng)),
-        "file" => read_index_file(Path::new(&d.partition_file), n),
-        "natural" => Err(Error::Config(format!(
+        Partition::Shards => Ok(shards(labels, d.num_clients, d.shards_per_client, rng)),
+        Partition::File => read_index_file(Path::new(&d.partition_file), n),
+        Partition::Natural => Err(Error::Config(format!(
             "data.partition = \"natural\" needs a data set with users (shakespeare, leaf), not {}",
             d.dataset
         ))),
-        other => Err(Error::Config(format!("unknown data.partition \"{other}\""))),
     }
 }
 

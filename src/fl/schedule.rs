@@ -6,7 +6,7 @@
 //! - `step` (Fed-LAMB): `l = lr·f^k` in round t, k the number of `local.lr_milestones` ≤ t
 //!   (f = `local.lr_step_factor`, 0.1: the rate is divided by 10 at rounds 30 and 70).
 
-use crate::config::LocalSpec;
+use crate::config::{LocalSpec, LrSchedule};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {
@@ -24,13 +24,13 @@ enum Kind {
 
 impl Schedule {
     pub fn new(local: &LocalSpec) -> Schedule {
-        let kind = match local.lr_schedule.as_str() {
-            "epoch" => Kind::Epoch,
-            "step" => Kind::Step {
+        let kind = match local.lr_schedule {
+            LrSchedule::Round => Kind::Round,
+            LrSchedule::Epoch => Kind::Epoch,
+            LrSchedule::Step => Kind::Step {
                 milestones: local.lr_milestones.clone(),
                 factor: local.lr_step_factor,
             },
-            _ => Kind::Round,
         };
         Schedule {
             lr: local.lr,
@@ -65,10 +65,10 @@ mod tests {
         };
         let s = Schedule::new(&local);
         assert_eq!((s.lr(0, 0), s.lr(0, 3), s.lr(2, 1)), (0.05, 0.05, 0.0125));
-        local.lr_schedule = "epoch".into();
+        local.lr_schedule = LrSchedule::Epoch;
         let s = Schedule::new(&local);
         assert_eq!((s.lr(0, 0), s.lr(0, 2), s.lr(2, 1)), (0.1, 0.025, 0.0125));
-        local.lr_schedule = "step".into();
+        local.lr_schedule = LrSchedule::Step;
         local.lr_milestones = vec![30, 70];
         let s = Schedule::new(&local);
         let at = |t| s.lr(t, 4);

@@ -34,16 +34,6 @@ pub enum Kernels {
     Burn,
 }
 
-impl Kernels {
-    pub fn parse(name: &str) -> Option<Kernels> {
-        match name {
-            "fedrun" => Some(Kernels::Fedrun),
-            "burn" => Some(Kernels::Burn),
-            _ => None,
-        }
-    }
-}
-
 /// Whether `device` is flex, with or without autodiff.
 pub fn is_flex(device: &Device) -> bool {
     match device.as_dispatch() {

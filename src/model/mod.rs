@@ -15,7 +15,7 @@ pub mod transformer;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 
-use crate::config::ModelSpec;
+use crate::config::{Head, ModelKind, ModelSpec, Spec};
 use crate::data::Input;
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -65,6 +65,18 @@ pub struct Shape {
     pub classes: usize,
 }
 
+/// The models' check of a whole spec (part of the schema): clients train in parallel only
+/// without dropout.
+pub fn check_spec(s: &Spec) -> Result<()> {
+    if s.run.client_workers > 1 && Model::has_dropout(&s.model) {
+        return Err(Error::Config(format!(
+            "key `run.client_workers` = {}: parallel clients need `model.dropout` = 0 (dropout draws from the backend's global generator, so parallel clients would not be reproducible)",
+            s.run.client_workers
+        )));
+    }
+    Ok(())
+}
+
 impl Model {
     /// The model of `spec` for data of `shape`, its hot ops run by `kernels`.
     pub fn build(
@@ -90,8 +102,8 @@ impl Model {
             }
             Ok(())
         };
-        Ok(match spec.kind.as_str() {
-            "cnn" => {
+        Ok(match spec.kind {
+            ModelKind::Cnn => {
                 image("cnn")?;
                 Model::Cnn(cnn::Cnn::fedexp(
                     shape.classes,
@@ -100,7 +112,7 @@ impl Model {
                     device,
                 ))
             }
-            "mnist-cnn" => {
+            ModelKind::MnistCnn => {
                 if shape.side != 28 || shape.channels != 1 {
                     return Err(Error::Config(format!(
                         "model.kind = \"mnist-cnn\" needs 1×28×28 images (mnist, fashion-mnist); this data set has {}×{}×{}",
@@ -114,7 +126,7 @@ impl Model {
                     device,
                 ))
             }
-            "tiny-cnn" => {
+            ModelKind::TinyCnn => {
                 image("tiny-cnn")?;
                 Model::Cnn(cnn::Cnn::tiny(
                     shape.classes,
@@ -123,30 +135,30 @@ impl Model {
                     device,
                 ))
             }
-            "linear" => Model::Linear(
+            ModelKind::Linear => Model::Linear(
                 burn::nn::LinearConfig::new(
                     shape.channels * shape.side * shape.side,
                     shape.classes,
                 )
                 .init(device),
             ),
-            "mlp" => Model::Mlp(cnn::Mlp::new(
+            ModelKind::Mlp => Model::Mlp(cnn::Mlp::new(
                 shape.channels * shape.side * shape.side,
                 spec.mlp_hidden,
                 shape.classes,
                 device,
             )),
-            "resnet18" => {
+            ModelKind::Resnet18 => {
                 image("resnet18")?;
                 Model::ResNet(resnet::ResNet18::new(
                     shape.classes,
-                    spec.head == "fednar",
+                    spec.head == Head::Fednar,
                     spec.projection,
                     kernels,
                     device,
                 ))
             }
-            "transformer" => {
+            ModelKind::Transformer => {
                 tokens("transformer")?;
                 Model::Transformer(transformer::CharTransformer::new(
                     spec,
@@ -154,7 +166,7 @@ impl Model {
                     device,
                 ))
             }
-            "lstm" => {
+            ModelKind::Lstm => {
                 tokens("lstm")?;
                 Model::Lstm(lstm::CharLstm::new(
                     8,
@@ -164,18 +176,17 @@ impl Model {
                     device,
                 ))
             }
-            "lstm-small" => {
+            ModelKind::LstmSmall => {
                 tokens("lstm-small")?;
                 Model::Lstm(lstm::CharLstm::new(8, 100, 2, shape.classes, device))
             }
-            other => return Err(Error::Config(format!("unknown model.kind \"{other}\""))),
         })
     }
 
     /// Whether a model of this spec draws dropout masks in training (from the backend's
     /// global generator: such runs train one client at a time).
     pub fn has_dropout(spec: &ModelSpec) -> bool {
-        spec.dropout > 0.0 && matches!(spec.kind.as_str(), "transformer" | "mnist-cnn")
+        spec.dropout > 0.0 && matches!(spec.kind, ModelKind::Transformer | ModelKind::MnistCnn)
     }
 
     /// Logits and features of a batch (see [`Outputs`]).

@@ -123,7 +123,7 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
         sets.extend(p.sets());
         sets.push(format!("run.name={name}"));
         // validate now: an unknown key or bad value stops the sweep before any run
-        let rounds = Spec::from_str_with(&text, "sweep point", &sets)?.fl.rounds;
+        let rounds = crate::schema::parse(&text, "sweep point", &sets)?.fl.rounds;
         named.push((p.clone(), name, sets, rounds));
     }
     Ok(named)

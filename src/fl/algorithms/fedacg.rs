@@ -5,8 +5,6 @@
 //! aggregation (`fl.aggregation = "uniform"`) and the per-epoch schedule
 //! (`local.lr_schedule = "epoch"`).
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::algorithm::{
@@ -14,29 +12,13 @@ use crate::fl::algorithm::{
 };
 use crate::fl::step::global_norm;
 
-/// `[fedacg]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    /// λ: the lookahead and momentum factor (the code's `server.momentum`, 0.85).
-    pub lambda: f64,
-    /// w: the code's proximal weight in `w·Σ(θ − Φ)²` (1e-3; the paper's β/2 with β = 2e-3).
-    pub prox: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys {
-            lambda: 0.85,
-            prox: 1e-3,
-        }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        non_negative("fedacg.lambda", self.lambda)?;
-        non_negative("fedacg.prox", self.prox)
+crate::key_table! {
+    /// `[fedacg]`
+    pub struct Keys in "fedacg" {
+        /// λ: the lookahead and momentum factor (the code's `server.momentum`, 0.85).
+        pub lambda: f64 = 0.85 => non_negative;
+        /// w: the code's proximal weight in `w·Σ(θ − Φ)²` (1e-3; the paper's β/2 with β = 2e-3).
+        pub prox: f64 = 1e-3 => non_negative;
     }
 }
 
@@ -50,15 +32,15 @@ pub struct FedAcg {
 }
 
 impl FedAcg {
-    pub fn new(s: &Setup) -> Self {
-        let k = &s.spec.algorithms.fedacg;
-        FedAcg {
+    pub fn new(s: &Setup) -> Result<Self> {
+        let k: Keys = s.spec.keys()?;
+        Ok(FedAcg {
             lambda: k.lambda as f32,
             mu: (2.0 * k.prox) as f32,
             eta: s.spec.fl.global_lr as f32,
             m: vec![0.0; s.dim],
             phi: vec![0.0; s.dim],
-        }
+        })
     }
 }
 

@@ -16,48 +16,30 @@
 //!
 //! In all, `x ← x + η_g·u`.
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::Spec;
-use crate::config::validate::{non_negative, one_of};
+use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, axpy, take_state};
 use crate::fl::step::global_norm;
 
-/// `[fedadam]`, read by `fedadam`, `fedadagrad` and `fedyogi`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    pub beta1: f64,
-    pub beta2: f64,
-    /// ε (`fedexp` form, decays by decay² per round) or τ (`reddi` form, constant).
-    pub eps: f64,
-    /// `fedexp` (§3.6: v of m², ε inside the sqrt) | `reddi` (§5: v of Δ̄², v_0 = τ²) |
-    /// `adpfed` (§6.4: v of Δ̄², v_0 = ε, `u = m/√v`).
-    pub variant: String,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys {
-            beta1: 0.9,
-            beta2: 0.99,
-            eps: 0.01,
-            variant: "fedexp".into(),
-        }
+crate::choice! {
+    /// `fedadam.variant`: `fedexp` (§3.6: v of m², ε inside the sqrt) | `reddi` (§5: v of Δ̄²,
+    /// v_0 = τ²) | `adpfed` (§6.4: v of Δ̄², v_0 = ε, `u = m/√v`).
+    pub enum Variant {
+        Fedexp = "fedexp",
+        Reddi = "reddi",
+        Adpfed = "adpfed",
     }
 }
 
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        one_of(
-            "fedadam.variant",
-            &self.variant,
-            &["fedexp", "reddi", "adpfed"],
-        )?;
-        non_negative("fedadam.eps", self.eps)?;
-        non_negative("fedadam.beta1", self.beta1)?;
-        non_negative("fedadam.beta2", self.beta2)
+crate::key_table! {
+    /// `[fedadam]`, read by `fedadam`, `fedadagrad` and `fedyogi`.
+    pub struct Keys in "fedadam" {
+        pub beta1: f64 = 0.9 => non_negative;
+        pub beta2: f64 = 0.99 => non_negative;
+        /// ε (`fedexp` form, decays by decay² per round) or τ (`reddi` form, constant).
+        pub eps: f64 = 0.01 => non_negative;
+        pub variant: Variant = Variant::Fedexp;
     }
 }
 
@@ -83,10 +65,10 @@ pub struct AdaptiveServer {
 }
 
 impl AdaptiveServer {
-    pub fn new(rule: Rule, spec: &Spec, dim: usize) -> Self {
-        let k = &spec.algorithms.fedadam;
-        let reddi = k.variant == "reddi";
-        let adpfed = k.variant == "adpfed";
+    pub fn new(rule: Rule, spec: &Spec, dim: usize) -> Result<Self> {
+        let k: Keys = spec.keys()?;
+        let reddi = k.variant == Variant::Reddi;
+        let adpfed = k.variant == Variant::Adpfed;
         let v0 = if reddi {
             (k.eps * k.eps) as f32
         } else if adpfed {
@@ -94,7 +76,7 @@ impl AdaptiveServer {
         } else {
             0.0
         };
-        AdaptiveServer {
+        Ok(AdaptiveServer {
             rule,
             reddi,
             adpfed,
@@ -106,7 +88,7 @@ impl AdaptiveServer {
             m: vec![0.0; dim],
             v: vec![v0; dim],
             u: vec![0.0; dim],
-        }
+        })
     }
 }
 

@@ -1,30 +1,16 @@
 //! FedAvgM (§3.5): server momentum `m ← Δ̄ + β·m`, `x ← x + η_g·m` (m_0 = 0, no dampening).
 //! FedACG's `ServerM` (§5) is the same recursion (θ_t = θ_{t−1} + m_t).
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::validate::unit_interval;
+use crate::config::validate::unit_open;
 use crate::error::Result;
 use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, axpy, take_state};
 use crate::fl::step::global_norm;
 
-/// `[fedavgm]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    /// Server momentum β (FedACG's `ServerM`: 0.4).
-    pub momentum: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys { momentum: 0.9 }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        unit_interval("fedavgm.momentum", self.momentum, false)
+crate::key_table! {
+    /// `[fedavgm]`
+    pub struct Keys in "fedavgm" {
+        /// Server momentum β (FedACG's `ServerM`: 0.4).
+        pub momentum: f64 = 0.9 => unit_open;
     }
 }
 

@@ -5,32 +5,18 @@
 //! clip / weight decay / SGD on d. Server as FedAvg, and it keeps Δ̄ for the next round.
 //! α = 1 is FedAvg.
 
-use serde::{Deserialize, Serialize};
-
 use super::FedAvg;
-use crate::config::validate::unit_interval;
+use crate::config::validate::unit_closed;
 use crate::error::Result;
 use crate::fl::algorithm::{
     Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
 };
 
-/// `[fedcm]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    /// α: the weight of the client's own gradient.
-    pub alpha: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys { alpha: 0.1 }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        unit_interval("fedcm.alpha", self.alpha, true)
+crate::key_table! {
+    /// `[fedcm]`
+    pub struct Keys in "fedcm" {
+        /// α: the weight of the client's own gradient.
+        pub alpha: f64 = 0.1 => unit_closed;
     }
 }
 
@@ -42,12 +28,12 @@ pub struct FedCm {
 }
 
 impl FedCm {
-    pub fn new(s: &Setup) -> Self {
-        FedCm {
-            alpha: s.spec.algorithms.fedcm.alpha as f32,
+    pub fn new(s: &Setup) -> Result<Self> {
+        Ok(FedCm {
+            alpha: s.spec.keys::<Keys>()?.alpha as f32,
             server: FedAvg::new(s.spec.fl.global_lr),
             last: vec![0.0; s.dim],
-        }
+        })
     }
 }
 

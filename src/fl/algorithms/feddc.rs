@@ -9,8 +9,6 @@
 //! - server: `θ ← θ + η_g·Δ̄ + mean_{all N} h_j` (the mean of the sampled client models plus
 //!   the mean drift, with η_g = 1 and uniform aggregation).
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::algorithm::{
@@ -19,22 +17,10 @@ use crate::fl::algorithm::{
 use crate::fl::per_client::PerClient;
 use crate::fl::step::global_norm;
 
-/// `[feddc]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    pub alpha: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys { alpha: 0.01 }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        non_negative("feddc.alpha", self.alpha)
+crate::key_table! {
+    /// `[feddc]`
+    pub struct Keys in "feddc" {
+        pub alpha: f64 = 0.01 => non_negative;
     }
 }
 
@@ -55,11 +41,11 @@ pub struct FedDc {
 }
 
 impl FedDc {
-    pub fn new(s: &Setup) -> Self {
+    pub fn new(s: &Setup) -> Result<Self> {
         let n = s.client_sizes.len();
         let mean = s.client_sizes.iter().sum::<usize>() as f64 / n as f64;
-        FedDc {
-            alpha: s.spec.algorithms.feddc.alpha,
+        Ok(FedDc {
+            alpha: s.spec.keys::<Keys>()?.alpha,
             eta: s.spec.fl.global_lr as f32,
             base_lr: s.spec.local.lr,
             dim: s.dim,
@@ -69,7 +55,7 @@ impl FedDc {
             g: vec![0.0; s.dim],
             sum_h: vec![0.0; s.dim],
             dg: vec![0.0; s.dim],
-        }
+        })
     }
 }
 

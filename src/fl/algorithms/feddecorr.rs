@@ -4,7 +4,6 @@
 //! `fl::losses::decorrelation`). β = 0 is FedAvg. Server as FedAvg.
 
 use burn::tensor::Tensor;
-use serde::{Deserialize, Serialize};
 
 use super::FedAvg;
 use crate::config::validate::non_negative;
@@ -12,22 +11,10 @@ use crate::error::Result;
 use crate::fl::algorithm::{Aggregate, Algorithm, LossInput, RoundInfo, ServerLog, Setup};
 use crate::fl::losses::{cross_entropy, decorrelation};
 
-/// `[feddecorr]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    pub beta: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys { beta: 0.01 }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        non_negative("feddecorr.beta", self.beta)
+crate::key_table! {
+    /// `[feddecorr]`
+    pub struct Keys in "feddecorr" {
+        pub beta: f64 = 0.01 => non_negative;
     }
 }
 
@@ -37,11 +24,11 @@ pub struct FedDecorr {
 }
 
 impl FedDecorr {
-    pub fn new(s: &Setup) -> Self {
-        FedDecorr {
-            beta: s.spec.algorithms.feddecorr.beta,
+    pub fn new(s: &Setup) -> Result<Self> {
+        Ok(FedDecorr {
+            beta: s.spec.keys::<Keys>()?.beta,
             server: FedAvg::new(s.spec.fl.global_lr),
-        }
+        })
     }
 }
 

@@ -9,8 +9,6 @@
 //! `g_i` is allocated when client i first trains (for N = 500 ResNet-18 clients all sampled,
 //! 500 × 45 MB).
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::validate::positive;
 use crate::error::Result;
 use crate::fl::algorithm::{
@@ -19,22 +17,10 @@ use crate::fl::algorithm::{
 use crate::fl::per_client::PerClient;
 use crate::fl::step::global_norm;
 
-/// `[feddyn]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    pub alpha: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys { alpha: 0.1 }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        positive("feddyn.alpha", self.alpha)
+crate::key_table! {
+    /// `[feddyn]`
+    pub struct Keys in "feddyn" {
+        pub alpha: f64 = 0.1 => positive;
     }
 }
 
@@ -50,16 +36,16 @@ pub struct FedDyn {
 }
 
 impl FedDyn {
-    pub fn new(s: &Setup) -> Self {
-        FedDyn {
-            alpha: s.spec.algorithms.feddyn.alpha as f32,
+    pub fn new(s: &Setup) -> Result<Self> {
+        Ok(FedDyn {
+            alpha: s.spec.keys::<Keys>()?.alpha as f32,
             eta: s.spec.fl.global_lr as f32,
             dim: s.dim,
             clients: s.client_sizes.len(),
             gi: PerClient::new("g", s.client_sizes.len(), s.dim),
             h: vec![0.0; s.dim],
             sum_delta: vec![0.0; s.dim],
-        }
+        })
     }
 
     pub fn client_state(&self, client: usize) -> Option<&[f32]> {

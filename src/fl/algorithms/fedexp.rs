@@ -4,39 +4,27 @@
 //! (`fedexp.eps_form = "paper"`). Evaluation uses the average of the last two iterates
 //! (`fedexp.eval_avg`), except in round 0; training continues from x_t.
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::Spec;
-use crate::config::validate::{non_negative, one_of};
+use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, axpy, take_state};
 
-/// `[fedexp]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    /// ε_0 (decays by decay² per round; 0 in FedNAR's scripts).
-    pub eps: f64,
-    /// `code`: |S|·ε in the denominator (the official code) | `paper`: ε.
-    pub eps_form: String,
-    /// Evaluate the average of the last two iterates (the official code).
-    pub eval_avg: bool,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys {
-            eps: 0.0,
-            eps_form: "code".into(),
-            eval_avg: true,
-        }
+crate::choice! {
+    /// `fedexp.eps_form`: `code`: |S|·ε in the denominator (the official code) | `paper`: ε.
+    pub enum EpsForm {
+        Code = "code",
+        Paper = "paper",
     }
 }
 
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        one_of("fedexp.eps_form", &self.eps_form, &["code", "paper"])?;
-        non_negative("fedexp.eps", self.eps)
+crate::key_table! {
+    /// `[fedexp]`
+    pub struct Keys in "fedexp" {
+        /// ε_0 (decays by decay² per round; 0 in FedNAR's scripts).
+        pub eps: f64 = 0.0 => non_negative;
+        pub eps_form: EpsForm = EpsForm::Code;
+        /// Evaluate the average of the last two iterates (the official code).
+        pub eval_avg: bool = true;
     }
 }
 
@@ -50,15 +38,16 @@ pub struct FedExP {
 }
 
 impl FedExP {
-    pub fn new(spec: &Spec, _dim: usize) -> Self {
-        FedExP {
-            eps0: spec.algorithms.fedexp.eps,
+    pub fn new(spec: &Spec, _dim: usize) -> Result<Self> {
+        let k: Keys = spec.keys()?;
+        Ok(FedExP {
+            eps0: k.eps,
             decay: spec.local.lr_decay,
-            paper_eps: spec.algorithms.fedexp.eps_form == "paper",
+            paper_eps: k.eps_form == EpsForm::Paper,
             lower: spec.fl.global_lr,
-            eval_avg: spec.algorithms.fedexp.eval_avg,
+            eval_avg: k.eval_avg,
             eval: None,
-        }
+        })
     }
 
     /// The step size for a round's aggregate.

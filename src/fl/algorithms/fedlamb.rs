@@ -19,9 +19,7 @@
 //! step `α·u` (trust ratio 1, as LAMB implementations do), `"paper"` the literal φ(0) = 0 (the
 //! tensor never moves: zero-initialised biases stay 0).
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::validate::{at_least_one, non_negative, one_of};
+use crate::config::validate::{at_least_one, non_negative};
 use crate::error::Result;
 use crate::fl::algorithm::{
     Aggregate, Algorithm, LocalRule, RoundInfo, ServerLog, Setup, Uplink, axpy, take_state,
@@ -29,46 +27,29 @@ use crate::fl::algorithm::{
 use crate::fl::per_client::PerClient;
 use crate::fl::step::global_norm;
 
-/// `[fedlamb]`, read by `fedlamb` and `fedams` (and the Mime variants' local rule).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    pub beta1: f64,
-    pub beta2: f64,
-    /// ε: the initial v̂ (elementwise). The paper gives no value.
-    pub eps: f64,
-    /// λ: LAMB's decoupled weight decay inside the trust-ratio normalisation.
-    pub lambda: f64,
-    /// Scale each tensor's step by its trust ratio φ(‖θ‖)/‖u‖ (false: a plain step α·u).
-    pub trust: bool,
-    /// `lamb` (trust ratio 1 for a zero tensor or update) | `paper` (φ(0) = 0: no step).
-    pub zero_rule: String,
-    /// Skip-sync: update and broadcast v̂ every this many rounds.
-    pub sync_every: usize,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys {
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            lambda: 0.0,
-            trust: true,
-            zero_rule: "lamb".into(),
-            sync_every: 1,
-        }
+crate::choice! {
+    /// `fedlamb.zero_rule`, the step of a tensor whose norm (or whose update's norm) is 0:
+    /// `lamb` (trust ratio 1) | `paper` (φ(0) = 0: no step).
+    pub enum ZeroRule {
+        Lamb = "lamb",
+        Paper = "paper",
     }
 }
 
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        non_negative("fedlamb.beta1", self.beta1)?;
-        non_negative("fedlamb.beta2", self.beta2)?;
-        non_negative("fedlamb.eps", self.eps)?;
-        non_negative("fedlamb.lambda", self.lambda)?;
-        one_of("fedlamb.zero_rule", &self.zero_rule, &["lamb", "paper"])?;
-        at_least_one("fedlamb.sync_every", self.sync_every)
+crate::key_table! {
+    /// `[fedlamb]`, read by `fedlamb` and `fedams` (and the Mime variants' local rule).
+    pub struct Keys in "fedlamb" {
+        pub beta1: f64 = 0.9 => non_negative;
+        pub beta2: f64 = 0.999 => non_negative;
+        /// ε: the initial v̂ (elementwise). The paper gives no value.
+        pub eps: f64 = 1e-8 => non_negative;
+        /// λ: LAMB's decoupled weight decay inside the trust-ratio normalisation.
+        pub lambda: f64 = 0.0 => non_negative;
+        /// Scale each tensor's step by its trust ratio φ(‖θ‖)/‖u‖ (false: a plain step α·u).
+        pub trust: bool = true;
+        pub zero_rule: ZeroRule = ZeroRule::Lamb;
+        /// Skip-sync: update and broadcast v̂ every this many rounds.
+        pub sync_every: usize = 1 => at_least_one;
     }
 }
 
@@ -131,7 +112,7 @@ impl LocalRule for AdaptiveRule {
             }
             return;
         }
-        let paper = self.keys.zero_rule == "paper";
+        let paper = self.keys.zero_rule == ZeroRule::Paper;
         for r in &self.tensors {
             let (xs, ps) = (&mut x[r.clone()], &mut self.psi[r.clone()]);
             // u = ψ + λθ, in place in ψ
@@ -182,9 +163,9 @@ pub struct FedLamb {
 }
 
 impl FedLamb {
-    pub fn new(step: Step, source: Source, s: &Setup) -> Self {
-        let keys = s.spec.algorithms.fedlamb.clone();
-        FedLamb {
+    pub fn new(step: Step, source: Source, s: &Setup) -> Result<Self> {
+        let keys: Keys = s.spec.keys()?;
+        Ok(FedLamb {
             step,
             source,
             server_v: vec![0.0; s.dim],
@@ -196,7 +177,7 @@ impl FedLamb {
             sum_v: vec![0.0; s.dim],
             n_v: 0,
             keys,
-        }
+        })
     }
 
     pub fn vhat(&self) -> &[f32] {

@@ -6,7 +6,6 @@
 //! exceeds ~88 (where the code overflows). τ = 0 is plain cross-entropy. Server as FedAvg.
 
 use burn::tensor::{Tensor, TensorData};
-use serde::{Deserialize, Serialize};
 
 use super::FedAvg;
 use crate::config::validate::non_negative;
@@ -14,22 +13,10 @@ use crate::error::Result;
 use crate::fl::algorithm::{Aggregate, Algorithm, LossInput, RoundInfo, ServerLog, Setup};
 use crate::fl::losses::{MASKED, calibrated_cross_entropy};
 
-/// `[fedlc]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    pub tau: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys { tau: 1.0 }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        non_negative("fedlc.tau", self.tau)
+crate::key_table! {
+    /// `[fedlc]`
+    pub struct Keys in "fedlc" {
+        pub tau: f64 = 1.0 => non_negative;
     }
 }
 
@@ -54,13 +41,13 @@ pub struct FedLc {
 }
 
 impl FedLc {
-    pub fn new(s: &Setup) -> Self {
-        let tau = s.spec.algorithms.fedlc.tau;
-        FedLc {
+    pub fn new(s: &Setup) -> Result<Self> {
+        let tau = s.spec.keys::<Keys>()?.tau;
+        Ok(FedLc {
             on: tau > 0.0,
             offsets: s.class_counts.iter().map(|c| offsets(tau, c)).collect(),
             server: FedAvg::new(s.spec.fl.global_lr),
-        }
+        })
     }
 }
 

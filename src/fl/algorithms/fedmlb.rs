@@ -8,44 +8,23 @@
 //! with λ1 = 1). Server as FedAvg.
 
 use burn::tensor::Tensor;
-use serde::{Deserialize, Serialize};
 
 use super::FedAvg;
+use crate::config::ModelKind;
 use crate::config::validate::{non_negative, positive};
 use crate::error::{Error, Result};
 use crate::fl::algorithm::{Aggregate, Algorithm, Frozen, LossInput, RoundInfo, ServerLog, Setup};
 use crate::fl::losses::{cross_entropy, kl_divergence};
 
-/// `[fedmlb]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    /// Use the hybrid branches (false: plain cross-entropy).
-    pub branches: bool,
-    pub lambda1: f64,
-    pub lambda2: f64,
-    pub lambda3: f64,
-    pub temperature: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys {
-            branches: true,
-            lambda1: 1.0,
-            lambda2: 1.0,
-            lambda3: 1.0,
-            temperature: 1.0,
-        }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        non_negative("fedmlb.lambda1", self.lambda1)?;
-        non_negative("fedmlb.lambda2", self.lambda2)?;
-        non_negative("fedmlb.lambda3", self.lambda3)?;
-        positive("fedmlb.temperature", self.temperature)
+crate::key_table! {
+    /// `[fedmlb]`
+    pub struct Keys in "fedmlb" {
+        /// Use the hybrid branches (false: plain cross-entropy).
+        pub branches: bool = true;
+        pub lambda1: f64 = 1.0 => non_negative;
+        pub lambda2: f64 = 1.0 => non_negative;
+        pub lambda3: f64 = 1.0 => non_negative;
+        pub temperature: f64 = 1.0 => positive;
     }
 }
 
@@ -56,14 +35,14 @@ pub struct FedMlb {
 
 impl FedMlb {
     pub fn new(s: &Setup) -> Result<Self> {
-        if s.spec.model.kind != "resnet18" {
+        if s.spec.model.kind != ModelKind::Resnet18 {
             return Err(Error::Config(format!(
                 "fl.algorithm = \"fedmlb\" needs model.kind = \"resnet18\" (its hybrid branches run ResNet-18's stages), not \"{}\"",
                 s.spec.model.kind
             )));
         }
         Ok(FedMlb {
-            keys: s.spec.algorithms.fedmlb.clone(),
+            keys: s.spec.keys()?,
             server: FedAvg::new(s.spec.fl.global_lr),
         })
     }

@@ -4,42 +4,19 @@
 //! FedAvg.
 
 use burn::tensor::Tensor;
-use serde::{Deserialize, Serialize};
 
 use super::FedAvg;
-use crate::config::validate::{non_negative, positive};
-use crate::error::{Error, Result};
+use crate::config::validate::{at_most_one, non_negative, positive};
+use crate::error::Result;
 use crate::fl::algorithm::{Aggregate, Algorithm, Frozen, LossInput, RoundInfo, ServerLog, Setup};
 use crate::fl::losses::{cross_entropy, not_true_kl};
 
-/// `[fedntd]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    /// β: the weight of the not-true distillation term (CE gets 1 − β).
-    pub weight: f64,
-    pub temperature: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys {
-            weight: 0.3,
-            temperature: 1.0,
-        }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        non_negative("fedntd.weight", self.weight)?;
-        if self.weight > 1.0 {
-            return Err(Error::Config(format!(
-                "key `fedntd.weight` must be in [0, 1], got {}",
-                self.weight
-            )));
-        }
-        positive("fedntd.temperature", self.temperature)
+crate::key_table! {
+    /// `[fedntd]`
+    pub struct Keys in "fedntd" {
+        /// β: the weight of the not-true distillation term (CE gets 1 − β).
+        pub weight: f64 = 0.3 => non_negative, at_most_one;
+        pub temperature: f64 = 1.0 => positive;
     }
 }
 
@@ -50,13 +27,13 @@ pub struct FedNtd {
 }
 
 impl FedNtd {
-    pub fn new(s: &Setup) -> Self {
-        let k = &s.spec.algorithms.fedntd;
-        FedNtd {
+    pub fn new(s: &Setup) -> Result<Self> {
+        let k: Keys = s.spec.keys()?;
+        Ok(FedNtd {
             beta: k.weight,
             temperature: k.temperature,
             server: FedAvg::new(s.spec.fl.global_lr),
-        }
+        })
     }
 }
 

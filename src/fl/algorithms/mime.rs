@@ -18,42 +18,30 @@
 //! `m ← β·m + g` and steps with `β·m + g`: the same method with the gradient's weight 1 instead
 //! of 1−β (another effective step size).
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::validate::{one_of, unit_interval};
+use crate::config::validate::unit_open;
 use crate::error::Result;
 use crate::fl::algorithm::{
     Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, axpy, take_state,
 };
 use crate::fl::step::global_norm;
 
-/// `[mime]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    /// The base optimizer: `amsgrad` (the Fed-LAMB paper's Mime: AMSGrad local steps with the
-    /// server's v̂, keys in `[fedlamb]`) | `sgdm` (SGD with server momentum).
-    pub base: String,
-    /// β of `sgdm`.
-    pub momentum: f64,
-    /// `sgdm`: MimeLite (true) or Mime with the SVRG correction (false).
-    pub lite: bool,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys {
-            base: "amsgrad".into(),
-            momentum: 0.9,
-            lite: true,
-        }
+crate::choice! {
+    /// `mime.base`, the base optimizer: `amsgrad` (the Fed-LAMB paper's Mime: AMSGrad local
+    /// steps with the server's v̂, keys in `[fedlamb]`) | `sgdm` (SGD with server momentum).
+    pub enum Base {
+        Amsgrad = "amsgrad",
+        Sgdm = "sgdm",
     }
 }
 
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        one_of("mime.base", &self.base, &["amsgrad", "sgdm"])?;
-        unit_interval("mime.momentum", self.momentum, false)
+crate::key_table! {
+    /// `[mime]`
+    pub struct Keys in "mime" {
+        pub base: Base = Base::Amsgrad;
+        /// β of `sgdm`.
+        pub momentum: f64 = 0.9 => unit_open;
+        /// `sgdm`: MimeLite (true) or Mime with the SVRG correction (false).
+        pub lite: bool = true;
     }
 }
 
@@ -69,16 +57,16 @@ pub struct MimeSgdm {
 }
 
 impl MimeSgdm {
-    pub fn new(s: &Setup) -> Self {
-        let k = &s.spec.algorithms.mime;
-        MimeSgdm {
+    pub fn new(s: &Setup) -> Result<Self> {
+        let k: Keys = s.spec.keys()?;
+        Ok(MimeSgdm {
             lite: k.lite,
             beta: k.momentum as f32,
             eta: s.spec.fl.global_lr,
             dim: s.dim,
             m: vec![0.0; s.dim],
             c: vec![0.0; s.dim],
-        }
+        })
     }
 }
 

@@ -1,24 +1,25 @@
 //! The algorithm registry: one file per algorithm, and this list. Adding an algorithm is a new
 //! file implementing [`Algorithm`](super::algorithm::Algorithm) (with its own `Keys` table if
-//! it has keys), one entry in [`REGISTRY`], and, for keys, one field in [`AlgorithmKeys`].
+//! it has keys, declared with `key_table!`) and one entry in [`REGISTRY`], which names the
+//! tables it reads.
 
-mod fedacg;
-mod fedadam;
-mod fedavg;
-mod fedavgm;
-mod fedcm;
-mod feddc;
-mod feddecorr;
-mod feddyn;
-mod fedexp;
-mod fedlamb;
-mod fedlc;
-mod fedmlb;
-mod fedntd;
-mod fedprox;
-mod mime;
-mod moon;
-mod scaffold;
+pub mod fedacg;
+pub mod fedadam;
+pub mod fedavg;
+pub mod fedavgm;
+pub mod fedcm;
+pub mod feddc;
+pub mod feddecorr;
+pub mod feddyn;
+pub mod fedexp;
+pub mod fedlamb;
+pub mod fedlc;
+pub mod fedmlb;
+pub mod fedntd;
+pub mod fedprox;
+pub mod mime;
+pub mod moon;
+pub mod scaffold;
 
 pub use fedacg::FedAcg;
 pub use fedadam::{AdaptiveServer, Rule};
@@ -38,129 +39,151 @@ pub use mime::MimeSgdm;
 pub use moon::Moon;
 pub use scaffold::Scaffold;
 
-use serde::{Deserialize, Serialize};
-
 use super::algorithm::{Algorithm, Setup};
-use crate::error::{Error, Result};
-
-/// Each algorithm's own table in the spec (`[fedprox]`, `[fedacg]`, …). The FedAdam table is
-/// shared by the three adaptive servers.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct AlgorithmKeys {
-    pub fedprox: fedprox::Keys,
-    pub fedavgm: fedavgm::Keys,
-    pub fedadam: fedadam::Keys,
-    pub fedexp: fedexp::Keys,
-    pub fedacg: fedacg::Keys,
-    pub feddyn: feddyn::Keys,
-    pub feddc: feddc::Keys,
-    pub fedcm: fedcm::Keys,
-    pub fedlc: fedlc::Keys,
-    pub fedntd: fedntd::Keys,
-    pub feddecorr: feddecorr::Keys,
-    pub moon: moon::Keys,
-    pub fedmlb: fedmlb::Keys,
-    pub fedlamb: fedlamb::Keys,
-    pub mime: mime::Keys,
-}
-
-impl AlgorithmKeys {
-    pub fn validate(&self) -> Result<()> {
-        self.fedprox.validate()?;
-        self.fedavgm.validate()?;
-        self.fedadam.validate()?;
-        self.fedexp.validate()?;
-        self.fedacg.validate()?;
-        self.feddyn.validate()?;
-        self.feddc.validate()?;
-        self.fedcm.validate()?;
-        self.fedlc.validate()?;
-        self.fedntd.validate()?;
-        self.feddecorr.validate()?;
-        self.moon.validate()?;
-        self.fedmlb.validate()?;
-        self.fedlamb.validate()?;
-        self.mime.validate()
-    }
-}
-
-/// Whether `algorithm` reads the algorithm table `table`: its own, or the one it shares (the
-/// adaptive servers share `[fedadam]`; the Fed-LAMB family `[fedlamb]`, and Mime `[mime]` too).
-fn reads(algorithm: &str, table: &str) -> bool {
-    match algorithm {
-        "fedadagrad" | "fedyogi" => table == "fedadam",
-        "fedams" | "mimelamb" => table == "fedlamb",
-        "mime" => table == "mime" || table == "fedlamb",
-        own => table == own,
-    }
-}
-
-/// Whether `table` is an algorithm's table that a run of `algorithm` does not read, so that its
-/// keys cannot change the run (the analysis leaves them out of labels and grouping).
-pub fn ignores_table(algorithm: &str, table: &str) -> bool {
-    is_algorithm_table(table) && !reads(algorithm, table)
-}
-
-/// Whether `table` is one of the algorithms' tables (a field of [`AlgorithmKeys`]).
-pub fn is_algorithm_table(table: &str) -> bool {
-    static TABLES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
-        match toml::Value::try_from(AlgorithmKeys::default()).expect("keys") {
-            toml::Value::Table(t) => t.keys().cloned().collect(),
-            _ => unreachable!("a struct serialises to a table"),
-        }
-    });
-    TABLES.iter().any(|t| t == table)
-}
+use crate::config::{KeyTable, table};
+use crate::error::Result;
 
 type Build = fn(&Setup) -> Result<Box<dyn Algorithm>>;
 
-/// Every algorithm: its `fl.algorithm` name and how to build it.
-pub const REGISTRY: &[(&str, Build)] = &[
-    ("fedavg", |s| ok(FedAvg::new(s.spec.fl.global_lr))),
-    ("fedprox", |s| {
-        let k = &s.spec.algorithms.fedprox;
-        ok(FedProx::new(k.mu, s.spec.fl.global_lr))
-    }),
-    ("scaffold", |s| {
-        ok(Scaffold::new(s.dim, s.client_sizes, s.spec.fl.global_lr))
-    }),
-    ("fedexp", |s| ok(FedExP::new(s.spec, s.dim))),
-    ("fedadam", |s| {
-        ok(AdaptiveServer::new(Rule::Adam, s.spec, s.dim))
-    }),
-    ("fedadagrad", |s| {
-        ok(AdaptiveServer::new(Rule::Adagrad, s.spec, s.dim))
-    }),
-    ("fedyogi", |s| {
-        ok(AdaptiveServer::new(Rule::Yogi, s.spec, s.dim))
-    }),
-    ("fedavgm", |s| {
-        let k = &s.spec.algorithms.fedavgm;
-        ok(FedAvgM::new(k.momentum, s.spec.fl.global_lr, s.dim))
-    }),
-    ("fedacg", |s| ok(FedAcg::new(s))),
-    ("feddyn", |s| ok(FedDyn::new(s))),
-    ("feddc", |s| ok(FedDc::new(s))),
-    ("fedcm", |s| ok(FedCm::new(s))),
-    ("fedlc", |s| ok(FedLc::new(s))),
-    ("fedntd", |s| ok(FedNtd::new(s))),
-    ("feddecorr", |s| ok(FedDecorr::new(s))),
-    ("moon", |s| ok(Moon::new(s))),
-    ("fedmlb", |s| Ok(Box::new(FedMlb::new(s)?))),
-    ("fedlamb", |s| {
-        ok(FedLamb::new(Step::Lamb, Source::ClientV, s))
-    }),
-    ("fedams", |s| {
-        ok(FedLamb::new(Step::Ams, Source::ClientV, s))
-    }),
-    ("mimelamb", |s| {
-        ok(FedLamb::new(Step::Lamb, Source::FullGradient, s))
-    }),
-    ("mime", |s| match s.spec.algorithms.mime.base.as_str() {
-        "sgdm" => ok(MimeSgdm::new(s)),
-        _ => ok(FedLamb::new(Step::Ams, Source::FullGradient, s)),
-    }),
+/// One algorithm: its `fl.algorithm` name, the key tables it reads, and how to build it.
+pub struct Entry {
+    pub name: &'static str,
+    pub tables: &'static [&'static dyn KeyTable],
+    pub build: Build,
+}
+
+const FEDPROX: &dyn KeyTable = table::<fedprox::Keys>();
+const FEDAVGM: &dyn KeyTable = table::<fedavgm::Keys>();
+const FEDADAM: &dyn KeyTable = table::<fedadam::Keys>();
+const FEDEXP: &dyn KeyTable = table::<fedexp::Keys>();
+const FEDACG: &dyn KeyTable = table::<fedacg::Keys>();
+const FEDDYN: &dyn KeyTable = table::<feddyn::Keys>();
+const FEDDC: &dyn KeyTable = table::<feddc::Keys>();
+const FEDCM: &dyn KeyTable = table::<fedcm::Keys>();
+const FEDLC: &dyn KeyTable = table::<fedlc::Keys>();
+const FEDNTD: &dyn KeyTable = table::<fedntd::Keys>();
+const FEDDECORR: &dyn KeyTable = table::<feddecorr::Keys>();
+const MOON: &dyn KeyTable = table::<moon::Keys>();
+const FEDMLB: &dyn KeyTable = table::<fedmlb::Keys>();
+const FEDLAMB: &dyn KeyTable = table::<fedlamb::Keys>();
+const MIME: &dyn KeyTable = table::<mime::Keys>();
+
+/// Every algorithm, in the order `fedrun check` lists them.
+pub const REGISTRY: &[Entry] = &[
+    Entry {
+        name: "fedavg",
+        tables: &[],
+        build: |s| ok(FedAvg::new(s.spec.fl.global_lr)),
+    },
+    Entry {
+        name: "fedprox",
+        tables: &[FEDPROX],
+        build: |s| {
+            let k: fedprox::Keys = s.spec.keys()?;
+            ok(FedProx::new(k.mu, s.spec.fl.global_lr))
+        },
+    },
+    Entry {
+        name: "scaffold",
+        tables: &[],
+        build: |s| ok(Scaffold::new(s.dim, s.client_sizes, s.spec.fl.global_lr)),
+    },
+    Entry {
+        name: "fedexp",
+        tables: &[FEDEXP],
+        build: |s| ok(FedExP::new(s.spec, s.dim)?),
+    },
+    Entry {
+        name: "fedadam",
+        tables: &[FEDADAM],
+        build: |s| ok(AdaptiveServer::new(Rule::Adam, s.spec, s.dim)?),
+    },
+    Entry {
+        name: "fedadagrad",
+        tables: &[FEDADAM],
+        build: |s| ok(AdaptiveServer::new(Rule::Adagrad, s.spec, s.dim)?),
+    },
+    Entry {
+        name: "fedyogi",
+        tables: &[FEDADAM],
+        build: |s| ok(AdaptiveServer::new(Rule::Yogi, s.spec, s.dim)?),
+    },
+    Entry {
+        name: "fedavgm",
+        tables: &[FEDAVGM],
+        build: |s| {
+            let k: fedavgm::Keys = s.spec.keys()?;
+            ok(FedAvgM::new(k.momentum, s.spec.fl.global_lr, s.dim))
+        },
+    },
+    Entry {
+        name: "fedacg",
+        tables: &[FEDACG],
+        build: |s| ok(FedAcg::new(s)?),
+    },
+    Entry {
+        name: "feddyn",
+        tables: &[FEDDYN],
+        build: |s| ok(FedDyn::new(s)?),
+    },
+    Entry {
+        name: "feddc",
+        tables: &[FEDDC],
+        build: |s| ok(FedDc::new(s)?),
+    },
+    Entry {
+        name: "fedcm",
+        tables: &[FEDCM],
+        build: |s| ok(FedCm::new(s)?),
+    },
+    Entry {
+        name: "fedlc",
+        tables: &[FEDLC],
+        build: |s| ok(FedLc::new(s)?),
+    },
+    Entry {
+        name: "fedntd",
+        tables: &[FEDNTD],
+        build: |s| ok(FedNtd::new(s)?),
+    },
+    Entry {
+        name: "feddecorr",
+        tables: &[FEDDECORR],
+        build: |s| ok(FedDecorr::new(s)?),
+    },
+    Entry {
+        name: "moon",
+        tables: &[MOON],
+        build: |s| ok(Moon::new(s)?),
+    },
+    Entry {
+        name: "fedmlb",
+        tables: &[FEDMLB],
+        build: |s| ok(FedMlb::new(s)?),
+    },
+    Entry {
+        name: "fedlamb",
+        tables: &[FEDLAMB],
+        build: |s| ok(FedLamb::new(Step::Lamb, Source::ClientV, s)?),
+    },
+    Entry {
+        name: "fedams",
+        tables: &[FEDLAMB],
+        build: |s| ok(FedLamb::new(Step::Ams, Source::ClientV, s)?),
+    },
+    Entry {
+        name: "mimelamb",
+        tables: &[FEDLAMB],
+        build: |s| ok(FedLamb::new(Step::Lamb, Source::FullGradient, s)?),
+    },
+    Entry {
+        name: "mime",
+        tables: &[MIME, FEDLAMB],
+        build: |s| match s.spec.keys::<mime::Keys>()?.base {
+            mime::Base::Sgdm => ok(MimeSgdm::new(s)?),
+            mime::Base::Amsgrad => ok(FedLamb::new(Step::Ams, Source::FullGradient, s)?),
+        },
+    },
 ];
 
 fn ok(a: impl Algorithm + 'static) -> Result<Box<dyn Algorithm>> {
@@ -172,27 +195,61 @@ pub const NAMES: &[&str] = &{
     let mut out = [""; REGISTRY.len()];
     let mut i = 0;
     while i < REGISTRY.len() {
-        out[i] = REGISTRY[i].0;
+        out[i] = REGISTRY[i].name;
         i += 1;
     }
     out
 };
 
-pub fn check_name(name: &str) -> Result<()> {
-    if NAMES.contains(&name) {
-        Ok(())
-    } else {
-        Err(Error::Config(format!(
-            "key `fl.algorithm`: unknown algorithm \"{name}\"; expected one of: {}",
-            NAMES.join(", ")
-        )))
+/// Tables printed before the others, in this order: the FedNAR family's, in the order their
+/// `spec.toml` files have always listed them. Every other table follows in registry order.
+const PRINTED_FIRST: [&str; 4] = ["fedprox", "fedavgm", "fedadam", "fedexp"];
+
+/// Every algorithm's table, once, in the order `spec.toml` prints them.
+pub fn tables() -> Vec<&'static dyn KeyTable> {
+    let mut out: Vec<&'static dyn KeyTable> = Vec::new();
+    for t in REGISTRY.iter().flat_map(|e| e.tables) {
+        if !out.iter().any(|o| o.name() == t.name()) {
+            out.push(*t);
+        }
     }
+    let rank = |t: &&dyn KeyTable| {
+        PRINTED_FIRST
+            .iter()
+            .position(|n| *n == t.name())
+            .unwrap_or(PRINTED_FIRST.len())
+    };
+    out.sort_by_key(rank);
+    out
+}
+
+fn entry(algorithm: &str) -> Option<&'static Entry> {
+    REGISTRY.iter().find(|e| e.name == algorithm)
+}
+
+/// Whether `table` is an algorithm's table that a run of `algorithm` does not read, so that its
+/// keys cannot change the run (the analysis leaves them out of labels and grouping).
+pub fn ignores_table(algorithm: &str, table: &str) -> bool {
+    is_algorithm_table(table)
+        && !entry(algorithm).is_some_and(|e| e.tables.iter().any(|t| t.name() == table))
+}
+
+/// Whether `table` is one of the algorithms' tables.
+pub fn is_algorithm_table(table: &str) -> bool {
+    REGISTRY
+        .iter()
+        .flat_map(|e| e.tables)
+        .any(|t| t.name() == table)
 }
 
 /// Build the algorithm a spec names.
 pub fn build(setup: &Setup) -> Result<Box<dyn Algorithm>> {
     let name = setup.spec.fl.algorithm.as_str();
-    check_name(name)?;
-    let (_, build) = REGISTRY.iter().find(|e| e.0 == name).expect("checked");
-    build(setup)
+    match entry(name) {
+        Some(e) => (e.build)(setup),
+        None => Err(crate::error::Error::Config(format!(
+            "key `fl.algorithm`: unknown algorithm \"{name}\"; expected one of: {}",
+            NAMES.join(", ")
+        ))),
+    }
 }

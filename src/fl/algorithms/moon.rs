@@ -10,7 +10,6 @@
 //! The previous models are stored per client once it has trained: one model-sized vector each.
 
 use burn::tensor::Tensor;
-use serde::{Deserialize, Serialize};
 
 use super::FedAvg;
 use crate::config::validate::{non_negative, positive};
@@ -21,27 +20,11 @@ use crate::fl::algorithm::{
 use crate::fl::losses::{cross_entropy, model_contrastive};
 use crate::fl::per_client::PerClient;
 
-/// `[moon]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Keys {
-    pub mu: f64,
-    pub temperature: f64,
-}
-
-impl Default for Keys {
-    fn default() -> Self {
-        Keys {
-            mu: 1.0,
-            temperature: 0.5,
-        }
-    }
-}
-
-impl Keys {
-    pub fn validate(&self) -> Result<()> {
-        non_negative("moon.mu", self.mu)?;
-        positive("moon.temperature", self.temperature)
+crate::key_table! {
+    /// `[moon]`
+    pub struct Keys in "moon" {
+        pub mu: f64 = 1.0 => non_negative;
+        pub temperature: f64 = 0.5 => positive;
     }
 }
 
@@ -58,9 +41,9 @@ pub struct Moon {
 }
 
 impl Moon {
-    pub fn new(s: &Setup) -> Self {
-        let k = &s.spec.algorithms.moon;
-        Moon {
+    pub fn new(s: &Setup) -> Result<Self> {
+        let k: Keys = s.spec.keys()?;
+        Ok(Moon {
             mu: k.mu,
             tau: k.temperature,
             dim: s.dim,
@@ -68,7 +51,7 @@ impl Moon {
             start: vec![0.0; s.dim],
             initial: None,
             prev: PerClient::new("prev", s.client_sizes.len(), s.dim),
-        }
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use burn::tensor::Device;
 use super::options::{client_workers, device_step, devices, shape_of};
 use super::round::{Divergence, RoundConfig, RoundStats, run_round};
 use super::workers::BurnClients;
-use crate::config::Spec;
+use crate::config::{Aggregation, KernelChoice, Spec};
 use crate::data::FedData;
 use crate::error::{Error, Result};
 use crate::fl::algorithm::{Algorithm, Setup};
@@ -38,9 +38,12 @@ pub struct Experiment {
 
 impl Experiment {
     pub fn new(spec: &Spec, data: FedData) -> Result<Experiment> {
-        let (device, eval_device) = devices(&spec.run.backend)?;
+        let (device, eval_device) = devices(spec.run.backend)?;
         let shape = shape_of(&data);
-        let kernels = Kernels::parse(&spec.run.kernels).expect("validated");
+        let kernels = match spec.run.kernels {
+            KernelChoice::Fedrun => Kernels::Fedrun,
+            KernelChoice::Burn => Kernels::Burn,
+        };
         let model = Model::build(&spec.model, shape, kernels, &device)?;
         let layout = Layout::of(&model);
         let mut init_rng = Rng::derive(spec.run.seed, Stream::Init, &[]);
@@ -140,7 +143,7 @@ impl Experiment {
             seed: self.spec.run.seed,
             clients_per_round: self.spec.fl.clients_per_round,
             lr,
-            uniform: self.spec.fl.aggregation == "uniform",
+            uniform: self.spec.fl.aggregation == Aggregation::Uniform,
         };
         run_round(
             t,

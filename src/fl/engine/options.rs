@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use burn::tensor::Device;
 
-use crate::config::Spec;
+use crate::config::{Backend, LocalStep, Spec};
 use crate::data::{Features, FedData};
 use crate::error::{Error, Result};
 use crate::model::Shape;
@@ -37,11 +37,12 @@ impl Default for RunOptions {
 }
 
 /// The device a backend name stands for, with autodiff (training) and without (evaluation).
-pub fn devices(backend: &str) -> Result<(Device, Device)> {
+pub fn devices(backend: Backend) -> Result<(Device, Device)> {
     let base = match backend {
-        "flex" => Device::flex(),
+        Backend::Flex => Device::flex(),
         #[cfg(feature = "wgpu")]
-        "wgpu" => wgpu_device()?,
+        Backend::Wgpu => wgpu_device()?,
+        #[cfg(not(feature = "wgpu"))]
         other => {
             return Err(Error::Config(format!(
                 "key `run.backend`: \"{other}\" is not compiled into this binary (build with `--features {other}`); available: flex"
@@ -54,10 +55,10 @@ pub fn devices(backend: &str) -> Result<(Device, Device)> {
 /// Whether local steps stay on the training device (`run.local_step`; `auto`: on a GPU
 /// backend, not on the CPU, where the host step is faster).
 pub fn device_step(spec: &Spec) -> bool {
-    match spec.run.local_step.as_str() {
-        "device" => true,
-        "host" => false,
-        _ => spec.run.backend != "flex",
+    match spec.run.local_step {
+        LocalStep::Device => true,
+        LocalStep::Host => false,
+        LocalStep::Auto => spec.run.backend != Backend::Flex,
     }
 }
 

@@ -238,7 +238,7 @@ fn check_same_spec(dir: &Path, spec: &Spec, next: Option<usize>) -> Result<()> {
     let Ok(text) = std::fs::read_to_string(&p) else {
         return Ok(());
     };
-    let old = Spec::from_str_with(&text, &p.display().to_string(), &[])?;
+    let old = crate::schema::parse(&text, &p.display().to_string(), &[])?;
     let mut diff = old.diff_keys(spec);
     if let Some(next) = next
         && spec.fl.rounds >= next

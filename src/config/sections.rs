@@ -1,0 +1,317 @@
+//! The spec's five sections, `[data]`, `[model]`, `[fl]`, `[local]` and `[run]`: every key with
+//! its default (the FedNAR CIFAR-10 scripts') and meaning, and the closed sets of values as enums.
+
+use serde::{Deserialize, Serialize};
+
+crate::choice! {
+    /// `data.dataset`: `cifar10` | `mnist` | `fashion-mnist` | `shakespeare` (from the plays) |
+    /// `leaf` (LEAF JSON) | `synthetic` (tests).
+    pub enum Dataset {
+        Cifar10 = "cifar10",
+        Mnist = "mnist",
+        FashionMnist = "fashion-mnist",
+        Shakespeare = "shakespeare",
+        Leaf = "leaf",
+        Synthetic = "synthetic",
+    }
+}
+
+crate::choice! {
+    /// `data.partition`: `iid` | `dirichlet` | `shards` (McMahan et al., `shards_per_client`
+    /// label-sorted shards each) | `natural` (one client per user) | `file` (`partition_file`).
+    pub enum Partition {
+        Iid = "iid",
+        Dirichlet = "dirichlet",
+        Shards = "shards",
+        Natural = "natural",
+        File = "file",
+    }
+}
+
+crate::choice! {
+    /// `data.variant`, the Dirichlet split: `fedexp-equal` (FedExP's equal-size clients) |
+    /// `fedacg-balanced` (FedACG's balanced split).
+    pub enum DirichletVariant {
+        FedexpEqual = "fedexp-equal",
+        FedacgBalanced = "fedacg-balanced",
+    }
+}
+
+crate::choice! {
+    /// `data.augmentation` of image batches: `batch` (FedNAR: one crop/flip per batch) |
+    /// `sample` (one per image) | `none`.
+    pub enum Augmentation {
+        None = "none",
+        Batch = "batch",
+        Sample = "sample",
+    }
+}
+
+crate::choice! {
+    /// `model.kind`.
+    pub enum ModelKind {
+        Cnn = "cnn",
+        Resnet18 = "resnet18",
+        Transformer = "transformer",
+        Lstm = "lstm",
+        LstmSmall = "lstm-small",
+        Mlp = "mlp",
+        Linear = "linear",
+        TinyCnn = "tiny-cnn",
+        /// The Fed-LAMB MNIST CNN (1×28×28 input).
+        MnistCnn = "mnist-cnn",
+    }
+}
+
+crate::choice! {
+    /// `model.head` of ResNet-18: `fednar` (avg_pool2d(3) on the 4×4 map, as the FedNAR code) |
+    /// `global` (global average pooling).
+    pub enum Head {
+        Fednar = "fednar",
+        Global = "global",
+    }
+}
+
+crate::choice! {
+    /// `fl.aggregation`, the client weights in Δ̄: `size` (p_i ∝ n_i, the FedNAR code) |
+    /// `uniform` (1/M, the FedACG code).
+    pub enum Aggregation {
+        Size = "size",
+        Uniform = "uniform",
+    }
+}
+
+crate::choice! {
+    /// `local.lr_schedule`: `round`: l = lr·d^(t+1) for all of round t (the FedNAR code) |
+    /// `epoch`: l = lr·d^(t+e) in local epoch e of round t (the FedACG code: LambdaLR stepped
+    /// per local epoch) | `step`: l = lr·lr_step_factor^k in round t, k = the milestones ≤ t
+    /// (Fed-LAMB: ÷10 at rounds 30 and 70); `lr_decay` is not used by `step`.
+    pub enum LrSchedule {
+        Round = "round",
+        Epoch = "epoch",
+        Step = "step",
+    }
+}
+
+crate::choice! {
+    /// `run.backend`: `flex` (CPU) | `wgpu` (GPU, cargo feature `wgpu`).
+    pub enum Backend {
+        Flex = "flex",
+        Wgpu = "wgpu",
+    }
+}
+
+crate::choice! {
+    /// `run.kernels`: `fedrun` (fedrun's own CPU kernels for the convolutions on flex; burn's
+    /// ops elsewhere) | `burn` (burn's reference ops everywhere). Results agree to float
+    /// rounding.
+    pub enum KernelChoice {
+        Fedrun = "fedrun",
+        Burn = "burn",
+    }
+}
+
+crate::choice! {
+    /// `run.local_step`, where a local step runs: `host` (parameters and gradient as flat
+    /// vectors in host memory: fastest on the CPU) | `device` (parameters, gradient, the
+    /// algorithm's term and the optimizer chain as tensor ops on the training device: fewest
+    /// transfers on a GPU) | `auto` (device on wgpu, host on flex). Results agree to float
+    /// rounding. Algorithms with their own update rule (the Fed-LAMB family) step on the host.
+    pub enum LocalStep {
+        Auto = "auto",
+        Host = "host",
+        Device = "device",
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DataSpec {
+    pub dataset: Dataset,
+    /// Directory (or archive) of the data set; "" = the data set's default location.
+    pub path: String,
+    pub partition: Partition,
+    pub alpha: f64,
+    pub variant: DirichletVariant,
+    /// A published split (FedACG's `{client: [indices]}` files), used with `partition = "file"`.
+    pub partition_file: String,
+    pub num_clients: usize,
+    /// `partition = "shards"`: shards per client (2: every client holds one or two classes).
+    pub shards_per_client: usize,
+    pub augmentation: Augmentation,
+    /// Shakespeare: fraction of each role's samples used for training.
+    pub train_fraction: f64,
+    /// Shakespeare (FedNAR §8.5): keep users with more than this many train / test samples ...
+    pub min_train_samples: usize,
+    pub min_test_samples: usize,
+    /// ... and crop a window of this many train / test samples per user (0 = keep all).
+    pub crop_train: usize,
+    pub crop_test: usize,
+    /// Synthetic data (tests): samples per client and test samples.
+    pub synthetic_train: usize,
+    pub synthetic_test: usize,
+}
+
+impl Default for DataSpec {
+    fn default() -> Self {
+        DataSpec {
+            dataset: Dataset::Cifar10,
+            path: String::new(),
+            partition: Partition::Dirichlet,
+            alpha: 0.3,
+            variant: DirichletVariant::FedexpEqual,
+            partition_file: String::new(),
+            num_clients: 100,
+            shards_per_client: 2,
+            augmentation: Augmentation::Batch,
+            train_fraction: 0.9,
+            min_train_samples: 2000,
+            min_test_samples: 400,
+            crop_train: 2000,
+            crop_test: 400,
+            synthetic_train: 64,
+            synthetic_test: 128,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelSpec {
+    pub kind: ModelKind,
+    pub head: Head,
+    /// Transformer: layers, width, heads, FFN width, dropout.
+    pub layers: usize,
+    pub d_model: usize,
+    pub heads: usize,
+    pub d_ff: usize,
+    pub dropout: f64,
+    /// Transformer: all layers start from identical weights (PyTorch deep-copy quirk, §7.2).
+    pub identical_layers: bool,
+    /// LSTM hidden size and layers (LEAF: 256 x 2; FedDyn: 100 x 2).
+    pub hidden: usize,
+    /// MLP hidden width (tests, MNIST).
+    pub mlp_hidden: usize,
+    /// CNN / ResNet-18: MOON's projection head to this width before the classifier (256 in
+    /// MOON); 0 = none.
+    pub projection: usize,
+}
+
+impl Default for ModelSpec {
+    fn default() -> Self {
+        ModelSpec {
+            kind: ModelKind::Resnet18,
+            head: Head::Fednar,
+            layers: 6,
+            d_model: 128,
+            heads: 4,
+            d_ff: 512,
+            dropout: 0.1,
+            identical_layers: true,
+            hidden: 256,
+            mlp_hidden: 200,
+            projection: 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FlSpec {
+    /// One of the registered algorithms (`fedrun check` lists them); its own keys are in its
+    /// table (`[fedprox]`, `[fedacg]`, …).
+    pub algorithm: String,
+    /// Rounds run: t = 0 .. rounds-1. (The FedNAR code runs `num_rounds + 1`.)
+    pub rounds: usize,
+    pub clients_per_round: usize,
+    /// Server learning rate η_g (FedExP: the lower bound of its adaptive step).
+    pub global_lr: f64,
+    /// Evaluate every this many rounds (the last round is always evaluated).
+    pub eval_every: usize,
+    /// Evaluation batch size.
+    pub eval_batch_size: usize,
+    pub aggregation: Aggregation,
+}
+
+impl Default for FlSpec {
+    fn default() -> Self {
+        FlSpec {
+            algorithm: "fedavg".into(),
+            rounds: 1000,
+            clients_per_round: 20,
+            global_lr: 1.0,
+            eval_every: 1,
+            eval_batch_size: 100,
+            aggregation: Aggregation::Size,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LocalSpec {
+    /// Exactly this many local steps per client and round (reshuffling on exhaustion) ...
+    pub steps: usize,
+    /// ... or, when > 0, this many epochs over the client's data instead.
+    pub epochs: usize,
+    pub batch_size: usize,
+    pub lr: f64,
+    /// Decay factor d of the learning-rate schedule.
+    pub lr_decay: f64,
+    pub lr_schedule: LrSchedule,
+    /// `step` schedule: the rounds at which the rate is multiplied by `lr_step_factor`.
+    pub lr_milestones: Vec<usize>,
+    pub lr_step_factor: f64,
+    pub weight_decay: f64,
+    /// Clip threshold A on the global L2 norm; 0 disables clipping.
+    pub max_norm: f64,
+    /// FedNAR: clip g + wd·x jointly instead of clipping g then adding wd·x.
+    pub nar: bool,
+}
+
+impl Default for LocalSpec {
+    fn default() -> Self {
+        LocalSpec {
+            steps: 20,
+            epochs: 0,
+            batch_size: 50,
+            lr: 0.01,
+            lr_decay: 0.998,
+            lr_schedule: LrSchedule::Round,
+            lr_milestones: vec![30, 70],
+            lr_step_factor: 0.1,
+            weight_decay: 0.05,
+            max_norm: 10.0,
+            nar: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunSpec {
+    pub name: String,
+    pub seed: u64,
+    pub backend: Backend,
+    pub kernels: KernelChoice,
+    pub local_step: LocalStep,
+    /// Write a checkpoint every this many rounds (and at the end); 0 = only at the end.
+    pub checkpoint_every: usize,
+    /// Clients trained at once, each on one core; 0 = auto (one per core for small models
+    /// without dropout, else 1). Results are identical whatever the value.
+    pub client_workers: usize,
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        RunSpec {
+            name: "fedrun".into(),
+            seed: 0,
+            backend: Backend::Flex,
+            kernels: KernelChoice::Fedrun,
+            local_step: LocalStep::Auto,
+            checkpoint_every: 10,
+            client_workers: 0,
+        }
+    }
+}
