@@ -5,6 +5,7 @@ mod common;
 use common::{TempDir, synthetic_spec};
 use fedrun::analysis::report::{ReportOptions, report};
 use fedrun::analysis::runs::Run;
+use fedrun::metrics::summary::Status;
 use std::path::Path;
 use std::process::Command;
 
@@ -21,7 +22,7 @@ fn fake_run(dir: &Path, sets: &[&str], accs: &[f64]) -> Run {
     }
     std::fs::write(dir.join("rounds.csv"), csv).unwrap();
     let s = fedrun::metrics::summary::Summary {
-        status: "complete".into(),
+        status: Status::Complete,
         name: "t".into(),
         ..Default::default()
     };
@@ -55,7 +56,7 @@ fn report_groups_seeds_with_mean_and_sd() {
         targets: vec![25.0, 99.0],
         ema_beta: 0.5,
         debias: false,
-        markdown: false,
+        format: fedrun::analysis::report::Format::Csv,
     };
     let t = report(runs, &o).unwrap();
     let lines: Vec<&str> = t.lines().collect();

@@ -5,6 +5,7 @@ mod common;
 use common::{TempDir, write_mini_cifar};
 use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file, shards};
 use fedrun::data::{Features, cifar, idx, leaf};
+use fedrun::metrics::summary::Status;
 use fedrun::rng::Rng;
 use std::path::Path;
 
@@ -415,7 +416,7 @@ fn mnist_cnn_learns_from_idx_files_with_a_shard_split() {
         },
     )
     .unwrap();
-    assert_eq!(s.status, "complete", "{}", s.message);
+    assert_eq!(s.status, Status::Complete, "{}", s.message);
     assert!(
         s.best_test_acc.unwrap() > 30.0,
         "the bands are learnable: best {:?}",

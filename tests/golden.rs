@@ -21,6 +21,7 @@
 
 mod common;
 
+use fedrun::metrics::summary::Status;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -55,7 +56,7 @@ fn rows(set: &[String], prefix: &str) -> String {
         ..Default::default()
     };
     let s = run(&spec, &opts).unwrap();
-    assert_eq!(s.status, "complete", "{prefix}: {}", s.message);
+    assert_eq!(s.status, Status::Complete, "{prefix}: {}", s.message);
     let text = std::fs::read_to_string(d.path().join("t/rounds.csv")).unwrap();
     let mut out = String::new();
     for line in text.lines().skip(1) {

@@ -10,6 +10,7 @@ use common::{TempDir, columns, synthetic_spec};
 use fedrun::fl::algorithm::LocalTerm;
 use fedrun::fl::engine::{RunOptions, run};
 use fedrun::fl::step::LocalOptimizer;
+use fedrun::metrics::summary::Status;
 
 fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
     let mut set = set.to_vec();
@@ -20,7 +21,7 @@ fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
         ..Default::default()
     };
     let s = run(&spec, &opts).unwrap();
-    assert_eq!(s.status, "complete", "{name}: {}", s.message);
+    assert_eq!(s.status, Status::Complete, "{name}: {}", s.message);
     columns(&d.path().join(name).join("rounds.csv"))
 }
 

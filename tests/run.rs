@@ -5,6 +5,7 @@ mod common;
 
 use common::{TempDir, synthetic_spec, write_mini_cifar};
 use fedrun::fl::engine::{RunOptions, run};
+use fedrun::metrics::summary::Status;
 use fedrun::metrics::summary::Summary;
 use std::path::Path;
 use std::process::Command;
@@ -78,7 +79,10 @@ fn mini_cifar_two_rounds_from_the_binary_is_deterministic() {
         assert_eq!(lines.len(), 3, "header and 2 rows: {text}");
         assert!(lines[1].starts_with("0,") && lines[2].starts_with("1,"));
         assert!(out.join("mini/spec.toml").exists());
-        assert_eq!(Summary::read(&out.join("mini")).unwrap().status, "complete");
+        assert_eq!(
+            Summary::read(&out.join("mini")).unwrap().status,
+            Status::Complete
+        );
         outs.push(csv_without_time(&csv));
     }
     assert_eq!(outs[0], outs[1], "same seed, same CSV");
@@ -105,7 +109,8 @@ fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
                 };
                 let s = run(&spec, &opts).unwrap();
                 assert_eq!(
-                    s.status, "complete",
+                    s.status,
+                    Status::Complete,
                     "{alg} {keys:?} nar={nar}: {}",
                     s.message
                 );
@@ -157,7 +162,7 @@ fn quickstart_runs_two_rounds_on_the_embedded_plays() {
         ..Default::default()
     };
     let s = run(&spec, &opts).unwrap();
-    assert_eq!(s.status, "complete");
+    assert_eq!(s.status, Status::Complete);
     let text = std::fs::read_to_string(d.path().join("quickstart/rounds.csv")).unwrap();
     assert_eq!(text.lines().count(), 3);
 }
@@ -307,7 +312,11 @@ fn killed_run_resumes_to_the_same_csv() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let s = Summary::read(&part.join("t")).unwrap();
-    assert_eq!(s.status, "interrupted", "a killed run never looks complete");
+    assert_eq!(
+        s.status,
+        Status::Interrupted,
+        "a killed run never looks complete"
+    );
     let st = bin()
         .args(["--quiet", "--config"])
         .arg(&cfg)
@@ -324,7 +333,10 @@ fn killed_run_resumes_to_the_same_csv() {
         csv_without_time(&full.join("t/rounds.csv")),
         csv_without_time(&csv)
     );
-    assert_eq!(Summary::read(&part.join("t")).unwrap().status, "complete");
+    assert_eq!(
+        Summary::read(&part.join("t")).unwrap().status,
+        Status::Complete
+    );
     // a changed spec is refused, naming the key
     let st = bin()
         .args(["--quiet", "--config"])
@@ -356,13 +368,13 @@ fn divergence_is_reported_with_its_round() {
         ..Default::default()
     };
     let s = run(&spec, &opts).unwrap();
-    assert_eq!(s.status, "diverged");
+    assert_eq!(s.status, Status::Diverged);
     assert!(s.diverged_round.unwrap() <= 1, "{s:?}");
     let csv = std::fs::read_to_string(d.path().join("t/rounds.csv")).unwrap();
     assert!(!csv.contains("NaN") && !csv.contains("inf"), "{csv}");
     assert_eq!(
         Summary::read(&d.path().join("t")).unwrap().status,
-        "diverged"
+        Status::Diverged
     );
 }
 
@@ -595,7 +607,7 @@ fn client_parallel_training_gives_the_sequential_csv() {
             out: d.path().join(format!("w{w}")),
             ..Default::default()
         };
-        assert_eq!(run(&spec, &opts).unwrap().status, "complete");
+        assert_eq!(run(&spec, &opts).unwrap().status, Status::Complete);
         csvs.push(csv_without_time(&opts.out.join("t/rounds.csv")));
     }
     assert_eq!(csvs[0], csvs[1]);
@@ -686,12 +698,12 @@ fn every_algorithm_resumes_with_its_state_to_the_same_csv() {
             max_rounds_this_call: Some(2),
             ..Default::default()
         };
-        assert_eq!(run(&spec, &part).unwrap().status, "interrupted");
+        assert_eq!(run(&spec, &part).unwrap().status, Status::Interrupted);
         let rest = RunOptions {
             max_rounds_this_call: None,
             ..part
         };
-        assert_eq!(run(&spec, &rest).unwrap().status, "complete");
+        assert_eq!(run(&spec, &rest).unwrap().status, Status::Complete);
         assert_eq!(
             csv_without_time(&full.out.join("t/rounds.csv")),
             csv_without_time(&rest.out.join("t/rounds.csv")),
@@ -734,7 +746,7 @@ fn a_run_asked_for_more_or_fewer_rounds_continues_from_its_checkpoint() {
 
     assert_eq!(
         run(&spec(4), &opts("cut", Some(2))).unwrap().status,
-        "interrupted"
+        Status::Interrupted
     );
     let s = run(&spec(2), &opts("cut", None)).unwrap();
     assert_eq!((s.status.as_str(), s.rounds), ("complete", 2));

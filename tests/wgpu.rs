@@ -11,10 +11,11 @@ mod common;
 use common::{TempDir, columns, synthetic_spec};
 use fedrun::config::Spec;
 use fedrun::fl::engine::{RunOptions, run};
+use fedrun::metrics::summary::Status;
 
 #[test]
 fn wgpu_and_flex_train_alike() {
-    if let Err(e) = fedrun::fl::engine::devices("wgpu") {
+    if let Err(e) = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu) {
         if std::env::var_os("FEDRUN_REQUIRE_WGPU").is_some() {
             panic!("FEDRUN_REQUIRE_WGPU is set but wgpu has no adapter: {e}");
         }
@@ -42,7 +43,7 @@ fn wgpu_and_flex_train_alike() {
             ..Default::default()
         };
         let s = run(&spec, &opts).unwrap();
-        assert_eq!(s.status, "complete", "{backend}: {}", s.message);
+        assert_eq!(s.status, Status::Complete, "{backend}: {}", s.message);
         rows.push(columns(
             &d.path()
                 .join(format!("{backend}_{step}"))

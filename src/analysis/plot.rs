@@ -31,8 +31,17 @@ pub struct PlotOptions {
     pub width: u32,
     pub height: u32,
     pub title: Option<String>,
-    /// The legend's corner: `lower-right`, `upper-right`, `lower-left` or `upper-left`.
-    pub legend: String,
+    /// The legend's corner.
+    pub legend: Corner,
+}
+
+/// A corner of the plot, for the legend (`--legend`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Corner {
+    LowerRight,
+    UpperRight,
+    LowerLeft,
+    UpperLeft,
 }
 
 /// One line: label, points, and the ±sd half-widths.
@@ -352,16 +361,11 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
             format!("{} per round", o.metric)
         }
     });
-    let corner = match o.legend.as_str() {
-        "lower-right" => SeriesLabelPosition::LowerRight,
-        "upper-right" => SeriesLabelPosition::UpperRight,
-        "lower-left" => SeriesLabelPosition::LowerLeft,
-        "upper-left" => SeriesLabelPosition::UpperLeft,
-        other => {
-            return Err(Error::Config(format!(
-                "legend corner `{other}`: expected lower-right, upper-right, lower-left or upper-left"
-            )));
-        }
+    let corner = match o.legend {
+        Corner::LowerRight => SeriesLabelPosition::LowerRight,
+        Corner::UpperRight => SeriesLabelPosition::UpperRight,
+        Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
+        Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
     };
     let frame = Frame {
         xlabel: &xlabel,

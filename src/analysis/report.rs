@@ -4,13 +4,22 @@ use super::runs::{Group, Run, group};
 use super::stats::{at_round, best, ema, mean_sd, rounds_to_target};
 use crate::error::Result;
 
+/// How `report` prints its table (`--format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A Markdown table.
+    Md,
+    /// CSV.
+    Csv,
+}
+
 pub struct ReportOptions {
     pub metric: String,
     pub at: Vec<usize>,
     pub targets: Vec<f64>,
     pub ema_beta: f64,
     pub debias: bool,
-    pub markdown: bool,
+    pub format: Format,
 }
 
 fn pm(v: &[f64]) -> String {
@@ -95,7 +104,7 @@ pub fn report(runs: Vec<Run>, o: &ReportOptions) -> Result<String> {
         rows.push(row);
     }
     let mut out = String::new();
-    if o.markdown {
+    if o.format == Format::Md {
         out.push_str(&format!("| {} |\n", header.join(" | ")));
         out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
         for r in rows {

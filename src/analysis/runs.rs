@@ -8,7 +8,7 @@ use crate::config::Spec;
 use crate::error::{Error, Result};
 use crate::fl::algorithms::{ignores_table, is_algorithm_table};
 use crate::metrics::csv;
-use crate::metrics::summary::Summary;
+use crate::metrics::summary::{Status, Summary};
 
 #[derive(Clone, Debug)]
 pub struct Run {
@@ -16,7 +16,7 @@ pub struct Run {
     pub spec: Spec,
     /// Every key of the spec, flattened (`local.weight_decay` → "0.01").
     pub keys: BTreeMap<String, String>,
-    pub status: String,
+    pub status: Status,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
@@ -33,7 +33,7 @@ impl Run {
         let spec = crate::schema::parse(&text, &sp.display().to_string(), &[])?;
         let status = Summary::read(dir)
             .map(|s| s.status)
-            .unwrap_or_else(|_| "interrupted".into());
+            .unwrap_or(Status::Interrupted);
         let (columns, rows) = csv::read(&dir.join("rounds.csv"))?;
         let mut keys = BTreeMap::new();
         flatten(&toml::Value::try_from(&spec).expect("spec"), "", &mut keys);
@@ -76,7 +76,7 @@ impl Run {
 
     /// Whether the run finished.
     pub fn complete(&self) -> bool {
-        self.status == "complete"
+        self.status == Status::Complete
     }
 }
 

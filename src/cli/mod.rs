@@ -6,9 +6,12 @@ mod bench_ops;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+use crate::analysis::plot::Corner;
+use crate::analysis::report::Format;
 use crate::config::{QUICKSTART, Spec};
 use crate::error::Result;
 use crate::fl::engine::{RunOptions, run};
+use crate::metrics::summary::Status;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -116,9 +119,8 @@ pub struct PlotArgs {
     #[arg(long)]
     pub title: Option<String>,
     /// Corner of the legend, where it hides no data.
-    #[arg(long, default_value = "lower-right",
-          value_parser = ["lower-right", "upper-right", "lower-left", "upper-left"])]
-    pub legend: String,
+    #[arg(long, value_enum, default_value_t = Corner::LowerRight)]
+    pub legend: Corner,
 }
 
 #[derive(Args, Debug)]
@@ -140,9 +142,8 @@ pub struct ReportArgs {
     pub debias: bool,
     #[arg(long, default_value = "test_acc")]
     pub metric: String,
-    /// md | csv
-    #[arg(long, default_value = "md")]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = Format::Md)]
+    pub format: Format,
 }
 
 impl SpecArgs {
@@ -200,7 +201,10 @@ pub fn main_with(cli: Cli) -> Result<()> {
                 return Ok(());
             }
             let res = crate::sweep::run(&base, &o)?;
-            let bad = res.iter().filter(|r| r.2.status != "complete").count();
+            let bad = res
+                .iter()
+                .filter(|r| r.2.status != Status::Complete)
+                .count();
             println!(
                 "sweep: {} points, {} complete, {bad} not; {}",
                 res.len(),
@@ -217,7 +221,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
                 width: a.width,
                 height: a.height,
                 title: a.title.clone(),
-                legend: a.legend.clone(),
+                legend: a.legend,
             };
             crate::analysis::plot::plot(runs, &a.output, &o)?;
             println!("wrote {}", a.output.display());
@@ -231,7 +235,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
                 targets: a.targets.clone(),
                 ema_beta: a.ema,
                 debias: a.debias,
-                markdown: a.format != "csv",
+                format: a.format,
             };
             print!("{}", crate::analysis::report::report(runs, &o)?);
             Ok(())
@@ -256,7 +260,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
             println!("{}", s.line());
             let dir = a.out.join(&spec.run.name);
             println!("results: {}", dir.display());
-            if a.spec.config.is_none() && s.status == "complete" {
+            if a.spec.config.is_none() && s.status == Status::Complete {
                 // the quickstart ends with a picture of its curve (the code of `fedrun plot`)
                 let png = dir.join("accuracy.png");
                 let drawn = crate::analysis::runs::Run::load(&dir).and_then(|r| {
@@ -269,7 +273,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
                             width: 800,
                             height: 500,
                             title: Some("quickstart: test accuracy per round".into()),
-                            legend: "lower-right".into(),
+                            legend: Corner::LowerRight,
                         },
                     )
                 });
@@ -278,7 +282,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
                     Err(e) => eprintln!("warning: could not draw the accuracy curve: {e}"),
                 }
             }
-            if s.status == "diverged" {
+            if s.status == Status::Diverged {
                 return Err(crate::error::Error::Run(format!(
                     "run diverged: {}",
                     s.message

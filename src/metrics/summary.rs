@@ -6,10 +6,28 @@ use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+crate::choice! {
+    /// How a run stands: `complete`, `diverged`, or `interrupted` (running, killed, or stopped
+    /// before the end); a sweep also records a point that it did not run (`not run`) or whose
+    /// process failed before writing a summary (`failed`).
+    pub enum Status {
+        Complete = "complete",
+        Diverged = "diverged",
+        Interrupted = "interrupted",
+        NotRun = "not run",
+        Failed = "failed",
+    }
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status::Interrupted
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
-    /// `complete` | `diverged` | `interrupted`.
-    pub status: String,
+    pub status: Status,
     pub name: String,
     /// Rounds finished.
     pub rounds: usize,

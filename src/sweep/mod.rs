@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use crate::config::Spec;
 use crate::error::{Error, Result};
-use crate::metrics::summary::Summary;
+use crate::metrics::summary::{Status, Summary};
 
 /// One `--grid key=v1,v2,...`.
 #[derive(Clone, Debug, PartialEq)]
@@ -161,13 +161,13 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                     // extended, or (fewer rounds) refused with the key named, not reported
                     // as if it had run the rounds asked
                     let summary = match Summary::read(&dir) {
-                        Ok(s) if s.status == "complete" && s.rounds == *rounds => {
+                        Ok(s) if s.status == Status::Complete && s.rounds == *rounds => {
                             eprintln!("[sweep] {name}: already complete, skipped");
                             s
                         }
                         _ => run_point(o, sets, threads, name, &dir),
                     };
-                    if summary.status == "diverged" && o.stop_on_divergence {
+                    if summary.status == Status::Diverged && o.stop_on_divergence {
                         *stop.lock().unwrap() = true;
                     }
                     results.lock().unwrap()[i] = Some(summary);
@@ -184,7 +184,7 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                 p,
                 n.clone(),
                 s.unwrap_or_else(|| Summary {
-                    status: "not run".into(),
+                    status: Status::NotRun,
                     name: n,
                     ..Default::default()
                 }),
@@ -256,14 +256,14 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
         Ok(out) => {
             let _ = std::fs::write(&log, [out.stdout, out.stderr].concat());
             Summary::read(dir).unwrap_or_else(|_| Summary {
-                status: "failed".into(),
+                status: Status::Failed,
                 name: name.to_string(),
                 message: format!("exit status {}; see {}", out.status, log.display()),
                 ..Default::default()
             })
         }
         Err(e) => Summary {
-            status: "failed".into(),
+            status: Status::Failed,
             name: name.to_string(),
             message: format!("cannot start {}: {e}", o.exe.display()),
             ..Default::default()

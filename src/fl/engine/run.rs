@@ -12,7 +12,7 @@ use crate::data;
 use crate::error::{Error, Result};
 use crate::io::write_atomic;
 use crate::metrics::csv::CsvWriter;
-use crate::metrics::summary::Summary;
+use crate::metrics::summary::{Status, Summary};
 
 /// Run the experiment a spec describes, writing `<out>/<name>/`: `spec.toml`, `rounds.csv`,
 /// `summary.json` and `checkpoint.bin`. An existing folder with a checkpoint is resumed (its
@@ -26,8 +26,8 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     // is extended from its last checkpoint.
     if !opts.force
         && let Ok(s) = Summary::read(&dir)
-        && s.status != "interrupted"
-        && !(s.status == "complete" && s.rounds < spec.fl.rounds && ckpt_path.exists())
+        && s.status != Status::Interrupted
+        && !(s.status == Status::Complete && s.rounds < spec.fl.rounds && ckpt_path.exists())
     {
         check_same_spec(&dir, spec, None)?;
         eprintln!(
@@ -92,7 +92,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
         None => CsvWriter::create(&csv_path)?,
     };
     let mut summary = Summary {
-        status: "interrupted".into(),
+        status: Status::Interrupted,
         name: spec.run.name.clone(),
         message: "running, or stopped before the end".into(),
         ..Default::default()
@@ -160,7 +160,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
                 if let Some(b) = &bar {
                     b.abandon();
                 }
-                summary.status = "diverged".into();
+                summary.status = Status::Diverged;
                 summary.rounds = round;
                 summary.diverged_round = Some(round);
                 summary.diverged_client = client;
@@ -221,7 +221,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     summary.final_test_acc = last.map(|l| l.0);
     summary.final_test_loss = last.map(|l| l.1);
     if done == rounds {
-        summary.status = "complete".into();
+        summary.status = Status::Complete;
         summary.message = String::new();
     } else {
         write_ckpt(&ex, &mut csv, done, elapsed, best, last)?;
