@@ -10,18 +10,14 @@ crate::choice! {
     /// How a run stands: `complete`, `diverged`, or `interrupted` (running, killed, or stopped
     /// before the end); a sweep also records a point that it did not run (`not run`) or whose
     /// process failed before writing a summary (`failed`).
+    #[derive(Default)]
     pub enum Status {
         Complete = "complete",
         Diverged = "diverged",
+        #[default]
         Interrupted = "interrupted",
         NotRun = "not run",
         Failed = "failed",
-    }
-}
-
-impl Default for Status {
-    fn default() -> Self {
-        Status::Interrupted
     }
 }
 
