@@ -10,6 +10,7 @@ pub mod io;
 pub mod kernels;
 pub mod metrics;
 pub mod model;
+pub mod optim;
 pub mod rng;
 pub mod schema;
 pub mod sweep;

@@ -5,29 +5,31 @@ mod common;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use fedrun::config::Spec;
 use fedrun::data;
-use fedrun::fl::algorithm::{Aggregate, Algorithm, RoundInfo, Setup, StepCtx};
-use fedrun::fl::algorithms::{self, AdaptiveServer, FedExP, Rule, Scaffold};
-use fedrun::fl::client::LocalStats;
+use fedrun::fl::algorithms::{self, AdaptiveServer, FedExP, Scaffold};
+use fedrun::fl::client::{ClipDecay, HostChain, LocalStats};
 use fedrun::fl::engine::{Experiment, LocalTrainer, RoundConfig, run_round};
 use fedrun::fl::losses;
-use fedrun::fl::step::{LocalOptimizer, global_norm};
+use fedrun::fl::plan::{ClientPlan, Rule};
+use fedrun::fl::strategy::{Aggregate, RoundInfo, Setup, Strategy};
+use fedrun::fl::term::Term;
+use fedrun::optim::{AdaptiveRule, Ctx, global_norm};
 
 // ------------------------------------------------------------- a least-squares oracle
 
 /// Clients with f_i(x) = ½ (x − b_i)ᵀ diag(a_i) (x − b_i), trained with the production
-/// local optimizer chain and algorithm hooks.
+/// local chain from the algorithms' client plans.
 struct Quadratic {
     a: Vec<Vec<f32>>,
     b: Vec<Vec<f32>>,
     steps: usize,
-    opt: LocalOptimizer,
+    opt: ClipDecay,
     delta: Vec<f32>,
     /// Per client, per step: the loss gradient at the iterate (for Lemma 1).
     grads: Vec<Vec<Vec<f32>>>,
 }
 
 impl Quadratic {
-    fn new(a: Vec<Vec<f32>>, b: Vec<Vec<f32>>, steps: usize, opt: LocalOptimizer) -> Self {
+    fn new(a: Vec<Vec<f32>>, b: Vec<Vec<f32>>, steps: usize, opt: ClipDecay) -> Self {
         let n = a.len();
         Quadratic {
             a,
@@ -57,12 +59,13 @@ impl LocalTrainer for Quadratic {
         round: usize,
         clients: &[usize],
         anchor: &[f32],
-        alg: &dyn Algorithm,
+        plans: Vec<ClientPlan>,
         lr: f64,
     ) -> Vec<LocalStats> {
         clients
             .iter()
-            .map(|&c| self.train(round, c, anchor, alg, lr))
+            .zip(plans)
+            .map(|(&c, plan)| self.train(round, c, anchor, plan, lr))
             .collect()
     }
     fn delta(&self, _k: usize) -> &[f32] {
@@ -81,26 +84,25 @@ impl Quadratic {
         round: usize,
         c: usize,
         anchor: &[f32],
-        alg: &dyn Algorithm,
+        plan: ClientPlan,
         lr: f64,
     ) -> LocalStats {
         let mut x = anchor.to_vec();
         self.grads[c].clear();
         let mut st = LocalStats::default();
-        for step in 0..self.steps {
-            let ctx = StepCtx {
+        let mut chain = HostChain::new(plan.term, anchor, self.opt, plan.rule);
+        for _ in 0..self.steps {
+            let ctx = Ctx {
                 round,
-                epoch: 0,
-                step,
-                steps: self.steps,
                 lr,
+                steps: self.steps,
+                ..Ctx::default()
             };
             let mut g: Vec<f32> = (0..x.len())
                 .map(|j| self.a[c][j] * (x[j] - self.b[c][j]))
                 .collect();
             self.grads[c].push(g.clone());
-            alg.local_term(c, &ctx).apply(anchor, &x, &[], &mut g);
-            let s = self.opt.step(lr as f32, &mut x, &mut g);
+            let s = chain.step(lr as f32, &mut x, &mut g, &ctx);
             st.steps += 1;
             st.clipped += usize::from(s.clipped);
         }
@@ -109,18 +111,46 @@ impl Quadratic {
     }
 }
 
-/// A step context for direct hook calls.
-fn ctx0() -> StepCtx {
-    StepCtx {
-        round: 0,
-        epoch: 0,
-        step: 0,
+/// A step context for direct calls of a term.
+fn ctx0() -> Ctx<'static> {
+    Ctx {
         steps: 1,
         lr: 0.1,
+        ..Ctx::default()
     }
 }
 
-fn two_clients(steps: usize, opt: LocalOptimizer) -> Quadratic {
+/// The local chain without clipping and with weight decay `wd` (baseline or FedNAR order).
+fn sgd(wd: f64, max_norm: f64, nar: bool) -> ClipDecay {
+    ClipDecay::new(wd, max_norm, nar)
+}
+
+/// An algorithm's setup over `dim` parameters (one tensor each) and clients of `sizes`.
+fn build(s: &Spec, dim: usize, sizes: &[usize]) -> Box<dyn Strategy> {
+    let tensors: Vec<std::ops::Range<usize>> = (0..dim).map(|j| j..j + 1).collect();
+    let counts = vec![vec![0usize; 10]; sizes.len()];
+    algorithms::build(&Setup {
+        spec: s,
+        dim,
+        tensors: &tensors,
+        client_sizes: sizes,
+        class_counts: &counts,
+    })
+    .unwrap()
+}
+
+/// The setup of a server-side test: `dim` parameters, one client.
+fn setup(s: &Spec, dim: usize) -> Setup<'_> {
+    Setup {
+        spec: s,
+        dim,
+        tensors: &[],
+        client_sizes: &[1],
+        class_counts: &[],
+    }
+}
+
+fn two_clients(steps: usize, opt: ClipDecay) -> Quadratic {
     Quadratic::new(
         vec![vec![1.0, 0.1], vec![0.1, 1.0]],
         vec![vec![1.0, 0.0], vec![0.0, 1.0]],
@@ -138,12 +168,13 @@ fn spec(algorithm: &str) -> Spec {
     .unwrap()
 }
 
-fn run_quadratic(alg: &mut dyn Algorithm, q: &mut Quadratic, rounds: usize, lr: f64) -> Vec<f32> {
+fn run_quadratic(alg: &mut dyn Strategy, q: &mut Quadratic, rounds: usize, lr: f64) -> Vec<f32> {
     let mut x = vec![0f32; 2];
     let cfg = RoundConfig {
         seed: 0,
         clients_per_round: 2,
         lr,
+        server_lr: 1.0,
         uniform: false,
     };
     for t in 0..rounds {
@@ -154,15 +185,23 @@ fn run_quadratic(alg: &mut dyn Algorithm, q: &mut Quadratic, rounds: usize, lr: 
 
 #[test]
 fn scaffold_removes_client_drift_and_fedavg_does_not() {
-    let opt = || LocalOptimizer::sgd(0.0, 0.0, false);
+    let opt = || sgd(0.0, 0.0, false);
     let q0 = two_clients(10, opt());
     let xstar = q0.optimum();
     let mut q = two_clients(10, opt());
-    let mut fedavg = algorithms::FedAvg::new(1.0);
-    let xa = run_quadratic(&mut fedavg, &mut q, 300, 0.1);
+    let xa = run_quadratic(
+        build(&spec("fedavg"), 2, &[1, 1]).as_mut(),
+        &mut q,
+        300,
+        0.1,
+    );
     let mut q = two_clients(10, opt());
-    let mut scaffold = Scaffold::new(2, &[1, 1], 1.0);
-    let xs = run_quadratic(&mut scaffold, &mut q, 300, 0.1);
+    let xs = run_quadratic(
+        build(&spec("scaffold"), 2, &[1, 1]).as_mut(),
+        &mut q,
+        300,
+        0.1,
+    );
     let err = |x: &[f32]| {
         x.iter()
             .zip(&xstar)
@@ -182,8 +221,16 @@ fn scaffold_removes_client_drift_and_fedavg_does_not() {
 #[test]
 fn scaffold_control_variate_update_matches_the_formula() {
     // full participation, one local step: c_i ← c_i − c − Δ_i/(K·l) with c = 0 in round 0
-    let mut q = two_clients(1, LocalOptimizer::sgd(0.0, 0.0, false));
-    let mut s = Scaffold::new(2, &[1, 1], 1.0);
+    let mut q = two_clients(1, sgd(0.0, 0.0, false));
+    let sp = spec("scaffold");
+    let mut s = Scaffold::new(&Setup {
+        spec: &sp,
+        dim: 2,
+        tensors: &[0..1, 1..2],
+        client_sizes: &[1, 1],
+        class_counts: &[vec![0; 10], vec![0; 10]],
+    })
+    .unwrap();
     let mut x = vec![0.5f32, -0.5];
     let x0 = x.clone();
     let lr = 0.1;
@@ -193,6 +240,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
             seed: 0,
             clients_per_round: 2,
             lr,
+            server_lr: 1.0,
             uniform: false,
         },
         &[1, 1],
@@ -219,6 +267,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
         &RoundInfo {
             round: 1,
             lr,
+            server_lr: 1.0,
             sampled: vec![0, 1],
         },
         &x,
@@ -229,7 +278,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
         .collect();
     assert_eq!(c, mean);
     let mut g = vec![0f32; 2];
-    s.local_term(0, &ctx0()).apply(&x, &x, &[], &mut g);
+    s.plan(0).term.apply(&x, &x, &[], &mut g, &ctx0());
     let c0 = s.control_variate(0).unwrap();
     assert_eq!(g, vec![c[0] - c0[0], c[1] - c0[1]]);
 }
@@ -241,8 +290,8 @@ fn fednar_lemma1_global_update_identity_on_a_linear_model() {
     // so the FedAvg global update is that identity averaged over the clients.
     let (wd, lr, k) = (0.05f32, 0.1f32, 5);
     for nar in [false, true] {
-        let mut q = two_clients(k, LocalOptimizer::sgd(wd as f64, 0.0, nar));
-        let mut alg = algorithms::FedAvg::new(1.0);
+        let mut q = two_clients(k, sgd(wd as f64, 0.0, nar));
+        let mut alg = build(&spec("fedavg"), 2, &[1, 1]);
         let mut x = vec![0.3f32, -0.7];
         let x0 = x.clone();
         run_round(
@@ -251,11 +300,12 @@ fn fednar_lemma1_global_update_identity_on_a_linear_model() {
                 seed: 0,
                 clients_per_round: 2,
                 lr: lr as f64,
+                server_lr: 1.0,
                 uniform: false,
             },
             &[1, 1],
             &mut x,
-            &mut alg,
+            alg.as_mut(),
             &mut q,
         )
         .unwrap();
@@ -279,11 +329,12 @@ fn fednar_lemma1_global_update_identity_on_a_linear_model() {
 #[test]
 fn fedadam_two_rounds_by_hand() {
     let s = spec("fedadam"); // fedexp form: β1 0.9, β2 0.99, ε 0.01 decaying 0.998²; η 1
-    let mut a = AdaptiveServer::new(Rule::Adam, &s, 1).unwrap();
+    let mut a = AdaptiveServer::new(AdaptiveRule::Adam, &setup(&s, 1)).unwrap();
     let mut x = vec![1.0f32];
     let info = |t| RoundInfo {
         round: t,
         lr: 0.01,
+        server_lr: 1.0,
         sampled: vec![0],
     };
     let agg = |d: f32| Aggregate {
@@ -291,7 +342,7 @@ fn fedadam_two_rounds_by_hand() {
         mean_sq_norm: (d * d) as f64,
         clients: 1,
     };
-    a.server_update(&info(0), &mut x, &agg(0.2));
+    a.server_update(&info(0), &mut x, &mut agg(0.2));
     // m = 0.02, v = 0.01·0.0004 = 4e-6, ε_0 = 0.01·0.998²
     let (m1, v1, e0) = (0.02f64, 4e-6f64, 0.01 * 0.998f64.powi(2));
     let u1 = (m1 / 0.1) / (v1 / 0.01 + e0).sqrt();
@@ -301,7 +352,7 @@ fn fedadam_two_rounds_by_hand() {
         x[0],
         1.0 + u1
     );
-    a.server_update(&info(1), &mut x, &agg(-0.1));
+    a.server_update(&info(1), &mut x, &mut agg(-0.1));
     let m2 = 0.9 * m1 + 0.1 * -0.1;
     let v2 = 0.99 * v1 + 0.01 * m2 * m2;
     let e1 = 0.01 * 0.998f64.powi(4);
@@ -323,9 +374,9 @@ fn fedadam_two_rounds_by_hand() {
         ],
     )
     .unwrap();
-    let mut b = AdaptiveServer::new(Rule::Adam, &r, 1).unwrap();
+    let mut b = AdaptiveServer::new(AdaptiveRule::Adam, &setup(&r, 1)).unwrap();
     let mut y = vec![0f32];
-    b.server_update(&info(0), &mut y, &agg(0.2));
+    b.server_update(&info(0), &mut y, &mut agg(0.2));
     let m = 0.1 * 0.2f64;
     let v: f64 = 0.99 * 1e-6 + 0.01 * 0.04;
     assert!((y[0] as f64 - 0.01 * m / (v.sqrt() + 0.001)).abs() < 1e-7);
@@ -341,9 +392,9 @@ fn fedadam_two_rounds_by_hand() {
         ],
     )
     .unwrap();
-    let mut c = AdaptiveServer::new(Rule::Adam, &p, 1).unwrap();
+    let mut c = AdaptiveServer::new(AdaptiveRule::Adam, &setup(&p, 1)).unwrap();
     let mut z = vec![0f32];
-    c.server_update(&info(0), &mut z, &agg(0.2));
+    c.server_update(&info(0), &mut z, &mut agg(0.2));
     let v: f64 = 0.999 * 1e-4 + 0.001 * 0.04;
     let want = 0.01 * (0.1 * 0.2) / v.sqrt();
     assert!(
@@ -356,7 +407,7 @@ fn fedadam_two_rounds_by_hand() {
 #[test]
 fn fedexp_step_size_by_hand_and_never_below_one() {
     let s = spec("fedexp");
-    let e = FedExP::new(&s, 2).unwrap();
+    let e = FedExP::new(&setup(&s, 2)).unwrap();
     // Δ_1 = (1, 0), Δ_2 = (−1, 0.5): Δ̄ = (0, 0.25), G = (1 + 1.25)/2 = 1.125
     let agg = Aggregate {
         mean_delta: vec![0.0, 0.25],
@@ -383,7 +434,7 @@ fn fedexp_step_size_by_hand_and_never_below_one() {
             ],
         )
         .unwrap();
-        FedExP::new(&s, 2).unwrap().step_size(0, &agg)
+        FedExP::new(&setup(&s, 2)).unwrap().step_size(0, &agg)
     };
     let eps0 = 0.1 * 0.998f64.powi(2);
     assert!((with_eps("code") - (0.5 * 1.125 / (0.0625 + 2.0 * eps0)).max(1.0)).abs() < 1e-9);
@@ -529,10 +580,15 @@ fn fedprox_with_zero_mu_and_fedavgm_with_zero_beta_equal_fedavg() {
 
 #[test]
 fn clip_statistics_count_clipped_steps() {
-    let opt = LocalOptimizer::sgd(0.0, 1.0, false);
+    let mut chain = HostChain::new(
+        Term::none(),
+        &[0.0; 2],
+        sgd(0.0, 1.0, false),
+        Rule::default(),
+    );
     let mut x = vec![0f32; 2];
     let mut g = vec![3.0f32, 4.0];
-    let s = opt.step(1.0, &mut x, &mut g);
+    let s = chain.step(1.0, &mut x, &mut g, &ctx0());
     assert!(s.clipped && (s.pre_clip_norm - 5.0).abs() < 1e-9);
     assert!((global_norm(&x) - 1.0).abs() < 1e-5);
 }
@@ -591,12 +647,13 @@ fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
         class_counts: &counts,
     })
     .unwrap();
-    let mut q = two_clients(1, LocalOptimizer::sgd(0.0, 0.0, false));
+    let mut q = two_clients(1, sgd(0.0, 0.0, false));
     let mut x = vec![0.5f32, -0.5];
     let cfg = RoundConfig {
         seed: 0,
         clients_per_round: 2,
         lr,
+        server_lr: 1.0,
         uniform: true,
     };
     let (a, b) = (q.a.clone(), q.b.clone());
@@ -631,7 +688,7 @@ fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
 
 #[test]
 fn feddyn_reaches_the_optimum_where_fedavg_stays_biased_and_starts_as_fedprox() {
-    let opt = || LocalOptimizer::sgd(0.0, 0.0, false);
+    let opt = || sgd(0.0, 0.0, false);
     let xstar = two_clients(10, opt()).optimum();
     let spec = |alg: &str| {
         fedrun::schema::parse(
@@ -660,9 +717,10 @@ fn feddyn_reaches_the_optimum_where_fedavg_stays_biased_and_starts_as_fedprox() 
         seed: 0,
         clients_per_round: 2,
         lr: 0.1,
+        server_lr: 1.0,
         uniform: true,
     };
-    let run = |alg: &mut dyn Algorithm, rounds: usize| {
+    let run = |alg: &mut dyn Strategy, rounds: usize| {
         let mut q = two_clients(10, opt());
         let mut x = vec![0f32; 2];
         for t in 0..rounds {

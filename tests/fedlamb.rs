@@ -5,10 +5,13 @@ mod common;
 
 use fedrun::config::Spec;
 use fedrun::data;
-use fedrun::fl::algorithm::{Aggregate, Algorithm, LocalRule, RoundInfo, Setup};
-use fedrun::fl::algorithms::{self, AdaptiveRule, Step};
+use fedrun::fl::algorithms::{self, Step, fedlamb};
+use fedrun::fl::client::{ClipDecay, HostChain};
 use fedrun::fl::engine::Experiment;
-use fedrun::fl::step::global_norm;
+use fedrun::fl::plan::{ClientInfo, Report, Rule, Uplink};
+use fedrun::fl::strategy::{Aggregate, RoundInfo, Setup, Strategy};
+use fedrun::fl::term::Term;
+use fedrun::optim::{Ctx, Moments, global_norm};
 use fedrun::rng::Rng;
 
 fn spec(sets: &[&str]) -> Spec {
@@ -25,15 +28,16 @@ fn each_tensor_moves_by_lr_times_its_norm() {
     let mut rng = Rng::from_seed(1);
     let tensors = vec![0..3, 3..8, 8..9];
     for lambda in [0.0, 0.3] {
-        let mut keys: algorithms::fedlamb::Keys = spec(&[]).keys().unwrap();
+        let mut keys: fedlamb::Keys = spec(&[]).keys().unwrap();
         keys.lambda = lambda;
         let vhat: Vec<f32> = (0..9).map(|_| (rng.uniform() + 0.1) as f32).collect();
-        let mut rule = AdaptiveRule::new(Step::Lamb, &keys, &tensors, vec![0.0; 9], &vhat);
+        let rule = fedlamb::rule(Step::Lamb, &keys, &tensors, vec![0.0; 9], &vhat);
+        let mut chain = bare_chain(rule);
         let mut x = random(&mut rng, 9, 1.0);
         for _ in 0..3 {
             let x0 = x.clone();
-            let g = random(&mut rng, 9, 5.0);
-            rule.step(0.05, &mut x, &g);
+            let mut g = random(&mut rng, 9, 5.0);
+            chain.step(0.05, &mut x, &mut g, &Ctx::default());
             for r in &tensors {
                 let d: Vec<f32> = x[r.clone()]
                     .iter()
@@ -51,7 +55,12 @@ fn each_tensor_moves_by_lr_times_its_norm() {
     }
 }
 
-fn build(s: &Spec, dim: usize, tensors: &[std::ops::Range<usize>]) -> Box<dyn Algorithm> {
+/// A rule alone: the local chain without a term, clipping or weight decay.
+fn bare_chain(rule: Rule) -> HostChain<'static> {
+    HostChain::new(Term::none(), &[], ClipDecay::new(0.0, 0.0, false), rule)
+}
+
+fn build(s: &Spec, dim: usize, tensors: &[std::ops::Range<usize>]) -> Box<dyn Strategy> {
     let counts = vec![vec![0usize; 10]; 2];
     algorithms::build(&Setup {
         spec: s,
@@ -67,22 +76,42 @@ fn info(round: usize) -> RoundInfo {
     RoundInfo {
         round,
         lr: 0.1,
+        server_lr: 1.0,
         sampled: vec![0, 1],
     }
 }
 
-/// One client's local training through the hooks: `steps` steps with fixed gradients; returns
-/// the uplink's (m, v).
-fn local(alg: &dyn Algorithm, c: usize, g: &[f32], steps: usize) -> (Vec<f32>, Vec<f32>) {
-    let mut rule = alg.local_rule(c).expect("a local rule");
+/// One client's local training from its plan's rule: `steps` steps with fixed gradients;
+/// returns the moments it sends up.
+fn local(alg: &dyn Strategy, c: usize, g: &[f32], steps: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut chain = bare_chain(alg.plan(c).rule);
     let mut x = vec![1.0f32; g.len()];
     for _ in 0..steps {
-        rule.step(0.01, &mut x, g);
+        let mut u = g.to_vec();
+        chain.step(0.01, &mut x, &mut u, &Ctx::default());
     }
-    let mut up = rule.finish();
-    let v = up.pop().unwrap().1;
-    let m = up.pop().unwrap().1;
+    let Moments { m, v } = chain.into_moments().expect("a rule that keeps moments");
     (m, v)
+}
+
+/// Client `c` sends up its moments (with a zero update).
+fn send(alg: &mut dyn Strategy, c: usize, m: Vec<f32>, v: Vec<f32>) {
+    let delta = vec![0.0; m.len()];
+    let info = ClientInfo {
+        steps: 1,
+        lr: 0.1,
+        samples: 1,
+    };
+    let uplink = Uplink {
+        moments: Some(Moments { m, v }),
+        full_gradient: None,
+    };
+    let report = Report {
+        delta: &delta,
+        info,
+        uplink,
+    };
+    alg.receive(c, report).unwrap();
 }
 
 #[test]
@@ -91,7 +120,7 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
     let s = spec(&["fl.algorithm=\"fedlamb\"", "fedlamb.eps=0.001"]);
     let tensors = vec![0..2, 2..4];
     let mut alg = build(&s, 4, &tensors);
-    let agg = Aggregate {
+    let mut agg = Aggregate {
         mean_delta: vec![0.0; 4],
         mean_sq_norm: 0.0,
         clients: 2,
@@ -113,10 +142,9 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
             let (m, v) = local(alg.as_ref(), c, &g, 3);
             v.iter().zip(&mut sum).for_each(|(v, s)| *s += *v as f64);
             stored[c] = m.clone();
-            let mut up = vec![("m".to_string(), m), ("v".to_string(), v)];
-            alg.client_uplink(c, std::mem::take(&mut up));
+            send(alg.as_mut(), c, m, v);
         }
-        alg.server_update(&info(round), &mut global, &agg);
+        alg.server_update(&info(round), &mut global, &mut agg);
         let now: Vec<f32> = alg
             .state()
             .into_iter()
@@ -137,18 +165,18 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
 fn skip_sync_holds_vhat_between_syncs() {
     let s = spec(&["fl.algorithm=\"fedams\"", "fedlamb.sync_every=3"]);
     let mut alg = build(&s, 2, &[0..1, 1..2]);
-    let agg = Aggregate {
+    let mut agg = Aggregate {
         mean_delta: vec![0.0; 2],
         mean_sq_norm: 0.0,
         clients: 1,
     };
     let mut global = vec![0f32; 2];
-    let vhat = |a: &dyn Algorithm| a.state()[0].1.to_vec();
+    let vhat = |a: &dyn Strategy| a.state()[0].1.to_vec();
     let eps = vec![1e-8f32; 2];
     for round in 0..6 {
         let (m, v) = local(alg.as_ref(), 0, &[3.0, -4.0], 2);
-        alg.client_uplink(0, vec![("m".into(), m), ("v".into(), v)]);
-        alg.server_update(&info(round), &mut global, &agg);
+        send(alg.as_mut(), 0, m, v);
+        alg.server_update(&info(round), &mut global, &mut agg);
         let h = vhat(alg.as_ref());
         if round < 2 {
             assert_eq!(h, eps, "round {round}: no sync yet");
@@ -239,30 +267,29 @@ fn mime_sgdm_momentum_and_local_terms_by_hand() {
         let s = spec(&with);
         let tensor = 0..2;
         let mut alg = build(&s, 2, std::slice::from_ref(&tensor));
-        let ctx = fedrun::fl::algorithm::StepCtx {
-            round: 0,
-            epoch: 0,
-            step: 0,
+        let ctx = Ctx {
             steps: 1,
             lr: 0.1,
+            ..Ctx::default()
         };
-        assert!(alg.wants_round_gradient());
-        let agg = Aggregate {
+        let mut global = vec![0.0f32; 2];
+        assert!(alg.begin_round(&info(0), &global).mean_full_gradient);
+        let mut agg = Aggregate {
             mean_delta: vec![0.0; 2],
             mean_sq_norm: 0.0,
             clients: 2,
         };
-        let mut global = vec![0.0f32; 2];
         alg.round_gradient(&[2.0, 2.0]);
-        alg.server_update(&info(0), &mut global, &agg);
+        alg.server_update(&info(0), &mut global, &mut agg);
         // m = (1 − β)·c = 0.25·(2, 2) = (0.5, 0.5)
         let c = [0.0f32, 4.0];
         alg.round_gradient(&c);
         // the local term of round 1 sees round 1's c and the m of round 0
         let (g, ga) = ([2.0f32, 2.0], [1.0f32, -1.0]);
         let mut u = g.to_vec();
-        alg.local_term(0, &ctx)
-            .apply(&[0.0; 2], &[0.0; 2], &ga, &mut u);
+        alg.plan(0)
+            .term
+            .apply(&[0.0; 2], &[0.0; 2], &ga, &mut u, &ctx);
         for j in 0..2 {
             let want = if is_lite {
                 0.25 * g[j] + 0.75 * 0.5
@@ -275,11 +302,12 @@ fn mime_sgdm_momentum_and_local_terms_by_hand() {
                 u[j]
             );
         }
-        alg.server_update(&info(1), &mut global, &agg);
+        alg.server_update(&info(1), &mut global, &mut agg);
         // m = 0.25·(0, 4) + 0.75·(0.5, 0.5) = (0.375, 1.375)
         let mut u = vec![0.0f32; 2];
-        alg.local_term(0, &ctx)
-            .apply(&[0.0; 2], &[0.0; 2], &[0.0; 2], &mut u);
+        alg.plan(0)
+            .term
+            .apply(&[0.0; 2], &[0.0; 2], &[0.0; 2], &mut u, &ctx);
         let m2 = [0.375f32, 1.375];
         for j in 0..2 {
             let want = 0.75 * m2[j] + if is_lite { 0.0 } else { 0.25 * c[j] };

@@ -7,10 +7,12 @@ mod common;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use common::{TempDir, columns, synthetic_spec};
-use fedrun::fl::algorithm::LocalTerm;
+use fedrun::fl::client::{ClipDecay, DeviceChain, HostChain};
 use fedrun::fl::engine::{RunOptions, run};
-use fedrun::fl::step::LocalOptimizer;
+use fedrun::fl::plan::Rule;
+use fedrun::fl::term::Term;
 use fedrun::metrics::summary::Status;
+use fedrun::optim::Ctx;
 
 fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
     let mut set = set.to_vec();
@@ -120,7 +122,8 @@ fn join(t: Vec<Tensor<1>>) -> Vec<f32> {
 }
 
 /// The chain over tensors (device step) against the chain over flat vectors (host step), with
-/// and without clipping, baseline and FedNAR, on vectors split into three parameter tensors.
+/// and without clipping, baseline and FedNAR, with a term (prox and a shift), on vectors split
+/// into three parameter tensors.
 #[test]
 fn the_chain_over_tensors_equals_the_chain_over_vectors() {
     let dev = Device::flex();
@@ -132,16 +135,24 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
         .map(|i| ((i * 53 % 97) as f32 - 48.0) / 30.0)
         .collect();
     let cuts = [100, 1700];
+    let ranges = [0..100, 100..1700, 1700..n];
+    let anchor: Vec<f32> = x0.iter().map(|v| v * 0.5).collect();
+    let shift: Vec<f32> = g0.iter().map(|v| v - 0.25).collect();
+    let ctx = Ctx::default();
     for nar in [false, true] {
         for a in [0.0, 1.0, 1e6] {
-            let opt = LocalOptimizer::sgd(0.05, a, nar);
+            let base = ClipDecay::new(0.05, a, nar);
+            let term = Term::prox(0.3).shift(-0.5, &shift);
             let (mut x, mut g) = (x0.clone(), g0.clone());
-            let s = opt.step(0.1, &mut x, &mut g);
+            let mut host = HostChain::new(term.clone(), &anchor, base, Rule::default());
+            let s = host.step(0.1, &mut x, &mut g, &ctx);
+            let device =
+                DeviceChain::new(&term, &Rule::default(), &anchor, base, &ranges, &dev).unwrap();
             let mut xt = split(&x0, &cuts, &dev);
             let mut gt = split(&g0, &cuts, &dev);
-            let norm = opt.step_tensors(0.1, &mut xt, &mut gt).unwrap();
+            let norm = device.step(0.1, &mut xt, &mut gt, &ctx).unwrap();
             let norm = norm.into_scalar::<f32>() as f64;
-            let st = opt.read_norm(norm);
+            let st = device.read_norm(norm);
             assert_eq!(st.clipped, s.clipped, "nar {nar}, A {a}");
             assert!((st.pre_clip_norm - s.pre_clip_norm).abs() < 1e-4 * s.pre_clip_norm);
             for (u, v) in x.iter().zip(join(xt)) {
@@ -151,13 +162,13 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
     }
 }
 
-/// `LocalTerm::apply`: `g ← scale·g + prox·(x − anchor) + Σ a_k·v_k`, over more than one block.
+/// `Term::apply`: `g ← scale·g + prox·(x − anchor) + Σ a_k·v_k`, over more than one block.
 #[test]
 fn the_local_term_is_its_formula() {
     let n = 2500;
     let f = |k: usize| -> Vec<f32> { (0..n).map(|i| ((i * k % 17) as f32) - 8.0).collect() };
     let (x, anchor, v, w, g0) = (f(3), f(5), f(7), f(11), f(13));
-    let term = LocalTerm {
+    let term = Term {
         scale: 0.5,
         prox: 0.25,
         shifts: vec![],
@@ -165,13 +176,14 @@ fn the_local_term_is_its_formula() {
     }
     .shift(2.0, &v)
     .shift(-1.0, &w);
+    let ctx = Ctx::default();
     let mut g = g0.clone();
-    term.apply(&anchor, &x, &[], &mut g);
+    term.apply(&anchor, &x, &[], &mut g, &ctx);
     for i in 0..n {
         let want = 0.5 * g0[i] + (0.25 * (x[i] - anchor[i]) + 2.0 * v[i] - w[i]);
         assert_eq!(g[i], want, "element {i}");
     }
     let mut g = g0.clone();
-    LocalTerm::none().apply(&anchor, &x, &[], &mut g);
+    Term::none().apply(&anchor, &x, &[], &mut g, &ctx);
     assert_eq!(g, g0);
 }

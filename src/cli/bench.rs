@@ -83,7 +83,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let mut rounds = Vec::new();
     for r in 0..a.rounds {
         let t0 = Instant::now();
-        let st = ex.round_stats(r).map_err(|(_, _, m)| Error::Run(m))?;
+        let st = ex.round_stats(r)?;
         let train_s = t0.elapsed().as_secs_f64();
         let evaluate = !a.no_eval && ((r + 1) % spec.fl.eval_every == 0 || r + 1 == a.rounds);
         let t1 = Instant::now();

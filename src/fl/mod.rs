@@ -1,12 +1,25 @@
-//! Federated learning: the round engine, the local (client) training loop, the local optimizer
-//! chain with the FedNAR plug-in, and one file per algorithm.
+//! Federated learning: the round engine, the two sides of an algorithm (the server's
+//! [`Strategy`](strategy::Strategy) and the client's [`ClientPlan`](plan::ClientPlan)), local
+//! training, and one file per algorithm.
+//!
+//! | file | what |
+//! |---|---|
+//! | `strategy.rs` | the server's side: the hooks of a round, `Setup`, the aggregate |
+//! | `plan.rs` | the client's side as values: the plan, the loss input, the typed uplink |
+//! | `term.rs` | an algorithm's term in the local gradient, on the host and on the device |
+//! | `client/` | local training from a plan: batches, the local chain, host and device steps |
+//! | `engine/` | the round loop, the run folder, checkpoints |
+//! | `algorithms/` | one file per algorithm, and the registry |
+//! | `losses.rs` | the local objectives' terms as tensor ops |
+//! | `per_client.rs` | model-sized vectors kept per client |
+//! | `schedule.rs` | the local learning-rate schedules |
 
-pub mod algorithm;
 pub mod algorithms;
 pub mod client;
 pub mod engine;
 pub mod losses;
 pub mod per_client;
-pub mod resident;
+pub mod plan;
 pub mod schedule;
-pub mod step;
+pub mod strategy;
+pub mod term;

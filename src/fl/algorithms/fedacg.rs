@@ -1,16 +1,18 @@
-//! FedACG (§4.1, the official code): the server broadcasts the lookahead `Φ = θ + λ·m`; each
-//! client adds `w·Σ(θ − Φ)²` to its loss (no ½, so the gradient term is `2w·(θ − Φ)`, clipped
-//! with the loss gradient); the server sets `m ← λ·m + η_g·Δ̄` and `θ ← θ + m`, which is
-//! `Φ + η_g·Δ̄`. The evaluated model is θ, not Φ. With the FedACG protocol: uniform
-//! aggregation (`fl.aggregation = "uniform"`) and the per-epoch schedule
-//! (`local.lr_schedule = "epoch"`).
+//! FedACG (the official code): the server broadcasts the lookahead `Φ = θ + λ·m`; each client
+//! adds `w·Σ(θ − Φ)²` to its loss (no ½, so the gradient term is `2w·(θ − Φ)`, clipped with the
+//! loss gradient); the server sets `m ← λ·m + η_g·Δ̄` and `θ ← θ + m` (the links
+//! `scale(η_g)` and `Momentum::trace(λ)`), which is `Φ + η_g·Δ̄`. The evaluated model is θ, not
+//! Φ. With the FedACG protocol: uniform aggregation (`fl.aggregation = "uniform"`) and the
+//! per-epoch schedule (`local.lr_schedule = "epoch"`).
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::algorithm::{
-    Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
+use crate::fl::plan::ClientPlan;
+use crate::fl::strategy::{
+    Aggregate, RoundInfo, RoundNeeds, ServerLog, Setup, Strategy, axpy, take_state,
 };
-use crate::fl::step::global_norm;
+use crate::fl::term::Term;
+use crate::optim::{Ctx, Log, Momentum, Scale, Transform};
 
 crate::key_table! {
     /// `[fedacg]`
@@ -26,65 +28,69 @@ pub struct FedAcg {
     lambda: f32,
     /// 2w: the gradient factor of `w·Σ(θ − Φ)²`.
     mu: f32,
-    eta: f32,
-    m: Vec<f32>,
+    eta: Scale,
+    momentum: Momentum,
     phi: Vec<f32>,
 }
 
 impl FedAcg {
     pub fn new(s: &Setup) -> Result<Self> {
-        let k: Keys = s.spec.keys()?;
+        let k: Keys = s.keys()?;
         Ok(FedAcg {
             lambda: k.lambda as f32,
             mu: (2.0 * k.prox) as f32,
-            eta: s.spec.fl.global_lr as f32,
-            m: vec![0.0; s.dim],
+            eta: Scale(s.spec.fl.global_lr as f32),
+            momentum: Momentum::trace(k.lambda as f32, s.dim),
             phi: vec![0.0; s.dim],
         })
     }
 }
 
-impl Algorithm for FedAcg {
-    fn begin_round(&mut self, _info: &RoundInfo, global: &[f32]) {
+impl Strategy for FedAcg {
+    fn begin_round(&mut self, _info: &RoundInfo, global: &[f32]) -> RoundNeeds {
         let l = self.lambda;
         self.phi
             .iter_mut()
-            .zip(global.iter().zip(&self.m))
+            .zip(global.iter().zip(self.momentum.m()))
             .for_each(|(p, (g, m))| *p = g + l * m);
+        RoundNeeds::default()
     }
 
     fn broadcast(&self) -> Option<&[f32]> {
         Some(&self.phi)
     }
 
-    fn local_term(&self, _client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
-        LocalTerm::prox(self.mu)
+    fn plan(&self, _client: usize) -> ClientPlan<'_> {
+        ClientPlan {
+            term: Term::prox(self.mu),
+            ..ClientPlan::default()
+        }
     }
 
     fn server_update(
         &mut self,
         _info: &RoundInfo,
         global: &mut [f32],
-        agg: &Aggregate,
+        agg: &mut Aggregate,
     ) -> ServerLog {
-        let (l, eta) = (self.lambda, self.eta);
-        self.m
-            .iter_mut()
-            .zip(&agg.mean_delta)
-            .for_each(|(m, d)| *m = l * *m + eta * d);
-        global.iter_mut().zip(&self.m).for_each(|(x, m)| *x += m);
+        let (ctx, mut log) = (Ctx::default(), Log::default());
+        self.eta.update(&mut agg.mean_delta, global, &ctx, &mut log);
+        self.momentum
+            .update(&mut agg.mean_delta, global, &ctx, &mut log);
+        axpy(global, 1.0, &agg.mean_delta);
         ServerLog {
-            server_lr: eta as f64,
-            state_norm: Some(global_norm(&self.m)),
+            server_lr: self.eta.0 as f64,
+            state_norm: Some(self.momentum.norm()),
         }
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {
-        vec![("m".into(), self.m.as_slice())]
+        vec![("m".into(), self.momentum.m())]
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        self.m = take_state(&mut state, "m", self.m.len())?;
+        let m = take_state(&mut state, "m", self.momentum.m().len())?;
+        self.momentum.set_m(m);
         Ok(())
     }
 }

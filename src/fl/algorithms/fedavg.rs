@@ -1,28 +1,14 @@
-//! FedAvg (§3.1): local SGD; server `x ← x + η_g·Δ̄`.
+//! FedAvg: local SGD; server `x ← x + η_g·Δ̄`. Every hook is the [`Strategy`] default.
 
-use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, axpy};
+use crate::error::Result;
+use crate::fl::strategy::{Setup, Strategy};
 
-pub struct FedAvg {
-    pub eta: f64,
-}
+pub struct FedAvg;
 
 impl FedAvg {
-    pub fn new(eta: f64) -> Self {
-        FedAvg { eta }
+    pub fn new(_s: &Setup) -> Result<Self> {
+        Ok(FedAvg)
     }
 }
 
-impl Algorithm for FedAvg {
-    fn server_update(
-        &mut self,
-        _info: &RoundInfo,
-        global: &mut [f32],
-        agg: &Aggregate,
-    ) -> ServerLog {
-        axpy(global, self.eta, &agg.mean_delta);
-        ServerLog {
-            server_lr: self.eta,
-            state_norm: None,
-        }
-    }
-}
+impl Strategy for FedAvg {}

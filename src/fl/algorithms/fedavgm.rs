@@ -1,10 +1,10 @@
-//! FedAvgM (§3.5): server momentum `m ← Δ̄ + β·m`, `x ← x + η_g·m` (m_0 = 0, no dampening).
-//! FedACG's `ServerM` (§5) is the same recursion (θ_t = θ_{t−1} + m_t).
+//! FedAvgM: server momentum `m ← Δ̄ + β·m`, `x ← x + η_g·m` (m_0 = 0, no dampening), the link
+//! `optim::Momentum::trace`. FedACG's `ServerM` is the same recursion (θ_t = θ_{t−1} + m_t).
 
 use crate::config::validate::unit_open;
 use crate::error::Result;
-use crate::fl::algorithm::{Aggregate, Algorithm, RoundInfo, ServerLog, axpy, take_state};
-use crate::fl::step::global_norm;
+use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, axpy, take_state};
+use crate::optim::{Ctx, Log, Momentum, Transform};
 
 crate::key_table! {
     /// `[fedavgm]`
@@ -15,46 +15,47 @@ crate::key_table! {
 }
 
 pub struct FedAvgM {
-    beta: f32,
+    momentum: Momentum,
     eta: f64,
-    m: Vec<f32>,
 }
 
 impl FedAvgM {
-    pub fn new(beta: f64, eta: f64, dim: usize) -> Self {
-        FedAvgM {
-            beta: beta as f32,
-            eta,
-            m: vec![0.0; dim],
-        }
+    pub fn new(s: &Setup) -> Result<Self> {
+        let k: Keys = s.keys()?;
+        Ok(FedAvgM {
+            momentum: Momentum::trace(k.momentum as f32, s.dim),
+            eta: s.spec.fl.global_lr,
+        })
     }
 }
 
-impl Algorithm for FedAvgM {
+impl Strategy for FedAvgM {
     fn server_update(
         &mut self,
         _info: &RoundInfo,
         global: &mut [f32],
-        agg: &Aggregate,
+        agg: &mut Aggregate,
     ) -> ServerLog {
-        let b = self.beta;
-        self.m
-            .iter_mut()
-            .zip(&agg.mean_delta)
-            .for_each(|(m, d)| *m = d + b * *m);
-        axpy(global, self.eta, &self.m);
+        self.momentum.update(
+            &mut agg.mean_delta,
+            global,
+            &Ctx::default(),
+            &mut Log::default(),
+        );
+        axpy(global, self.eta, &agg.mean_delta);
         ServerLog {
             server_lr: self.eta,
-            state_norm: Some(global_norm(&self.m)),
+            state_norm: Some(self.momentum.norm()),
         }
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {
-        vec![("m".into(), self.m.as_slice())]
+        vec![("m".into(), self.momentum.m())]
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        self.m = take_state(&mut state, "m", self.m.len())?;
+        let m = take_state(&mut state, "m", self.momentum.m().len())?;
+        self.momentum.set_m(m);
         Ok(())
     }
 }

@@ -1,16 +1,15 @@
-//! FedCM (§5; Xu et al. 2021, as in the GHBM reference code), α ∈ {0.1, 0.3, 0.5}: the client
+//! FedCM (Xu et al. 2021, as in the GHBM reference code), α ∈ {0.1, 0.3, 0.5}: the client
 //! mixes its gradient with the last round's server direction,
 //! `d = α·g + (1−α)·Δ_{t−1}/(η_l·K)` with `Δ_{t−1} = θ_{t−1} − mean θ_i = −Δ̄_{t−1}` (0 in
 //! round 0), η_l the step's learning rate and K the client's local steps; then the usual
 //! clip / weight decay / SGD on d. Server as FedAvg, and it keeps Δ̄ for the next round.
 //! α = 1 is FedAvg.
 
-use super::FedAvg;
 use crate::config::validate::unit_closed;
 use crate::error::Result;
-use crate::fl::algorithm::{
-    Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
-};
+use crate::fl::plan::ClientPlan;
+use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, average, take_state};
+use crate::fl::term::{Coef, Term};
 
 crate::key_table! {
     /// `[fedcm]`
@@ -22,7 +21,6 @@ crate::key_table! {
 
 pub struct FedCm {
     alpha: f32,
-    server: FedAvg,
     /// Δ̄ of the last round.
     last: Vec<f32>,
 }
@@ -30,33 +28,35 @@ pub struct FedCm {
 impl FedCm {
     pub fn new(s: &Setup) -> Result<Self> {
         Ok(FedCm {
-            alpha: s.spec.keys::<Keys>()?.alpha as f32,
-            server: FedAvg::new(s.spec.fl.global_lr),
+            alpha: s.keys::<Keys>()?.alpha as f32,
             last: vec![0.0; s.dim],
         })
     }
 }
 
-impl Algorithm for FedCm {
-    fn local_term(&self, _client: usize, ctx: &StepCtx) -> LocalTerm<'_> {
+impl Strategy for FedCm {
+    fn plan(&self, _client: usize) -> ClientPlan<'_> {
         let a = self.alpha;
         // g ← α·g + (1 − α)·Δ_{t−1}/(η_l·K), with Δ_{t−1}/(η_l·K) = −Δ̄_{t−1}/(η_l·K)
-        let c = (-(1.0 - a as f64) / (ctx.lr * ctx.steps as f64)) as f32;
-        LocalTerm {
-            scale: a,
-            ..LocalTerm::none()
+        let drift = Coef::PerStepLength(-(1.0 - a as f64));
+        ClientPlan {
+            term: Term {
+                scale: a,
+                ..Term::none()
+            }
+            .shift_by(drift, &self.last),
+            ..ClientPlan::default()
         }
-        .shift(c, &self.last)
     }
 
     fn server_update(
         &mut self,
         info: &RoundInfo,
         global: &mut [f32],
-        agg: &Aggregate,
+        agg: &mut Aggregate,
     ) -> ServerLog {
         self.last.copy_from_slice(&agg.mean_delta);
-        self.server.server_update(info, global, agg)
+        average(info, global, agg)
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {

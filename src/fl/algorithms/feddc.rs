@@ -11,11 +11,11 @@
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::algorithm::{
-    Aggregate, Algorithm, ClientInfo, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
-};
 use crate::fl::per_client::PerClient;
-use crate::fl::step::global_norm;
+use crate::fl::plan::{ClientPlan, Report};
+use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, take_state};
+use crate::fl::term::Term;
+use crate::optim::global_norm;
 
 crate::key_table! {
     /// `[feddc]`
@@ -59,23 +59,27 @@ impl FedDc {
     }
 }
 
-impl Algorithm for FedDc {
-    fn local_term(&self, client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
+impl Strategy for FedDc {
+    fn plan(&self, client: usize) -> ClientPlan<'_> {
         // g ← g + a·(x − θ + h_i) + g/w − g_i, a = α/w
         let w = self.weights[client];
         let a = (self.alpha / w) as f32;
         let inv_w = (1.0 / w) as f32;
-        let t = LocalTerm::prox(a);
-        match (self.h.get(client), self.gi.get(client)) {
-            (Some(h), Some(gi)) => t.shift(a, h).shift(inv_w, &self.g).shift(-1.0, gi),
-            _ => t.shift(inv_w, &self.g),
+        let t = Term::prox(a);
+        ClientPlan {
+            term: match (self.h.get(client), self.gi.get(client)) {
+                (Some(h), Some(gi)) => t.shift(a, h).shift(inv_w, &self.g).shift(-1.0, gi),
+                _ => t.shift(inv_w, &self.g),
+            },
+            ..ClientPlan::default()
         }
     }
 
-    fn client_done(&mut self, client: usize, delta: &[f32], info: &ClientInfo) {
+    fn receive(&mut self, client: usize, report: Report) -> Result<()> {
+        let delta = report.delta;
         let w = self.weights[client];
         let inv_w = (1.0 / w) as f32;
-        let scale = (1.0 / (info.steps as f64 * self.base_lr)) as f32;
+        let scale = (1.0 / (report.info.steps as f64 * self.base_lr)) as f32;
         let dim = self.dim;
         let h = self.h.get_mut(client);
         for (h, d) in h.iter_mut().zip(delta) {
@@ -88,6 +92,7 @@ impl Algorithm for FedDc {
             self.dg[i] += w * (new - gi[i]) as f64;
             gi[i] = new;
         }
+        Ok(())
     }
 
     #[allow(clippy::needless_range_loop)]
@@ -95,7 +100,7 @@ impl Algorithm for FedDc {
         &mut self,
         _info: &RoundInfo,
         global: &mut [f32],
-        agg: &Aggregate,
+        agg: &mut Aggregate,
     ) -> ServerLog {
         let n = self.weights.len() as f64;
         let eta = self.eta;

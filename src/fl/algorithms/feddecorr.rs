@@ -5,11 +5,11 @@
 
 use burn::tensor::Tensor;
 
-use super::FedAvg;
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::algorithm::{Aggregate, Algorithm, LossInput, RoundInfo, ServerLog, Setup};
 use crate::fl::losses::{cross_entropy, decorrelation};
+use crate::fl::plan::{ClientPlan, LocalLoss, LossInput};
+use crate::fl::strategy::{Setup, Strategy};
 
 crate::key_table! {
     /// `[feddecorr]`
@@ -20,34 +20,29 @@ crate::key_table! {
 
 pub struct FedDecorr {
     beta: f64,
-    server: FedAvg,
 }
 
 impl FedDecorr {
     pub fn new(s: &Setup) -> Result<Self> {
         Ok(FedDecorr {
-            beta: s.spec.keys::<Keys>()?.beta,
-            server: FedAvg::new(s.spec.fl.global_lr),
+            beta: s.keys::<Keys>()?.beta,
         })
     }
 }
 
-impl Algorithm for FedDecorr {
-    fn local_loss(&self, input: &LossInput) -> Option<Tensor<1>> {
-        if self.beta == 0.0 {
-            return None;
-        }
+impl LocalLoss for FedDecorr {
+    fn loss(&self, input: &LossInput) -> Tensor<1> {
         let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
         let dec = decorrelation(input.out.features.clone());
-        Some(ce + dec.mul_scalar(self.beta as f32))
+        ce + dec.mul_scalar(self.beta as f32)
     }
+}
 
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &Aggregate,
-    ) -> ServerLog {
-        self.server.server_update(info, global, agg)
+impl Strategy for FedDecorr {
+    fn plan(&self, _client: usize) -> ClientPlan<'_> {
+        ClientPlan {
+            loss: (self.beta != 0.0).then_some(self as &dyn LocalLoss),
+            ..ClientPlan::default()
+        }
     }
 }

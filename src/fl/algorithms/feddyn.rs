@@ -11,11 +11,11 @@
 
 use crate::config::validate::positive;
 use crate::error::Result;
-use crate::fl::algorithm::{
-    Aggregate, Algorithm, ClientInfo, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, take_state,
-};
 use crate::fl::per_client::PerClient;
-use crate::fl::step::global_norm;
+use crate::fl::plan::{ClientPlan, Report};
+use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, take_state};
+use crate::fl::term::Term;
+use crate::optim::global_norm;
 
 crate::key_table! {
     /// `[feddyn]`
@@ -53,31 +53,37 @@ impl FedDyn {
     }
 }
 
-impl Algorithm for FedDyn {
-    fn local_term(&self, client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
+impl Strategy for FedDyn {
+    fn plan(&self, client: usize) -> ClientPlan<'_> {
         // g ← g + α·(x − θ) − g_i
-        let t = LocalTerm::prox(self.alpha);
-        match self.gi.get(client) {
-            Some(gi) => t.shift(-1.0, gi),
-            None => t,
+        let t = Term::prox(self.alpha);
+        ClientPlan {
+            term: match self.gi.get(client) {
+                Some(gi) => t.shift(-1.0, gi),
+                None => t,
+            },
+            ..ClientPlan::default()
         }
     }
 
-    fn client_done(&mut self, client: usize, delta: &[f32], _info: &ClientInfo) {
+    fn receive(&mut self, client: usize, report: Report) -> Result<()> {
         let a = self.alpha;
         let gi = self.gi.get_mut(client);
-        gi.iter_mut().zip(delta).for_each(|(g, d)| *g -= a * d);
+        gi.iter_mut()
+            .zip(report.delta)
+            .for_each(|(g, d)| *g -= a * d);
         self.sum_delta
             .iter_mut()
-            .zip(delta)
+            .zip(report.delta)
             .for_each(|(s, d)| *s += *d as f64);
+        Ok(())
     }
 
     fn server_update(
         &mut self,
         _info: &RoundInfo,
         global: &mut [f32],
-        agg: &Aggregate,
+        agg: &mut Aggregate,
     ) -> ServerLog {
         let scale = self.alpha as f64 / self.clients as f64;
         self.h

@@ -1,7 +1,9 @@
-//! Fed-LAMB, Fed-AMS, Mime-LAMB and Mime with AMSGrad (§6.1–6.4; the paper's Algorithm 1 with
-//! its typos corrected, no official code). Each client keeps its first moment `m_i` across its rounds (0 until it first
-//! trains); its local `v` restarts from the broadcast `v̂`. Per local step, after the gradient
-//! chain (FedNAR's clip and weight decay act on g before the moments):
+//! Fed-LAMB, Fed-AMS, Mime-LAMB and Mime with AMSGrad (the Fed-LAMB paper's Algorithm 1 with
+//! its typos corrected, no official code). Each client keeps its first moment `m_i` across its
+//! rounds (0 until it first trains); its local `v` restarts from the broadcast `v̂`. The local
+//! rule is a chain of links after the clip and weight decay (so FedNAR acts on g before the
+//! moments): `optim::ScaleByAmsgrad`, then for Fed-LAMB `add_decayed_weights(λ)` and the
+//! trust-ratio descent (`optim::Descent::TrustRatio`), for Fed-AMS plain SGD:
 //! - `m ← β1·m + (1−β1)·g`, `v ← β2·v + (1−β2)·g²`, `ψ = m/√v̂` (the frozen broadcast v̂; no
 //!   bias correction; ε only through `v̂_0 = ε`);
 //! - Fed-LAMB, per parameter tensor ℓ: `θˡ ← θˡ − α·φ(‖θˡ‖)·(ψˡ + λθˡ)/‖ψˡ + λθˡ‖` with
@@ -20,12 +22,11 @@
 //! tensor never moves: zero-initialised biases stay 0).
 
 use crate::config::validate::{at_least_one, non_negative};
-use crate::error::Result;
-use crate::fl::algorithm::{
-    Aggregate, Algorithm, LocalRule, RoundInfo, ServerLog, Setup, Uplink, axpy, take_state,
-};
+use crate::error::{Error, Result};
 use crate::fl::per_client::PerClient;
-use crate::fl::step::global_norm;
+use crate::fl::plan::{ClientPlan, Report, Rule};
+use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, axpy, take_state};
+use crate::optim::{AddDecayedWeights, Descent, ScaleByAmsgrad, global_norm};
 
 crate::choice! {
     /// `fedlamb.zero_rule`, the step of a tensor whose norm (or whose update's norm) is 0:
@@ -62,81 +63,6 @@ pub enum Step {
     Ams,
 }
 
-/// The local rule of one client: AMSGrad moments with the frozen broadcast v̂, then the LAMB
-/// or AMS step. Its `finish` sends up `m` and `v`.
-pub struct AdaptiveRule {
-    pub step: Step,
-    pub keys: Keys,
-    pub tensors: Vec<std::ops::Range<usize>>,
-    pub m: Vec<f32>,
-    pub v: Vec<f32>,
-    /// `1/√v̂` of the broadcast v̂.
-    pub inv_sqrt_vhat: Vec<f32>,
-    psi: Vec<f32>,
-}
-
-impl AdaptiveRule {
-    pub fn new(
-        step: Step,
-        keys: &Keys,
-        tensors: &[std::ops::Range<usize>],
-        m: Vec<f32>,
-        vhat: &[f32],
-    ) -> Self {
-        AdaptiveRule {
-            step,
-            keys: keys.clone(),
-            tensors: tensors.to_vec(),
-            m,
-            v: vhat.to_vec(),
-            inv_sqrt_vhat: vhat.iter().map(|v| 1.0 / v.sqrt()).collect(),
-            psi: vec![0.0; vhat.len()],
-        }
-    }
-}
-
-#[allow(clippy::needless_range_loop)]
-impl LocalRule for AdaptiveRule {
-    fn step(&mut self, lr: f32, x: &mut [f32], g: &[f32]) {
-        let (b1, b2) = (self.keys.beta1 as f32, self.keys.beta2 as f32);
-        for i in 0..g.len() {
-            self.m[i] = b1 * self.m[i] + (1.0 - b1) * g[i];
-            self.v[i] = b2 * self.v[i] + (1.0 - b2) * g[i] * g[i];
-            self.psi[i] = self.m[i] * self.inv_sqrt_vhat[i];
-        }
-        let lambda = self.keys.lambda as f32;
-        if self.step == Step::Ams || !self.keys.trust {
-            let l = if self.step == Step::Ams { 0.0 } else { lambda };
-            for i in 0..g.len() {
-                x[i] -= lr * (self.psi[i] + l * x[i]);
-            }
-            return;
-        }
-        let paper = self.keys.zero_rule == ZeroRule::Paper;
-        for r in &self.tensors {
-            let (xs, ps) = (&mut x[r.clone()], &mut self.psi[r.clone()]);
-            // u = ψ + λθ, in place in ψ
-            ps.iter_mut()
-                .zip(xs.iter())
-                .for_each(|(p, x)| *p += lambda * x);
-            let (xn, un) = (global_norm(xs), global_norm(ps));
-            let ratio = if xn > 0.0 && un > 0.0 {
-                xn / un
-            } else if paper {
-                0.0
-            } else {
-                1.0
-            };
-            let s = (lr as f64 * ratio) as f32;
-            xs.iter_mut().zip(ps.iter()).for_each(|(x, u)| *x -= s * u);
-        }
-    }
-
-    fn finish(self: Box<Self>) -> Uplink {
-        vec![("m".into(), self.m), ("v".into(), self.v)]
-    }
-}
-
 /// Where v̂'s updates come from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Source {
@@ -144,6 +70,38 @@ pub enum Source {
     ClientV,
     /// The server's own v of the mean full-data gradient (Mime-LAMB, Mime).
     FullGradient,
+}
+
+/// The local rule of a client that starts from the first moment `m` and the broadcast `vhat`:
+/// AMSGrad's moments, then the LAMB or AMS step.
+pub fn rule(
+    step: Step,
+    keys: &Keys,
+    tensors: &[std::ops::Range<usize>],
+    m: Vec<f32>,
+    vhat: &[f32],
+) -> Rule {
+    let amsgrad = Box::new(ScaleByAmsgrad::new(keys.beta1, keys.beta2, m, vhat));
+    match step {
+        Step::Ams => Rule {
+            links: vec![amsgrad],
+            descent: Descent::Sgd,
+        },
+        Step::Lamb => Rule {
+            links: vec![amsgrad, Box::new(AddDecayedWeights(keys.lambda as f32))],
+            descent: if keys.trust {
+                Descent::TrustRatio {
+                    tensors: tensors.to_vec(),
+                    on_zero: match keys.zero_rule {
+                        ZeroRule::Lamb => 1.0,
+                        ZeroRule::Paper => 0.0,
+                    },
+                }
+            } else {
+                Descent::Sgd
+            },
+        },
+    }
 }
 
 pub struct FedLamb {
@@ -164,7 +122,7 @@ pub struct FedLamb {
 
 impl FedLamb {
     pub fn new(step: Step, source: Source, s: &Setup) -> Result<Self> {
-        let keys: Keys = s.spec.keys()?;
+        let keys: Keys = s.keys()?;
         Ok(FedLamb {
             step,
             source,
@@ -187,73 +145,74 @@ impl FedLamb {
     pub fn first_moment(&self, client: usize) -> Option<&[f32]> {
         self.mi.get(client)
     }
+
+    /// `v̂ ← max(v̂, mean v_i)`, or with the server's own v of the mean full-data gradient.
+    fn sync(&mut self) {
+        let n = self.n_v as f64;
+        match self.source {
+            Source::ClientV => self
+                .vhat
+                .iter_mut()
+                .zip(&self.sum_v)
+                .for_each(|(h, s)| *h = h.max((s / n) as f32)),
+            Source::FullGradient => {
+                let b2 = self.keys.beta2;
+                for ((h, v), s) in self
+                    .vhat
+                    .iter_mut()
+                    .zip(&mut self.server_v)
+                    .zip(&self.sum_v)
+                {
+                    let g = s / n;
+                    *v = (b2 * *v as f64 + (1.0 - b2) * g * g) as f32;
+                    *h = h.max(*v);
+                }
+            }
+        }
+    }
 }
 
-impl Algorithm for FedLamb {
-    fn local_rule(&self, client: usize) -> Option<Box<dyn LocalRule>> {
+impl Strategy for FedLamb {
+    fn plan(&self, client: usize) -> ClientPlan<'_> {
         let m = self
             .mi
             .get(client)
             .map_or_else(|| vec![0.0; self.dim], <[f32]>::to_vec);
-        Some(Box::new(AdaptiveRule::new(
-            self.step,
-            &self.keys,
-            &self.tensors,
-            m,
-            &self.vhat,
-        )))
+        ClientPlan {
+            rule: rule(self.step, &self.keys, &self.tensors, m, &self.vhat),
+            full_gradient: self.source == Source::FullGradient,
+            ..ClientPlan::default()
+        }
     }
 
-    fn client_uplink(&mut self, client: usize, mut uplink: Uplink) {
-        if let Ok(m) = take_state(&mut uplink, "m", self.dim) {
-            self.mi.set(client, m);
-        }
-        let key = match self.source {
-            Source::ClientV => "v",
-            Source::FullGradient => "full_grad",
+    fn receive(&mut self, client: usize, report: Report) -> Result<()> {
+        let missing = |what: &str| Error::Run(format!("client {client} sent no {what}"));
+        let moments = report.uplink.moments.ok_or_else(|| missing("moments"))?;
+        self.mi.set(client, moments.m);
+        let v = match self.source {
+            Source::ClientV => moments.v,
+            Source::FullGradient => report
+                .uplink
+                .full_gradient
+                .ok_or_else(|| missing("full-data gradient"))?,
         };
-        if let Ok(v) = take_state(&mut uplink, key, self.dim) {
-            self.sum_v
-                .iter_mut()
-                .zip(&v)
-                .for_each(|(s, v)| *s += *v as f64);
-            self.n_v += 1;
-        }
-    }
-
-    fn wants_full_gradient(&self) -> bool {
-        self.source == Source::FullGradient
+        self.sum_v
+            .iter_mut()
+            .zip(&v)
+            .for_each(|(s, v)| *s += *v as f64);
+        self.n_v += 1;
+        Ok(())
     }
 
     fn server_update(
         &mut self,
         info: &RoundInfo,
         global: &mut [f32],
-        agg: &Aggregate,
+        agg: &mut Aggregate,
     ) -> ServerLog {
         axpy(global, self.eta, &agg.mean_delta);
         if (info.round + 1).is_multiple_of(self.keys.sync_every) && self.n_v > 0 {
-            let n = self.n_v as f64;
-            match self.source {
-                Source::ClientV => self
-                    .vhat
-                    .iter_mut()
-                    .zip(&self.sum_v)
-                    .for_each(|(h, s)| *h = h.max((s / n) as f32)),
-                Source::FullGradient => {
-                    let b2 = self.keys.beta2;
-                    for ((h, v), s) in self
-                        .vhat
-                        .iter_mut()
-                        .zip(&mut self.server_v)
-                        .zip(&self.sum_v)
-                    {
-                        let g = s / n;
-                        *v = (b2 * *v as f64 + (1.0 - b2) * g * g) as f32;
-                        *h = h.max(*v);
-                    }
-                }
-            }
+            self.sync();
         }
         self.sum_v.fill(0.0);
         self.n_v = 0;

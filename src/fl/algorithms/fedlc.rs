@@ -7,11 +7,11 @@
 
 use burn::tensor::{Tensor, TensorData};
 
-use super::FedAvg;
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::algorithm::{Aggregate, Algorithm, LossInput, RoundInfo, ServerLog, Setup};
 use crate::fl::losses::{MASKED, calibrated_cross_entropy};
+use crate::fl::plan::{ClientPlan, LocalLoss, LossInput};
+use crate::fl::strategy::{Setup, Strategy};
 
 crate::key_table! {
     /// `[fedlc]`
@@ -34,47 +34,49 @@ pub fn offsets(tau: f64, counts: &[usize]) -> Vec<f32> {
         .collect()
 }
 
+/// A client's calibrated cross-entropy.
+pub struct Calibrated {
+    offsets: Vec<f32>,
+}
+
+impl LocalLoss for Calibrated {
+    fn loss(&self, input: &LossInput) -> Tensor<1> {
+        let logits = input.out.logits.clone();
+        let offsets = Tensor::<2>::from_data(
+            TensorData::new(self.offsets.clone(), [1, self.offsets.len()]),
+            &logits.device(),
+        );
+        calibrated_cross_entropy(logits, offsets, input.targets.clone())
+    }
+}
+
 pub struct FedLc {
-    on: bool,
-    offsets: Vec<Vec<f32>>,
-    server: FedAvg,
+    /// Each client's loss; empty when τ = 0 (plain cross-entropy).
+    losses: Vec<Calibrated>,
 }
 
 impl FedLc {
     pub fn new(s: &Setup) -> Result<Self> {
-        let tau = s.spec.keys::<Keys>()?.tau;
-        Ok(FedLc {
-            on: tau > 0.0,
-            offsets: s.class_counts.iter().map(|c| offsets(tau, c)).collect(),
-            server: FedAvg::new(s.spec.fl.global_lr),
-        })
+        let tau = s.keys::<Keys>()?.tau;
+        let losses = if tau > 0.0 {
+            s.class_counts
+                .iter()
+                .map(|c| Calibrated {
+                    offsets: offsets(tau, c),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(FedLc { losses })
     }
 }
 
-impl Algorithm for FedLc {
-    fn local_loss(&self, input: &LossInput) -> Option<Tensor<1>> {
-        if !self.on {
-            return None;
+impl Strategy for FedLc {
+    fn plan(&self, client: usize) -> ClientPlan<'_> {
+        ClientPlan {
+            loss: self.losses.get(client).map(|l| l as &dyn LocalLoss),
+            ..ClientPlan::default()
         }
-        let off = &self.offsets[input.client];
-        let logits = input.out.logits.clone();
-        let offsets = Tensor::<2>::from_data(
-            TensorData::new(off.clone(), [1, off.len()]),
-            &logits.device(),
-        );
-        Some(calibrated_cross_entropy(
-            logits,
-            offsets,
-            input.targets.clone(),
-        ))
-    }
-
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &Aggregate,
-    ) -> ServerLog {
-        self.server.server_update(info, global, agg)
     }
 }

@@ -9,12 +9,12 @@
 
 use burn::tensor::Tensor;
 
-use super::FedAvg;
 use crate::config::ModelKind;
 use crate::config::validate::{non_negative, positive};
 use crate::error::{Error, Result};
-use crate::fl::algorithm::{Aggregate, Algorithm, Frozen, LossInput, RoundInfo, ServerLog, Setup};
 use crate::fl::losses::{cross_entropy, kl_divergence};
+use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
+use crate::fl::strategy::{Setup, Strategy};
 
 crate::key_table! {
     /// `[fedmlb]`
@@ -30,7 +30,6 @@ crate::key_table! {
 
 pub struct FedMlb {
     keys: Keys,
-    server: FedAvg,
 }
 
 impl FedMlb {
@@ -41,35 +40,13 @@ impl FedMlb {
                 s.spec.model.kind
             )));
         }
-        Ok(FedMlb {
-            keys: s.spec.keys()?,
-            server: FedAvg::new(s.spec.fl.global_lr),
-        })
-    }
-}
-
-impl Algorithm for FedMlb {
-    fn frozen(&self, _client: usize) -> Vec<Frozen<'_>> {
-        if self.keys.branches {
-            vec![Frozen::Anchor]
-        } else {
-            Vec::new()
-        }
+        Ok(FedMlb { keys: s.keys()? })
     }
 
-    fn frozen_forward(&self) -> bool {
-        false
-    }
-
-    fn local_loss(&self, input: &LossInput) -> Option<Tensor<1>> {
-        let k = &self.keys;
+    /// `Σ_l CE(b_l)` and `Σ_l KL(softmax(b_l/T) ‖ softmax(z/T))` over the hybrid branches.
+    fn branches(&self, input: &LossInput) -> (Tensor<1>, Tensor<1>) {
         let z = input.out.logits.clone();
-        let ce = cross_entropy(z.clone(), input.targets.clone());
-        if !k.branches {
-            return (k.lambda1 != 1.0).then(|| ce.mul_scalar(k.lambda1 as f32));
-        }
         let global = input.frozen_models[0];
-        let n = input.out.levels.len() as f32;
         let mut ce_b: Option<Tensor<1>> = None;
         let mut kl_b: Option<Tensor<1>> = None;
         for (level, act) in input.out.levels.iter().enumerate() {
@@ -77,24 +54,42 @@ impl Algorithm for FedMlb {
                 .forward_from(level, act.clone())
                 .expect("checked: ResNet-18");
             let c = cross_entropy(b.clone(), input.targets.clone());
-            let d = kl_divergence(b, z.clone(), k.temperature);
+            let d = kl_divergence(b, z.clone(), self.keys.temperature);
             ce_b = Some(ce_b.map_or(c.clone(), |s| s + c));
             kl_b = Some(kl_b.map_or(d.clone(), |s| s + d));
         }
-        let (ce_b, kl_b) = (ce_b.expect("5 levels"), kl_b.expect("5 levels"));
-        Some(
-            ce.mul_scalar(k.lambda1 as f32)
-                + ce_b.mul_scalar(k.lambda2 as f32 / n)
-                + kl_b.mul_scalar(k.lambda3 as f32 / n),
-        )
+        (ce_b.expect("5 levels"), kl_b.expect("5 levels"))
     }
+}
 
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &Aggregate,
-    ) -> ServerLog {
-        self.server.server_update(info, global, agg)
+impl LocalLoss for FedMlb {
+    fn loss(&self, input: &LossInput) -> Tensor<1> {
+        let k = &self.keys;
+        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
+        if !k.branches {
+            return ce.mul_scalar(k.lambda1 as f32);
+        }
+        let n = input.out.levels.len() as f32;
+        let (ce_b, kl_b) = self.branches(input);
+        ce.mul_scalar(k.lambda1 as f32)
+            + ce_b.mul_scalar(k.lambda2 as f32 / n)
+            + kl_b.mul_scalar(k.lambda3 as f32 / n)
+    }
+}
+
+impl Strategy for FedMlb {
+    fn plan(&self, _client: usize) -> ClientPlan<'_> {
+        let k = &self.keys;
+        ClientPlan {
+            frozen: if k.branches {
+                vec![Frozen::Anchor]
+            } else {
+                Vec::new()
+            },
+            frozen_outputs: false,
+            // without branches and with λ1 = 1 the loss is plain cross-entropy
+            loss: (k.branches || k.lambda1 != 1.0).then_some(self as &dyn LocalLoss),
+            ..ClientPlan::default()
+        }
     }
 }

@@ -5,11 +5,11 @@
 
 use burn::tensor::Tensor;
 
-use super::FedAvg;
 use crate::config::validate::{at_most_one, non_negative, positive};
 use crate::error::Result;
-use crate::fl::algorithm::{Aggregate, Algorithm, Frozen, LossInput, RoundInfo, ServerLog, Setup};
 use crate::fl::losses::{cross_entropy, not_true_kl};
+use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
+use crate::fl::strategy::{Setup, Strategy};
 
 crate::key_table! {
     /// `[fedntd]`
@@ -23,33 +23,20 @@ crate::key_table! {
 pub struct FedNtd {
     beta: f64,
     temperature: f64,
-    server: FedAvg,
 }
 
 impl FedNtd {
     pub fn new(s: &Setup) -> Result<Self> {
-        let k: Keys = s.spec.keys()?;
+        let k: Keys = s.keys()?;
         Ok(FedNtd {
             beta: k.weight,
             temperature: k.temperature,
-            server: FedAvg::new(s.spec.fl.global_lr),
         })
     }
 }
 
-impl Algorithm for FedNtd {
-    fn frozen(&self, _client: usize) -> Vec<Frozen<'_>> {
-        if self.beta > 0.0 {
-            vec![Frozen::Anchor]
-        } else {
-            Vec::new()
-        }
-    }
-
-    fn local_loss(&self, input: &LossInput) -> Option<Tensor<1>> {
-        if self.beta == 0.0 {
-            return None;
-        }
+impl LocalLoss for FedNtd {
+    fn loss(&self, input: &LossInput) -> Tensor<1> {
         let z = input.out.logits.clone();
         let ce = cross_entropy(z.clone(), input.targets.clone());
         let kl = not_true_kl(
@@ -58,15 +45,19 @@ impl Algorithm for FedNtd {
             input.targets.clone(),
             self.temperature,
         );
-        Some(ce.mul_scalar((1.0 - self.beta) as f32) + kl.mul_scalar(self.beta as f32))
+        ce.mul_scalar((1.0 - self.beta) as f32) + kl.mul_scalar(self.beta as f32)
     }
+}
 
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &Aggregate,
-    ) -> ServerLog {
-        self.server.server_update(info, global, agg)
+impl Strategy for FedNtd {
+    fn plan(&self, _client: usize) -> ClientPlan<'_> {
+        if self.beta == 0.0 {
+            return ClientPlan::default();
+        }
+        ClientPlan {
+            frozen: vec![Frozen::Anchor],
+            loss: Some(self),
+            ..ClientPlan::default()
+        }
     }
 }

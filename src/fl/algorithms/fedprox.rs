@@ -1,9 +1,11 @@
-//! FedProx (§3.2): `½μ‖x − x_global‖²` is added to the local loss, so `μ(x − x_global)` joins
-//! the gradient and is clipped with it; server as FedAvg.
+//! FedProx: `½μ‖x − x_global‖²` is added to the local loss, so `μ(x − x_global)` joins the
+//! gradient and is clipped with it; server as FedAvg.
 
-use super::FedAvg;
 use crate::config::validate::non_negative;
-use crate::fl::algorithm::{Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, StepCtx};
+use crate::error::Result;
+use crate::fl::plan::ClientPlan;
+use crate::fl::strategy::{Setup, Strategy};
+use crate::fl::term::Term;
 
 crate::key_table! {
     /// `[fedprox]`
@@ -16,29 +18,21 @@ crate::key_table! {
 
 pub struct FedProx {
     mu: f32,
-    server: FedAvg,
 }
 
 impl FedProx {
-    pub fn new(mu: f64, eta: f64) -> Self {
-        FedProx {
-            mu: mu as f32,
-            server: FedAvg::new(eta),
-        }
+    pub fn new(s: &Setup) -> Result<Self> {
+        Ok(FedProx {
+            mu: s.keys::<Keys>()?.mu as f32,
+        })
     }
 }
 
-impl Algorithm for FedProx {
-    fn local_term(&self, _client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
-        LocalTerm::prox(self.mu)
-    }
-
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &Aggregate,
-    ) -> ServerLog {
-        self.server.server_update(info, global, agg)
+impl Strategy for FedProx {
+    fn plan(&self, _client: usize) -> ClientPlan<'_> {
+        ClientPlan {
+            term: Term::prox(self.mu),
+            ..ClientPlan::default()
+        }
     }
 }

@@ -20,10 +20,12 @@
 
 use crate::config::validate::unit_open;
 use crate::error::Result;
-use crate::fl::algorithm::{
-    Aggregate, Algorithm, LocalTerm, RoundInfo, ServerLog, Setup, StepCtx, axpy, take_state,
+use crate::fl::plan::ClientPlan;
+use crate::fl::strategy::{
+    Aggregate, RoundInfo, RoundNeeds, ServerLog, Setup, Strategy, axpy, take_state,
 };
-use crate::fl::step::global_norm;
+use crate::fl::term::Term;
+use crate::optim::{Ctx, Log, Momentum, Transform};
 
 crate::choice! {
     /// `mime.base`, the base optimizer: `amsgrad` (the Fed-LAMB paper's Mime: AMSGrad local
@@ -50,77 +52,88 @@ pub struct MimeSgdm {
     lite: bool,
     beta: f32,
     eta: f64,
-    dim: usize,
-    m: Vec<f32>,
+    momentum: Momentum,
     /// c: the round's mean full-data gradient at x.
     c: Vec<f32>,
+    /// The momentum link's input (a copy of c).
+    scratch: Vec<f32>,
 }
 
 impl MimeSgdm {
     pub fn new(s: &Setup) -> Result<Self> {
-        let k: Keys = s.spec.keys()?;
+        let k: Keys = s.keys()?;
         Ok(MimeSgdm {
             lite: k.lite,
             beta: k.momentum as f32,
             eta: s.spec.fl.global_lr,
-            dim: s.dim,
-            m: vec![0.0; s.dim],
+            momentum: Momentum::ema(k.momentum as f32, s.dim),
             c: vec![0.0; s.dim],
+            scratch: vec![0.0; s.dim],
         })
     }
 }
 
-impl Algorithm for MimeSgdm {
-    fn local_term(&self, _client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
-        let b = self.beta;
-        let t = LocalTerm {
-            scale: 1.0 - b,
-            ..LocalTerm::none()
+impl Strategy for MimeSgdm {
+    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) -> RoundNeeds {
+        RoundNeeds {
+            mean_full_gradient: true,
         }
-        .shift(b, &self.m);
-        if self.lite {
-            t
-        } else {
-            // (1−β)·(g_i(y) − g_i(x) + c) + β·m
-            LocalTerm {
-                anchor_grad: -(1.0 - b),
-                ..t.shift(1.0 - b, &self.c)
-            }
-        }
-    }
-
-    fn wants_round_gradient(&self) -> bool {
-        true
     }
 
     fn round_gradient(&mut self, mean: &[f32]) {
         self.c.copy_from_slice(mean);
     }
 
+    fn plan(&self, _client: usize) -> ClientPlan<'_> {
+        let b = self.beta;
+        let t = Term {
+            scale: 1.0 - b,
+            ..Term::none()
+        }
+        .shift(b, self.momentum.m());
+        let term = if self.lite {
+            t
+        } else {
+            // (1−β)·(g_i(y) − g_i(x) + c) + β·m
+            Term {
+                anchor_grad: -(1.0 - b),
+                ..t.shift(1.0 - b, &self.c)
+            }
+        };
+        ClientPlan {
+            term,
+            ..ClientPlan::default()
+        }
+    }
+
     fn server_update(
         &mut self,
         _info: &RoundInfo,
         global: &mut [f32],
-        agg: &Aggregate,
+        agg: &mut Aggregate,
     ) -> ServerLog {
         axpy(global, self.eta, &agg.mean_delta);
-        let b = self.beta;
-        self.m
-            .iter_mut()
-            .zip(&self.c)
-            .for_each(|(m, c)| *m = (1.0 - b) * c + b * *m);
+        // m ← (1−β)·c + β·m
+        self.scratch.copy_from_slice(&self.c);
+        self.momentum.update(
+            &mut self.scratch,
+            global,
+            &Ctx::default(),
+            &mut Log::default(),
+        );
         ServerLog {
             server_lr: self.eta,
-            state_norm: Some(global_norm(&self.m)),
+            state_norm: Some(self.momentum.norm()),
         }
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {
-        vec![("m".into(), self.m.as_slice())]
+        vec![("m".into(), self.momentum.m())]
     }
 
     fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        self.m = take_state(&mut state, "m", self.dim)?;
+        let m = take_state(&mut state, "m", self.momentum.m().len())?;
+        self.momentum.set_m(m);
         Ok(())
     }
 }

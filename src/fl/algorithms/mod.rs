@@ -1,5 +1,5 @@
 //! The algorithm registry: one file per algorithm, and this list. Adding an algorithm is a new
-//! file implementing [`Algorithm`](super::algorithm::Algorithm) (with its own `Keys` table if
+//! file implementing [`Strategy`](super::strategy::Strategy) (with its own `Keys` table if
 //! it has keys, declared with `key_table!`) and one entry in [`REGISTRY`], which names the
 //! tables it reads.
 
@@ -22,7 +22,7 @@ pub mod moon;
 pub mod scaffold;
 
 pub use fedacg::FedAcg;
-pub use fedadam::{AdaptiveServer, Rule};
+pub use fedadam::AdaptiveServer;
 pub use fedavg::FedAvg;
 pub use fedavgm::FedAvgM;
 pub use fedcm::FedCm;
@@ -30,7 +30,7 @@ pub use feddc::FedDc;
 pub use feddecorr::FedDecorr;
 pub use feddyn::FedDyn;
 pub use fedexp::FedExP;
-pub use fedlamb::{AdaptiveRule, FedLamb, Source, Step};
+pub use fedlamb::{FedLamb, Source, Step};
 pub use fedlc::{FedLc, offsets as fedlc_offsets};
 pub use fedmlb::FedMlb;
 pub use fedntd::FedNtd;
@@ -39,11 +39,12 @@ pub use mime::MimeSgdm;
 pub use moon::Moon;
 pub use scaffold::Scaffold;
 
-use super::algorithm::{Algorithm, Setup};
+use super::strategy::{Setup, Strategy};
 use crate::config::{KeyTable, table};
 use crate::error::Result;
+use crate::optim::AdaptiveRule;
 
-type Build = fn(&Setup) -> Result<Box<dyn Algorithm>>;
+type Build = fn(&Setup) -> Result<Box<dyn Strategy>>;
 
 /// One algorithm: its `fl.algorithm` name, the key tables it reads, and how to build it.
 pub struct Entry {
@@ -73,48 +74,42 @@ pub const REGISTRY: &[Entry] = &[
     Entry {
         name: "fedavg",
         tables: &[],
-        build: |s| ok(FedAvg::new(s.spec.fl.global_lr)),
+        build: |s| ok(FedAvg::new(s)?),
     },
     Entry {
         name: "fedprox",
         tables: &[FEDPROX],
-        build: |s| {
-            let k: fedprox::Keys = s.spec.keys()?;
-            ok(FedProx::new(k.mu, s.spec.fl.global_lr))
-        },
+        build: |s| ok(FedProx::new(s)?),
     },
     Entry {
         name: "scaffold",
         tables: &[],
-        build: |s| ok(Scaffold::new(s.dim, s.client_sizes, s.spec.fl.global_lr)),
+        build: |s| ok(Scaffold::new(s)?),
     },
     Entry {
         name: "fedexp",
         tables: &[FEDEXP],
-        build: |s| ok(FedExP::new(s.spec, s.dim)?),
+        build: |s| ok(FedExP::new(s)?),
     },
     Entry {
         name: "fedadam",
         tables: &[FEDADAM],
-        build: |s| ok(AdaptiveServer::new(Rule::Adam, s.spec, s.dim)?),
+        build: |s| ok(AdaptiveServer::new(AdaptiveRule::Adam, s)?),
     },
     Entry {
         name: "fedadagrad",
         tables: &[FEDADAM],
-        build: |s| ok(AdaptiveServer::new(Rule::Adagrad, s.spec, s.dim)?),
+        build: |s| ok(AdaptiveServer::new(AdaptiveRule::Adagrad, s)?),
     },
     Entry {
         name: "fedyogi",
         tables: &[FEDADAM],
-        build: |s| ok(AdaptiveServer::new(Rule::Yogi, s.spec, s.dim)?),
+        build: |s| ok(AdaptiveServer::new(AdaptiveRule::Yogi, s)?),
     },
     Entry {
         name: "fedavgm",
         tables: &[FEDAVGM],
-        build: |s| {
-            let k: fedavgm::Keys = s.spec.keys()?;
-            ok(FedAvgM::new(k.momentum, s.spec.fl.global_lr, s.dim))
-        },
+        build: |s| ok(FedAvgM::new(s)?),
     },
     Entry {
         name: "fedacg",
@@ -186,7 +181,7 @@ pub const REGISTRY: &[Entry] = &[
     },
 ];
 
-fn ok(a: impl Algorithm + 'static) -> Result<Box<dyn Algorithm>> {
+fn ok(a: impl Strategy + 'static) -> Result<Box<dyn Strategy>> {
     Ok(Box::new(a))
 }
 
@@ -243,7 +238,7 @@ pub fn is_algorithm_table(table: &str) -> bool {
 }
 
 /// Build the algorithm a spec names.
-pub fn build(setup: &Setup) -> Result<Box<dyn Algorithm>> {
+pub fn build(setup: &Setup) -> Result<Box<dyn Strategy>> {
     let name = setup.spec.fl.algorithm.as_str();
     match entry(name) {
         Some(e) => (e.build)(setup),

@@ -11,14 +11,12 @@
 
 use burn::tensor::Tensor;
 
-use super::FedAvg;
 use crate::config::validate::{non_negative, positive};
 use crate::error::Result;
-use crate::fl::algorithm::{
-    Aggregate, Algorithm, ClientInfo, Frozen, LossInput, RoundInfo, ServerLog, Setup, take_state,
-};
 use crate::fl::losses::{cross_entropy, model_contrastive};
 use crate::fl::per_client::PerClient;
+use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput, Report};
+use crate::fl::strategy::{RoundInfo, RoundNeeds, Setup, Strategy, take_state};
 
 crate::key_table! {
     /// `[moon]`
@@ -32,7 +30,6 @@ pub struct Moon {
     mu: f64,
     tau: f64,
     dim: usize,
-    server: FedAvg,
     /// The model the round started from (the anchor of its clients).
     start: Vec<f32>,
     /// θ_0, the previous model of a client that has not trained yet.
@@ -42,12 +39,11 @@ pub struct Moon {
 
 impl Moon {
     pub fn new(s: &Setup) -> Result<Self> {
-        let k: Keys = s.spec.keys()?;
+        let k: Keys = s.keys()?;
         Ok(Moon {
             mu: k.mu,
             tau: k.temperature,
             dim: s.dim,
-            server: FedAvg::new(s.spec.fl.global_lr),
             start: vec![0.0; s.dim],
             initial: None,
             prev: PerClient::new("prev", s.client_sizes.len(), s.dim),
@@ -55,30 +51,8 @@ impl Moon {
     }
 }
 
-impl Algorithm for Moon {
-    fn begin_round(&mut self, _info: &RoundInfo, global: &[f32]) {
-        self.start.copy_from_slice(global);
-        if self.initial.is_none() {
-            self.initial = Some(global.to_vec());
-        }
-    }
-
-    fn frozen(&self, client: usize) -> Vec<Frozen<'_>> {
-        if self.mu == 0.0 {
-            return Vec::new();
-        }
-        let prev = self
-            .prev
-            .get(client)
-            .or(self.initial.as_deref())
-            .expect("begin_round ran");
-        vec![Frozen::Anchor, Frozen::Params(prev)]
-    }
-
-    fn local_loss(&self, input: &LossInput) -> Option<Tensor<1>> {
-        if self.mu == 0.0 {
-            return None;
-        }
+impl LocalLoss for Moon {
+    fn loss(&self, input: &LossInput) -> Tensor<1> {
         let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
         let con = model_contrastive(
             input.out.features.clone(),
@@ -86,26 +60,41 @@ impl Algorithm for Moon {
             input.frozen[1].features.clone(),
             self.tau,
         );
-        Some(ce + con.mul_scalar(self.mu as f32))
+        ce + con.mul_scalar(self.mu as f32)
+    }
+}
+
+impl Strategy for Moon {
+    fn begin_round(&mut self, _info: &RoundInfo, global: &[f32]) -> RoundNeeds {
+        self.start.copy_from_slice(global);
+        if self.initial.is_none() {
+            self.initial = Some(global.to_vec());
+        }
+        RoundNeeds::default()
     }
 
-    fn client_done(&mut self, client: usize, delta: &[f32], _info: &ClientInfo) {
+    fn plan(&self, client: usize) -> ClientPlan<'_> {
+        // begin_round stored θ_0 before any client trains
+        let prev = self.prev.get(client).or(self.initial.as_deref());
+        match prev {
+            Some(prev) if self.mu != 0.0 => ClientPlan {
+                frozen: vec![Frozen::Anchor, Frozen::Params(prev)],
+                loss: Some(self),
+                ..ClientPlan::default()
+            },
+            _ => ClientPlan::default(),
+        }
+    }
+
+    fn receive(&mut self, client: usize, report: Report) -> Result<()> {
         if self.mu == 0.0 {
-            return;
+            return Ok(());
         }
         let p = self.prev.get_mut(client);
         p.iter_mut()
-            .zip(self.start.iter().zip(delta))
+            .zip(self.start.iter().zip(report.delta))
             .for_each(|(p, (s, d))| *p = s + d);
-    }
-
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &Aggregate,
-    ) -> ServerLog {
-        self.server.server_update(info, global, agg)
+        Ok(())
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {

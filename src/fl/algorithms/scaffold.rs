@@ -1,20 +1,21 @@
-//! SCAFFOLD, option II (§3.3), as in the FedNAR code:
+//! SCAFFOLD, option II, as in the FedNAR code:
 //! - every client's control variate c_i starts at 0 and persists across rounds;
 //! - at round start `c = Σ_j p_j c_j` over all N clients (p_j = n_j / Σ n);
 //! - the local gradient becomes `g + c − c_i`, clipped with g;
 //! - after K local steps at rate l_t: `c_i ← c_i − c − Δ_i/(K·l_t)`;
 //! - server as FedAvg.
 
-use super::FedAvg;
 use crate::error::Result;
-use crate::fl::algorithm::{
-    Aggregate, Algorithm, ClientInfo, LocalTerm, RoundInfo, ServerLog, StepCtx, take_state,
-};
 use crate::fl::per_client::PerClient;
+use crate::fl::plan::{ClientPlan, Report};
+use crate::fl::strategy::{
+    Aggregate, RoundInfo, RoundNeeds, ServerLog, Setup, Strategy, average, take_state,
+};
+use crate::fl::term::Term;
+use crate::optim::global_norm;
 
 pub struct Scaffold {
     dim: usize,
-    server: FedAvg,
     weights: Vec<f64>,
     /// c_i, allocated when client i first trains (None = 0).
     ci: PerClient,
@@ -22,18 +23,18 @@ pub struct Scaffold {
 }
 
 impl Scaffold {
-    pub fn new(dim: usize, client_sizes: &[usize], eta: f64) -> Self {
-        let total: usize = client_sizes.iter().sum();
-        Scaffold {
-            dim,
-            server: FedAvg::new(eta),
-            weights: client_sizes
+    pub fn new(s: &Setup) -> Result<Self> {
+        let total: usize = s.client_sizes.iter().sum();
+        Ok(Scaffold {
+            dim: s.dim,
+            weights: s
+                .client_sizes
                 .iter()
                 .map(|&n| n as f64 / total as f64)
                 .collect(),
-            ci: PerClient::new("c", client_sizes.len(), dim),
-            c: vec![0.0; dim],
-        }
+            ci: PerClient::new("c", s.client_sizes.len(), s.dim),
+            c: vec![0.0; s.dim],
+        })
     }
 
     pub fn control_variate(&self, client: usize) -> Option<&[f32]> {
@@ -45,8 +46,8 @@ impl Scaffold {
     }
 }
 
-impl Algorithm for Scaffold {
-    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) {
+impl Strategy for Scaffold {
+    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) -> RoundNeeds {
         let mut acc = vec![0f64; self.dim];
         for (j, ci) in self.ci.iter() {
             let p = self.weights[j];
@@ -58,35 +59,39 @@ impl Algorithm for Scaffold {
             .iter_mut()
             .zip(&acc)
             .for_each(|(c, a)| *c = *a as f32);
+        RoundNeeds::default()
     }
 
-    fn local_term(&self, client: usize, _ctx: &StepCtx) -> LocalTerm<'_> {
+    fn plan(&self, client: usize) -> ClientPlan<'_> {
         // g ← g + c − c_i
-        let t = LocalTerm::none().shift(1.0, &self.c);
-        match self.ci.get(client) {
-            Some(ci) => t.shift(-1.0, ci),
-            None => t,
+        let t = Term::none().shift(1.0, &self.c);
+        ClientPlan {
+            term: match self.ci.get(client) {
+                Some(ci) => t.shift(-1.0, ci),
+                None => t,
+            },
+            ..ClientPlan::default()
         }
     }
 
-    fn client_done(&mut self, client: usize, delta: &[f32], info: &ClientInfo) {
-        let scale = (1.0 / (info.steps as f64 * info.lr)) as f32;
+    fn receive(&mut self, client: usize, report: Report) -> Result<()> {
+        let scale = (1.0 / (report.info.steps as f64 * report.info.lr)) as f32;
         let ci = self.ci.get_mut(client);
         ci.iter_mut()
-            .zip(self.c.iter().zip(delta))
+            .zip(self.c.iter().zip(report.delta))
             .for_each(|(ci, (c, d))| *ci = *ci - c - d * scale);
+        Ok(())
     }
 
     fn server_update(
         &mut self,
         info: &RoundInfo,
         global: &mut [f32],
-        agg: &Aggregate,
+        agg: &mut Aggregate,
     ) -> ServerLog {
-        let log = self.server.server_update(info, global, agg);
         ServerLog {
-            state_norm: Some(crate::fl::step::global_norm(&self.c)),
-            ..log
+            state_norm: Some(global_norm(&self.c)),
+            ..average(info, global, agg)
         }
     }
 

@@ -4,16 +4,15 @@
 use burn::tensor::Device;
 
 use super::options::{client_workers, device_step, devices, shape_of};
-use super::round::{Divergence, RoundConfig, RoundStats, run_round};
+use super::round::{RoundConfig, RoundStats, Stop, run_round};
 use super::workers::BurnClients;
 use crate::config::{Aggregation, KernelChoice, Spec};
 use crate::data::FedData;
 use crate::error::{Error, Result};
-use crate::fl::algorithm::{Algorithm, Setup};
 use crate::fl::algorithms;
-use crate::fl::client::Trainer;
+use crate::fl::client::{ClipDecay, Trainer};
 use crate::fl::schedule::Schedule;
-use crate::fl::step::LocalOptimizer;
+use crate::fl::strategy::{Setup, Strategy};
 use crate::kernels::Kernels;
 use crate::metrics::csv::Row;
 use crate::metrics::eval::Evaluator;
@@ -27,7 +26,7 @@ pub struct Experiment {
     pub data: FedData,
     pub layout: Layout,
     pub global: Vec<f32>,
-    pub alg: Box<dyn Algorithm>,
+    pub alg: Box<dyn Strategy>,
     /// One trainer per client worker (`run.client_workers`).
     pub trainers: Vec<Trainer>,
     /// One single-thread pool per worker when there are several.
@@ -62,11 +61,12 @@ impl Experiment {
         })?;
         let workers = client_workers(spec, layout.total);
         let device_step = device_step(spec);
+        let base = ClipDecay::of(&spec.local);
         let mut trainers = vec![Trainer::new(
             model,
             device.clone(),
             layout.total,
-            LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar),
+            base,
             device_step,
         )];
         for _ in 1..workers {
@@ -75,7 +75,7 @@ impl Experiment {
                 m,
                 device.clone(),
                 layout.total,
-                LocalOptimizer::sgd(spec.local.weight_decay, spec.local.max_norm, spec.local.nar),
+                base,
                 device_step,
             ));
         }
@@ -110,8 +110,8 @@ impl Experiment {
         Schedule::new(&self.spec.local).lr(t, 0)
     }
 
-    /// Run round t; returns the CSV row (without evaluation fields) or the divergence.
-    pub fn round(&mut self, t: usize) -> std::result::Result<Row, Divergence> {
+    /// Run round t; returns the CSV row (without evaluation fields), or why it stopped.
+    pub fn round(&mut self, t: usize) -> std::result::Result<Row, Stop> {
         let st = self.round_stats(t)?;
         Ok(Row {
             round: t,
@@ -128,8 +128,8 @@ impl Experiment {
         })
     }
 
-    /// Run round t; returns the round's raw statistics or the divergence.
-    pub fn round_stats(&mut self, t: usize) -> std::result::Result<RoundStats, Divergence> {
+    /// Run round t; returns the round's raw statistics, or why it stopped.
+    pub fn round_stats(&mut self, t: usize) -> std::result::Result<RoundStats, Stop> {
         let lr = self.lr(t);
         let sizes = self.data.client_sizes();
         let mut client = BurnClients {
@@ -143,6 +143,7 @@ impl Experiment {
             seed: self.spec.run.seed,
             clients_per_round: self.spec.fl.clients_per_round,
             lr,
+            server_lr: self.spec.fl.global_lr,
             uniform: self.spec.fl.aggregation == Aggregation::Uniform,
         };
         run_round(

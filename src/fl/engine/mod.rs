@@ -21,6 +21,6 @@ mod workers;
 
 pub use experiment::Experiment;
 pub use options::{RunOptions, client_workers, device_step, devices, shape_of};
-pub use round::{Divergence, RoundConfig, RoundStats, run_round, sample_clients};
+pub use round::{RoundConfig, RoundStats, Stop, run_round, sample_clients};
 pub use run::run;
 pub use workers::{BurnClients, LocalTrainer};

@@ -1,12 +1,35 @@
-//! One round (§1): sample, train from the broadcast model, aggregate, update the server.
+//! One round: sample, train each client from the broadcast model as its plan says, aggregate,
+//! update the server.
 
 use super::workers::LocalTrainer;
-use crate::fl::algorithm::{Aggregate, Algorithm, ClientInfo, RoundInfo, ServerLog};
-use crate::fl::step::global_norm;
+use crate::error::Error;
+use crate::fl::client::LocalStats;
+use crate::fl::plan::{ClientInfo, ClientPlan, Report};
+use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Strategy};
+use crate::optim::global_norm;
 use crate::rng::{Rng, Stream};
 
-/// Where and why a run diverged: (round, client if known, message).
-pub type Divergence = (usize, Option<usize>, String);
+/// Why a round did not finish.
+#[derive(Debug)]
+pub enum Stop {
+    /// A non-finite loss or model: the round, the client if one is to blame, and what.
+    Diverged {
+        round: usize,
+        client: Option<usize>,
+        message: String,
+    },
+    /// The algorithm refused what a client sent.
+    Failed(Error),
+}
+
+impl From<Stop> for Error {
+    fn from(s: Stop) -> Error {
+        match s {
+            Stop::Diverged { message, .. } => Error::Run(message),
+            Stop::Failed(e) => e,
+        }
+    }
+}
 
 /// What a round needs besides the algorithm and the trainer.
 pub struct RoundConfig {
@@ -14,6 +37,8 @@ pub struct RoundConfig {
     pub clients_per_round: usize,
     /// The round's learning rate (of its first local epoch).
     pub lr: f64,
+    /// The server learning rate η_g.
+    pub server_lr: f64,
     /// Weigh clients equally in Δ̄ (`fl.aggregation = "uniform"`) instead of by size.
     pub uniform: bool,
 }
@@ -31,103 +56,149 @@ pub struct RoundStats {
     pub server: ServerLog,
 }
 
+impl RoundStats {
+    fn add(&mut self, ls: &LocalStats) {
+        self.loss_sum += ls.loss_sum;
+        self.steps += ls.steps;
+        self.clipped += ls.clipped;
+        self.clip_norm_sum += ls.clip_norm_sum;
+        self.samples += ls.samples;
+    }
+}
+
 /// Clients sampled in round t: `clients_per_round` distinct of `n`, from the round's stream.
 pub fn sample_clients(seed: u64, t: usize, n: usize, k: usize) -> Vec<usize> {
     Rng::derive(seed, Stream::Sampling, &[t as u64]).choose_distinct(n, k)
 }
 
-/// One round (§1): sample, train each client from the broadcast model, aggregate
+/// Σ p_i Δ_i, Σ p_i ‖Δ_i‖² and Σ p_i over the round's clients, in f64, in sampling order.
+struct Sums {
+    acc: Vec<f64>,
+    sq: f64,
+    wsum: f64,
+}
+
+impl Sums {
+    fn add(&mut self, p: f64, delta: &[f32]) {
+        self.wsum += p;
+        self.sq += p * global_norm(delta).powi(2);
+        self.acc
+            .iter_mut()
+            .zip(delta)
+            .for_each(|(a, d)| *a += p * *d as f64);
+    }
+
+    fn aggregate(&self, clients: usize) -> Aggregate {
+        Aggregate {
+            mean_delta: self.acc.iter().map(|a| (a / self.wsum) as f32).collect(),
+            mean_sq_norm: self.sq / self.wsum,
+            clients,
+        }
+    }
+}
+
+/// The uniform mean of the sampled clients' full-data gradients at `at` (Mime's ∇f(x)).
+fn mean_full_gradient(trainer: &mut dyn LocalTrainer, sampled: &[usize], at: &[f32]) -> Vec<f32> {
+    let mut mean = vec![0f64; at.len()];
+    for &c in sampled {
+        let g = trainer.full_gradient(c, at);
+        mean.iter_mut().zip(&g).for_each(|(m, g)| *m += *g as f64);
+    }
+    let n = sampled.len().max(1) as f64;
+    mean.into_iter().map(|m| (m / n) as f32).collect()
+}
+
+/// One round: sample, train each client from the broadcast model, aggregate
 /// Δ̄ = Σ p_i Δ_i / Σ p_i and G = Σ p_i ‖Δ_i‖² / Σ p_i (p_i = n_i / Σ n, or 1 with
-/// `uniform`) in sampling order,
-/// and let the algorithm update the global model.
+/// `uniform`) in sampling order, and let the algorithm update the global model.
 pub fn run_round(
     t: usize,
     cfg: &RoundConfig,
     client_sizes: &[usize],
     global: &mut [f32],
-    alg: &mut dyn Algorithm,
+    alg: &mut dyn Strategy,
     trainer: &mut dyn LocalTrainer,
-) -> std::result::Result<RoundStats, Divergence> {
+) -> Result<RoundStats, Stop> {
     let sampled = sample_clients(cfg.seed, t, client_sizes.len(), cfg.clients_per_round);
     let info = RoundInfo {
         round: t,
         lr: cfg.lr,
+        server_lr: cfg.server_lr,
         sampled: sampled.clone(),
     };
-    alg.begin_round(&info, global);
+    let needs = alg.begin_round(&info, global);
     let anchor: Vec<f32> = alg
         .broadcast()
         .map(|b| b.to_vec())
         .unwrap_or_else(|| global.to_vec());
-    if alg.wants_round_gradient() {
-        let mut mean = vec![0f64; anchor.len()];
-        for &c in &sampled {
-            let g = trainer.full_gradient(c, &anchor);
-            mean.iter_mut().zip(&g).for_each(|(m, g)| *m += *g as f64);
-        }
-        let n = sampled.len().max(1) as f64;
-        let mean: Vec<f32> = mean.into_iter().map(|m| (m / n) as f32).collect();
-        alg.round_gradient(&mean);
+    if needs.mean_full_gradient {
+        alg.round_gradient(&mean_full_gradient(trainer, &sampled, &anchor));
     }
     let total: usize = client_sizes.iter().sum();
-    let mut acc = vec![0f64; global.len()];
-    let (mut wsum, mut sq) = (0f64, 0f64);
+    let weight = |c: usize| {
+        if cfg.uniform {
+            1.0
+        } else {
+            client_sizes[c] as f64 / total as f64
+        }
+    };
+    let mut sums = Sums {
+        acc: vec![0f64; global.len()],
+        sq: 0.0,
+        wsum: 0.0,
+    };
     let mut st = RoundStats::default();
     // Clients are trained `width` at a time and aggregated strictly in sampling order, so the
     // result does not depend on the width.
     for chunk in sampled.chunks(trainer.width().max(1)) {
-        let stats = trainer.train_many(t, chunk, &anchor, &*alg, cfg.lr);
-        for (k, (&c, mut ls)) in chunk.iter().zip(stats).enumerate() {
+        let plans: Vec<ClientPlan> = chunk.iter().map(|&c| alg.plan(c)).collect();
+        let stats = trainer.train_many(t, chunk, &anchor, plans, cfg.lr);
+        for (k, (&c, ls)) in chunk.iter().zip(stats).enumerate() {
             if let Some(s) = ls.diverged_at {
-                return Err((
-                    t,
-                    Some(c),
-                    format!("non-finite training loss in round {t}, client {c}, local step {s}"),
-                ));
+                return Err(Stop::Diverged {
+                    round: t,
+                    client: Some(c),
+                    message: format!(
+                        "non-finite training loss in round {t}, client {c}, local step {s}"
+                    ),
+                });
             }
             let delta = trainer.delta(k);
-            let p = if cfg.uniform {
-                1.0
-            } else {
-                client_sizes[c] as f64 / total as f64
+            sums.add(weight(c), delta);
+            st.add(&ls);
+            let info = ClientInfo {
+                steps: ls.steps,
+                lr: cfg.lr,
+                samples: ls.samples,
             };
-            wsum += p;
-            sq += p * global_norm(delta).powi(2);
-            acc.iter_mut()
-                .zip(delta)
-                .for_each(|(a, d)| *a += p * *d as f64);
-            if !ls.uplink.is_empty() {
-                alg.client_uplink(c, std::mem::take(&mut ls.uplink));
-            }
-            alg.client_done(
-                c,
+            let report = Report {
                 delta,
-                &ClientInfo {
-                    steps: ls.steps,
-                    lr: cfg.lr,
-                    samples: ls.samples,
-                },
-            );
-            st.loss_sum += ls.loss_sum;
-            st.steps += ls.steps;
-            st.clipped += ls.clipped;
-            st.clip_norm_sum += ls.clip_norm_sum;
-            st.samples += ls.samples;
+                info,
+                uplink: ls.uplink,
+            };
+            alg.receive(c, report).map_err(Stop::Failed)?;
         }
     }
-    let agg = Aggregate {
-        mean_delta: acc.iter().map(|a| (a / wsum) as f32).collect(),
-        mean_sq_norm: sq / wsum,
-        clients: sampled.len(),
-    };
+    server_step(t, &info, global, alg, sums.aggregate(sampled.len()), st)
+}
+
+/// The server update of round t, and its checks.
+fn server_step(
+    t: usize,
+    info: &RoundInfo,
+    global: &mut [f32],
+    alg: &mut dyn Strategy,
+    mut agg: Aggregate,
+    mut st: RoundStats,
+) -> Result<RoundStats, Stop> {
     let before = global.to_vec();
-    st.server = alg.server_update(&info, global, &agg);
+    st.server = alg.server_update(info, global, &mut agg);
     if global.iter().any(|v| !v.is_finite()) {
-        return Err((
-            t,
-            None,
-            format!("the global model became non-finite in round {t}"),
-        ));
+        return Err(Stop::Diverged {
+            round: t,
+            client: None,
+            message: format!("the global model became non-finite in round {t}"),
+        });
     }
     st.update_norm = global
         .iter()

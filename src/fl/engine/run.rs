@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::checkpoint;
 use super::experiment::Experiment;
 use super::options::RunOptions;
+use super::round::Stop;
 use crate::config::Spec;
 use crate::data;
 use crate::error::{Error, Result};
@@ -151,12 +152,21 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
             if loss.is_finite() {
                 Ok((row, Some((acc, loss))))
             } else {
-                Err((t, None, format!("non-finite test loss in round {t}")))
+                Err(Stop::Diverged {
+                    round: t,
+                    client: None,
+                    message: format!("non-finite test loss in round {t}"),
+                })
             }
         });
         let (mut row, eval) = match outcome {
             Ok(r) => r,
-            Err((round, client, msg)) => {
+            Err(Stop::Failed(e)) => return Err(e),
+            Err(Stop::Diverged {
+                round,
+                client,
+                message: msg,
+            }) => {
                 if let Some(b) = &bar {
                     b.abandon();
                 }

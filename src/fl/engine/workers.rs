@@ -5,8 +5,8 @@ use burn::tensor::Device;
 
 use crate::config::Spec;
 use crate::data::FedData;
-use crate::fl::algorithm::Algorithm;
 use crate::fl::client::{LocalStats, Trainer, Work, local_steps};
+use crate::fl::plan::ClientPlan;
 use crate::fl::schedule::Schedule;
 use crate::rng::{Rng, Stream};
 
@@ -16,14 +16,14 @@ pub trait LocalTrainer {
     fn width(&self) -> usize {
         1
     }
-    /// Train `clients` (at most `width`) from `anchor`; stats in the same order, and Δ of the
-    /// k-th client in `delta(k)`.
+    /// Train `clients` (at most `width`) from `anchor`, each as its plan says; stats in the
+    /// same order, and Δ of the k-th client in `delta(k)`.
     fn train_many(
         &mut self,
         round: usize,
         clients: &[usize],
         anchor: &[f32],
-        alg: &dyn Algorithm,
+        plans: Vec<ClientPlan>,
         lr: f64,
     ) -> Vec<LocalStats>;
     fn delta(&self, k: usize) -> &[f32];
@@ -50,7 +50,7 @@ fn train_client(
     t: usize,
     c: usize,
     anchor: &[f32],
-    alg: &dyn Algorithm,
+    plan: ClientPlan,
 ) -> LocalStats {
     let k = local_steps(
         spec.local.steps,
@@ -68,7 +68,7 @@ fn train_client(
         batch_size: spec.local.batch_size,
         schedule: &schedule,
     };
-    trainer.train(data, alg, &work, &mut rng)
+    trainer.train(data, plan, &work, &mut rng)
 }
 
 impl LocalTrainer for BurnClients<'_> {
@@ -81,7 +81,7 @@ impl LocalTrainer for BurnClients<'_> {
         t: usize,
         clients: &[usize],
         anchor: &[f32],
-        alg: &dyn Algorithm,
+        plans: Vec<ClientPlan>,
         _lr: f64,
     ) -> Vec<LocalStats> {
         let (data, spec) = (self.data, self.spec);
@@ -89,13 +89,14 @@ impl LocalTrainer for BurnClients<'_> {
             return clients
                 .iter()
                 .zip(self.trainers.iter_mut())
-                .map(|(&c, tr)| {
+                .zip(plans)
+                .map(|((&c, tr), plan)| {
                     // dropout draws from the backend's global generator: seed it per client
                     self.device.seed(
                         Rng::derive(spec.run.seed, Stream::Dropout, &[t as u64, c as u64])
                             .next_u64(),
                     );
-                    train_client(tr, data, spec, t, c, anchor, alg)
+                    train_client(tr, data, spec, t, c, anchor, plan)
                 })
                 .collect();
         }
@@ -103,9 +104,10 @@ impl LocalTrainer for BurnClients<'_> {
             let handles: Vec<_> = clients
                 .iter()
                 .zip(self.trainers.iter_mut().zip(self.pools))
-                .map(|(&c, (tr, pool))| {
+                .zip(plans)
+                .map(|((&c, (tr, pool)), plan)| {
                     s.spawn(move || {
-                        pool.install(|| train_client(tr, data, spec, t, c, anchor, alg))
+                        pool.install(|| train_client(tr, data, spec, t, c, anchor, plan))
                     })
                 })
                 .collect();

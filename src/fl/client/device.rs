@@ -1,0 +1,99 @@
+//! The device-resident local step (`run.local_step = "device"`, the default on a GPU backend).
+//!
+//! The host step writes the parameters to the device before each step, reads the gradient back,
+//! and runs the chain over flat host vectors: the fastest way on the CPU, where "device" and
+//! host share memory, and a round trip of every parameter per step on a GPU. Here the
+//! parameters stay in the model on the training device for all of one client's steps: the
+//! gradient, the chain ([`DeviceChain`]) and the update are burn tensor ops, and each step reads
+//! two numbers back (the loss and the pre-clip norm, for the CSV and the divergence check). The
+//! client's anchor and the term's vectors go up once per client, the trained parameters come
+//! down once.
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::tensor::{Gradients, Tensor};
+
+use super::chain::DeviceChain;
+use crate::model::Model;
+use crate::optim::{Ctx, Log};
+
+/// One step: the gradient of `loss`, the chain and `x ← x − lr·u`, all on the device. Returns
+/// the updated model, the loss and the step's log.
+pub fn step(
+    chain: &DeviceChain,
+    model: Model,
+    loss: Tensor<1>,
+    lr: f32,
+    ctx: &Ctx,
+) -> (Model, f64, Log) {
+    let loss_value = loss.clone().inner();
+    let grads = loss.backward();
+    let mut c = Collect {
+        grads: &grads,
+        x: Vec::new(),
+        g: Vec::new(),
+    };
+    model.visit(&mut c);
+    let Collect { mut x, mut g, .. } = c;
+    drop(grads);
+    let norm = chain.step(lr, &mut x, &mut g, ctx);
+    drop(g);
+    let model = model.map(&mut Put { x: x.into_iter() });
+    // the step's one read: the loss and the norm together
+    let read = match norm {
+        Some(n) => Tensor::cat(vec![loss_value, n], 0),
+        None => loss_value,
+    };
+    let v = read
+        .into_data()
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .unwrap_or_default();
+    let log = v
+        .get(1)
+        .map(|&n| chain.read_norm(n as f64))
+        .unwrap_or_default();
+    (model, v.first().map_or(f64::NAN, |&l| l as f64), log)
+}
+
+/// Each parameter tensor and its gradient, flat, on the device without autodiff (a parameter
+/// without a gradient gets zeros, as in the host step).
+struct Collect<'a> {
+    grads: &'a Gradients,
+    x: Vec<Tensor<1>>,
+    g: Vec<Tensor<1>>,
+}
+
+impl ModuleVisitor for Collect<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let v = param.val();
+        let n = v.shape().num_elements();
+        let g = v.grad(self.grads);
+        let x = v.inner().reshape([n]);
+        let g = match g {
+            Some(g) => g.reshape([n]),
+            None => Tensor::zeros([n], &x.device()),
+        };
+        self.x.push(x);
+        self.g.push(g);
+    }
+}
+
+/// Put the updated flat tensors back as the model's parameters (autodiff leaves again).
+struct Put {
+    x: std::vec::IntoIter<Tensor<1>>,
+}
+
+impl ModuleMapper for Put {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let (id, t, mapper) = param.consume();
+        let shape = t.shape();
+        let req = t.is_require_grad();
+        drop(t);
+        let x = self.x.next().expect("one tensor per parameter");
+        let mut nt = Tensor::from_inner(x.reshape(shape));
+        if req {
+            nt = nt.require_grad();
+        }
+        Param::from_mapped_value(id, nt, mapper)
+    }
+}

@@ -1,0 +1,23 @@
+//! Local training of one client, from its [`ClientPlan`](super::plan::ClientPlan): exactly K
+//! steps (or E epochs) of mini-batches from a shuffled pass over the client's data, reshuffled
+//! when it runs out; the last batch of a pass may be short. One model object and two flat
+//! buffers (x, g) are reused for every client.
+//!
+//! Each step runs on the host (parameters written to the device, the gradient read back, the
+//! chain over flat vectors: fastest on the CPU) or, with the device-resident step
+//! (`run.local_step`), stays on the training device (fewest transfers on a GPU).
+//!
+//! | file | what |
+//! |---|---|
+//! | `trainer.rs` | the [`Trainer`]: a client's training from its plan |
+//! | `batches.rs` | the shuffled stream of a client's batches |
+//! | `chain.rs` | the local optimizer: term, clip and decay (baseline or FedNAR order), the plan's rule |
+//! | `device.rs` | the device-resident step |
+
+mod batches;
+mod chain;
+mod device;
+mod trainer;
+
+pub use chain::{ClipDecay, DeviceChain, HostChain};
+pub use trainer::{LocalStats, Trainer, Work, local_steps};

@@ -1,0 +1,371 @@
+//! A client's local training from its plan.
+
+use std::ops::Range;
+
+use burn::module::Module;
+use burn::tensor::{Device, Int, Tensor};
+
+use super::batches::Batches;
+use super::chain::{ClipDecay, DeviceChain, HostChain};
+use super::device;
+use crate::data::{self, FedData, Input};
+use crate::fl::losses::cross_entropy;
+use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput, Uplink};
+use crate::fl::schedule::Schedule;
+use crate::model::params::{Layout, read_grads, read_params, write_params};
+use crate::model::{Model, Outputs};
+use crate::optim::{Ctx, Log, Moments};
+use crate::rng::Rng;
+
+/// Per-client results besides Δ_i (which is left in the trainer's buffer).
+#[derive(Clone, Debug, Default)]
+pub struct LocalStats {
+    /// What the client sends up besides Δ_i, as its plan asked.
+    pub uplink: Uplink,
+    pub loss_sum: f64,
+    pub steps: usize,
+    pub clipped: usize,
+    pub clip_norm_sum: f64,
+    pub samples: usize,
+    /// First step whose loss was not finite, if any.
+    pub diverged_at: Option<usize>,
+}
+
+impl LocalStats {
+    fn record(&mut self, step: usize, loss: f64, samples: usize, log: &Log) {
+        if !loss.is_finite() && self.diverged_at.is_none() {
+            self.diverged_at = Some(step);
+        }
+        self.loss_sum += loss;
+        self.steps += 1;
+        self.samples += samples;
+        self.clip_norm_sum += log.pre_clip_norm;
+        self.clipped += usize::from(log.clipped);
+    }
+}
+
+/// Local steps of a client with `n` samples.
+pub fn local_steps(steps: usize, epochs: usize, batch: usize, n: usize) -> usize {
+    if epochs > 0 {
+        epochs * n.div_ceil(batch)
+    } else {
+        steps
+    }
+}
+
+/// What one client's local training is asked to do.
+#[derive(Clone, Copy, Debug)]
+pub struct Work<'a> {
+    pub client: usize,
+    pub round: usize,
+    /// The model the client starts from.
+    pub anchor: &'a [f32],
+    pub steps: usize,
+    pub batch_size: usize,
+    pub schedule: &'a Schedule,
+}
+
+/// The models a trainer reuses: the trained one, the frozen ones a plan's loss reads, and the
+/// anchor's copy for a term that reads the anchor's gradient (each made when first needed).
+struct Models {
+    model: Option<Model>,
+    frozen: Vec<Option<Model>>,
+    anchor: Option<Model>,
+}
+
+/// The flat vectors a trainer reuses: the parameters x, the gradient g and the anchor's
+/// gradient on the batch.
+struct Buffers {
+    x: Vec<f32>,
+    g: Vec<f32>,
+    g_anchor: Vec<f32>,
+}
+
+/// The loss of a step: the plan's objective and the models it reads.
+struct Objective<'p> {
+    loss: Option<&'p dyn LocalLoss>,
+    frozen: Vec<&'p Model>,
+    frozen_outputs: bool,
+    anchor: Option<&'p Model>,
+}
+
+impl Objective<'_> {
+    /// The batch loss of `model`; with an anchor, its batch gradient lands in `g_anchor` first.
+    fn loss(
+        &self,
+        model: &Model,
+        input: Input,
+        y: Tensor<1, Int>,
+        g_anchor: &mut [f32],
+    ) -> Tensor<1> {
+        let frozen: Vec<Outputs> = if self.frozen_outputs {
+            self.frozen
+                .iter()
+                .map(|m| m.outputs(input.clone()).detach())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if let Some(am) = self.anchor {
+            let la = cross_entropy(am.forward(input.clone()), y.clone());
+            let grads = la.backward();
+            read_grads(am, &grads, g_anchor);
+        }
+        let out = model.outputs(input);
+        match self.loss {
+            Some(l) => l.loss(&LossInput {
+                out: &out,
+                targets: &y,
+                frozen: &frozen,
+                frozen_models: &self.frozen,
+            }),
+            None => cross_entropy(out.logits.clone(), y),
+        }
+    }
+}
+
+/// What a client's steps read: its data, its work and the training device.
+struct Job<'a> {
+    data: &'a FedData,
+    w: &'a Work<'a>,
+    device: &'a Device,
+}
+
+/// How the steps move the parameters.
+enum Stepper<'a> {
+    Host(HostChain<'a>),
+    Device(DeviceChain),
+}
+
+pub struct Trainer {
+    models: Models,
+    buf: Buffers,
+    device: Device,
+    /// The chain's clip and weight decay.
+    base: ClipDecay,
+    /// Keep the parameters on the device during a client's steps (`run.local_step`), for plans
+    /// whose rule is SGD.
+    device_step: bool,
+    /// Where each parameter tensor sits in the flat vectors.
+    ranges: Vec<Range<usize>>,
+}
+
+impl Trainer {
+    pub fn new(
+        model: Model,
+        device: Device,
+        dim: usize,
+        base: ClipDecay,
+        device_step: bool,
+    ) -> Self {
+        let ranges = Layout::of(&model)
+            .tensors
+            .iter()
+            .map(|t| t.range())
+            .collect();
+        Trainer {
+            models: Models {
+                model: Some(model),
+                frozen: Vec::new(),
+                anchor: None,
+            },
+            buf: Buffers {
+                x: vec![0.0; dim],
+                g: vec![0.0; dim],
+                g_anchor: Vec::new(),
+            },
+            device,
+            base,
+            device_step,
+            ranges,
+        }
+    }
+
+    /// Load the frozen models a plan names; how many.
+    fn load_frozen(&mut self, frozen: &[Frozen], anchor: &[f32]) -> usize {
+        let m = &mut self.models;
+        for (k, f) in frozen.iter().enumerate() {
+            if m.frozen.len() <= k {
+                m.frozen.push(None);
+            }
+            let copy = m.frozen[k]
+                .take()
+                .or_else(|| m.model.clone())
+                .expect("the trainer's model");
+            let params = match f {
+                Frozen::Anchor => anchor,
+                Frozen::Params(p) => p,
+            };
+            m.frozen[k] = Some(write_params(copy, params).no_grad());
+        }
+        frozen.len()
+    }
+
+    /// A copy of the model at `anchor`, for a term that reads the anchor's gradient.
+    fn anchor_model(&mut self, anchor: &[f32]) -> Option<Model> {
+        self.buf.g_anchor.resize(self.buf.g.len(), 0.0);
+        let m = self
+            .models
+            .anchor
+            .take()
+            .or_else(|| self.models.model.clone())?;
+        Some(write_params(m, anchor))
+    }
+
+    /// Train `w.client` from `w.anchor` as `plan` says. On return [`Trainer::delta`] holds
+    /// Δ_i = x_i − anchor.
+    pub fn train(
+        &mut self,
+        data: &FedData,
+        plan: ClientPlan,
+        w: &Work,
+        rng: &mut Rng,
+    ) -> LocalStats {
+        let idx = &data.clients[w.client];
+        let n_frozen = self.load_frozen(&plan.frozen, w.anchor);
+        let mut stats = LocalStats::default();
+        if plan.full_gradient {
+            let g = self.full_gradient(data, idx, w.anchor, w.batch_size);
+            stats.uplink.full_gradient = Some(g);
+        }
+        self.buf.x.copy_from_slice(w.anchor);
+        let anchor = (plan.term.anchor_grad != 0.0)
+            .then(|| self.anchor_model(w.anchor))
+            .flatten();
+        let device_chain = self
+            .device_step
+            .then(|| {
+                let (t, r) = (&plan.term, &plan.rule);
+                DeviceChain::new(t, r, w.anchor, self.base, &self.ranges, &self.device)
+            })
+            .flatten();
+        let stepper = match device_chain {
+            Some(d) => Stepper::Device(d),
+            None => Stepper::Host(HostChain::new(plan.term, w.anchor, self.base, plan.rule)),
+        };
+        let frozen = &self.models.frozen[..n_frozen];
+        let objective = Objective {
+            loss: plan.loss,
+            frozen: frozen.iter().flatten().collect(),
+            frozen_outputs: plan.frozen_outputs,
+            anchor: anchor.as_ref(),
+        };
+        let model = self.models.model.take().expect("the trainer's model");
+        let job = Job {
+            data,
+            w,
+            device: &self.device,
+        };
+        let (model, moments) = run_steps(
+            model,
+            stepper,
+            &objective,
+            &mut self.buf,
+            &mut stats,
+            &job,
+            rng,
+        );
+        drop(objective);
+        self.models.model = Some(model);
+        self.models.anchor = anchor;
+        stats.uplink.moments = moments;
+        // Δ_i = x_i − anchor, in place
+        self.buf
+            .x
+            .iter_mut()
+            .zip(w.anchor)
+            .for_each(|(x, a)| *x -= a);
+        stats
+    }
+
+    /// The mean loss gradient over the client's whole data at `at`, in batches of
+    /// `batch_size` in data order without augmentation, each batch weighted by its size (so
+    /// the short last batch counts for what it holds): the gradient of the whole data set in
+    /// one batch, up to float rounding.
+    pub fn full_gradient(
+        &mut self,
+        data: &FedData,
+        idx: &[usize],
+        at: &[f32],
+        batch_size: usize,
+    ) -> Vec<f32> {
+        let mut model = self.models.model.take().expect("the trainer's model");
+        model = write_params(model, at);
+        let mut acc = vec![0f64; self.buf.g.len()];
+        for chunk in idx.chunks(batch_size.max(1)) {
+            let (input, y) =
+                data::batch(&data.train, chunk, data::Augment::None, None, &self.device);
+            let loss = cross_entropy(model.forward(input), y);
+            let grads = loss.backward();
+            read_grads(&model, &grads, &mut self.buf.g);
+            let wgt = chunk.len() as f64 / idx.len() as f64;
+            acc.iter_mut()
+                .zip(&self.buf.g)
+                .for_each(|(a, g)| *a += wgt * *g as f64);
+        }
+        self.models.model = Some(model);
+        acc.into_iter().map(|a| a as f32).collect()
+    }
+
+    /// Δ_i of the last trained client.
+    pub fn delta(&self) -> &[f32] {
+        &self.buf.x
+    }
+}
+
+/// The client's steps; returns the model and the moments its rule ended with.
+fn run_steps(
+    mut model: Model,
+    mut stepper: Stepper,
+    objective: &Objective,
+    buf: &mut Buffers,
+    stats: &mut LocalStats,
+    job: &Job,
+    rng: &mut Rng,
+) -> (Model, Option<Moments>) {
+    let (data, w) = (job.data, job.w);
+    let idx = &data.clients[w.client];
+    let per_epoch = idx.len().div_ceil(w.batch_size).max(1);
+    let mut batches = Batches::new(idx, w.batch_size);
+    if let Stepper::Device(_) = stepper {
+        model = write_params(model, w.anchor);
+    }
+    for step in 0..w.steps {
+        let bidx = batches.next_batch(rng);
+        let lr = w.schedule.lr(w.round, step / per_epoch);
+        let (input, y) = data::batch(&data.train, bidx, data.augment, Some(rng), job.device);
+        if let Stepper::Host(_) = stepper {
+            model = write_params(model, &buf.x);
+        }
+        let loss = objective.loss(&model, input, y, &mut buf.g_anchor);
+        let ctx = Ctx {
+            round: w.round,
+            lr,
+            steps: w.steps,
+            aux_grad: &buf.g_anchor,
+            ..Ctx::default()
+        };
+        let (loss_v, log) = match &mut stepper {
+            Stepper::Device(chain) => {
+                let (m, l, log) = device::step(chain, model, loss, lr as f32, &ctx);
+                model = m;
+                (l, log)
+            }
+            Stepper::Host(chain) => {
+                let loss_v = loss.clone().into_scalar::<f32>() as f64;
+                let grads = loss.backward();
+                read_grads(&model, &grads, &mut buf.g);
+                drop(grads);
+                (loss_v, chain.step(lr as f32, &mut buf.x, &mut buf.g, &ctx))
+            }
+        };
+        stats.record(step, loss_v, bidx.len(), &log);
+    }
+    match stepper {
+        Stepper::Device(_) => {
+            read_params(&model, &mut buf.x);
+            (model, None)
+        }
+        Stepper::Host(chain) => (model, chain.into_moments()),
+    }
+}

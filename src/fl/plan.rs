@@ -1,0 +1,117 @@
+//! What one client does in a round, and what it sends back: the client's side of an
+//! algorithm, as values. The strategy makes a [`ClientPlan`] per sampled client; the trainer
+//! runs it without knowing the algorithm, and returns a [`Report`] the strategy receives.
+
+use burn::tensor::{Int, Tensor};
+
+use super::term::Term;
+use crate::model::{Model, Outputs};
+use crate::optim::{Descent, Moments, Transform};
+
+/// A model that a client's loss reads without training it.
+pub enum Frozen<'a> {
+    /// The model the client started from (the broadcast model).
+    Anchor,
+    /// Any other parameter vector (the client's previous local model, for MOON).
+    Params(&'a [f32]),
+}
+
+/// What the local objective sees at one step.
+pub struct LossInput<'a> {
+    /// The trained model's outputs on the batch (with gradient).
+    pub out: &'a Outputs,
+    /// The batch's labels.
+    pub targets: &'a Tensor<1, Int>,
+    /// The frozen models' outputs on the batch, in the plan's order (no gradient; empty when
+    /// the plan asks for none).
+    pub frozen: &'a [Outputs],
+    /// The frozen models themselves (their parameters take no gradient; a forward through them
+    /// from the trained model's activations passes the gradient to those: FedMLB).
+    pub frozen_models: &'a [&'a Model],
+}
+
+/// A local objective other than cross-entropy (FedLC, FedNTD, FedDecorr, MOON, FedMLB).
+pub trait LocalLoss: Sync {
+    /// The loss of one batch, a one-element tensor.
+    fn loss(&self, input: &LossInput) -> Tensor<1>;
+}
+
+/// The links after the chain's clip and weight decay, and the descent: plain SGD by default;
+/// the Fed-LAMB family's AMSGrad moments and trust ratio.
+pub struct Rule {
+    pub links: Vec<Box<dyn Transform>>,
+    pub descent: Descent,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            links: Vec::new(),
+            descent: Descent::Sgd,
+        }
+    }
+}
+
+impl Rule {
+    /// Plain SGD after the chain (the device-resident step can run it).
+    pub fn is_sgd(&self) -> bool {
+        self.links.is_empty() && self.descent == Descent::Sgd
+    }
+}
+
+/// Everything a client's local training needs from its algorithm.
+pub struct ClientPlan<'a> {
+    /// The models the loss reads besides the trained one, loaded once.
+    pub frozen: Vec<Frozen<'a>>,
+    /// Whether the frozen models' outputs on each batch go to the loss (FedMLB runs parts of
+    /// them itself).
+    pub frozen_outputs: bool,
+    /// The local objective; None: cross-entropy of the logits.
+    pub loss: Option<&'a dyn LocalLoss>,
+    /// The algorithm's term in the gradient, the chain's first link.
+    pub term: Term<'a>,
+    /// The links after clip and weight decay, and the descent.
+    pub rule: Rule,
+    /// Whether the client also sends the gradient of its whole data at its starting model
+    /// (Mime-LAMB).
+    pub full_gradient: bool,
+}
+
+impl Default for ClientPlan<'_> {
+    fn default() -> Self {
+        ClientPlan {
+            frozen: Vec::new(),
+            frozen_outputs: true,
+            loss: None,
+            term: Term::none(),
+            rule: Rule::default(),
+            full_gradient: false,
+        }
+    }
+}
+
+/// What a client's training produced besides Δ_i.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientInfo {
+    pub steps: usize,
+    /// The round's learning rate (of its first local epoch).
+    pub lr: f64,
+    pub samples: usize,
+}
+
+/// What a client sends up besides Δ_i, as its plan asked.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Uplink {
+    /// The gradient of its whole data at its starting model (`ClientPlan::full_gradient`).
+    pub full_gradient: Option<Vec<f32>>,
+    /// The moments its rule ended with (a rule with a moment-keeping link).
+    pub moments: Option<Moments>,
+}
+
+/// A client's report to the strategy.
+pub struct Report<'r> {
+    /// Δ_i = x_i − anchor.
+    pub delta: &'r [f32],
+    pub info: ClientInfo,
+    pub uplink: Uplink,
+}

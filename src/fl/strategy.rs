@@ -1,0 +1,161 @@
+//! The server's side of an algorithm, in the spirit of Flower's `Strategy`: a fixed round loop
+//! calls its hooks, and per sampled client it gives a [`ClientPlan`] (`plan.rs`), the client's
+//! side as a value. A new algorithm is one file implementing [`Strategy`], registered in
+//! `algorithms/mod.rs`; the engine never names an algorithm.
+//!
+//! Round t, as the engine runs it:
+//! 1. `begin_round` (SCAFFOLD's c = Σ p_j c_j; FedACG's lookahead); it may ask for the
+//!    round's mean full-data gradient first (Mime), given to `round_gradient`;
+//! 2. `broadcast`: the model clients start from (default: the global model);
+//! 3. each sampled client i: `plan(i)`, then local training from the broadcast model, then
+//!    `receive(i, report)` with Δ_i and what the plan asked it to send;
+//! 4. `server_update` with the mean Δ̄ (`fl.aggregation`: size-weighted or uniform) and the
+//!    mean ‖Δ_i‖² (default: plain averaging, `x ← x + η_g·Δ̄`);
+//! 5. evaluation of `eval_params` (default: the global model; FedExP: the last two iterates'
+//!    average).
+
+use super::plan::{ClientPlan, Report};
+use crate::config::{Keys, Spec};
+use crate::error::Result;
+
+/// What an algorithm is built from.
+pub struct Setup<'a> {
+    pub spec: &'a Spec,
+    /// Parameters of the model (length of every flat vector).
+    pub dim: usize,
+    /// Where each parameter tensor sits in the flat vector (layer-wise rules: Fed-LAMB).
+    pub tensors: &'a [std::ops::Range<usize>],
+    /// Training samples of each client.
+    pub client_sizes: &'a [usize],
+    /// Training samples of each client per class.
+    pub class_counts: &'a [Vec<usize>],
+}
+
+impl Setup<'_> {
+    /// The algorithm's keys (its table in the spec).
+    pub fn keys<K: Keys>(&self) -> Result<K> {
+        self.spec.keys()
+    }
+}
+
+/// Facts about the round, shared by all hooks.
+#[derive(Clone, Debug)]
+pub struct RoundInfo {
+    /// Round index t, from 0.
+    pub round: usize,
+    /// Local learning rate l_t of the round (of its first local epoch).
+    pub lr: f64,
+    /// The server learning rate η_g (`fl.global_lr`).
+    pub server_lr: f64,
+    /// Sampled clients in sampling order.
+    pub sampled: Vec<usize>,
+}
+
+/// What a round needs before its clients train.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RoundNeeds {
+    /// Every sampled client's gradient of its whole data at the broadcast model, averaged
+    /// uniformly, before any of them trains (Mime's ∇f(x)), for `round_gradient`.
+    pub mean_full_gradient: bool,
+}
+
+/// The aggregate of the round's client updates.
+#[derive(Clone, Debug)]
+pub struct Aggregate {
+    /// Δ̄ = Σ p_i Δ_i / Σ p_i over the sampled clients.
+    pub mean_delta: Vec<f32>,
+    /// G = Σ p_i ‖Δ_i‖² / Σ p_i.
+    pub mean_sq_norm: f64,
+    pub clients: usize,
+}
+
+/// Server-side quantities logged in the CSV.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ServerLog {
+    /// The global step η_g actually used.
+    pub server_lr: f64,
+    /// Norm of the server state (momentum), where the algorithm has one.
+    pub state_norm: Option<f64>,
+}
+
+pub trait Strategy: Send + Sync {
+    /// The start of a round; what it needs before the clients train.
+    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) -> RoundNeeds {
+        RoundNeeds::default()
+    }
+
+    /// The model the clients start from and are anchored to. None = the global model.
+    fn broadcast(&self) -> Option<&[f32]> {
+        None
+    }
+
+    /// The mean full-data gradient of the round's clients, when `begin_round` asked for it.
+    fn round_gradient(&mut self, _mean: &[f32]) {}
+
+    /// What client `client` does in this round (default: the loss and local steps of FedAvg).
+    fn plan(&self, _client: usize) -> ClientPlan<'_> {
+        ClientPlan::default()
+    }
+
+    /// What client `client` sent back; called in sampling order after the client trained.
+    fn receive(&mut self, _client: usize, _report: Report) -> Result<()> {
+        Ok(())
+    }
+
+    /// Update the global model in place (default: plain averaging, `x ← x + η_g·Δ̄`). The
+    /// aggregate is the strategy's to transform in place.
+    fn server_update(
+        &mut self,
+        info: &RoundInfo,
+        global: &mut [f32],
+        agg: &mut Aggregate,
+    ) -> ServerLog {
+        average(info, global, agg)
+    }
+
+    /// The parameters to evaluate. None = the global model.
+    fn eval_params(&self) -> Option<&[f32]> {
+        None
+    }
+
+    /// Named state vectors for checkpoints (momentum, control variates, …), borrowed: a
+    /// checkpoint streams them to disk without a copy.
+    fn state(&self) -> Vec<(String, &[f32])> {
+        Vec::new()
+    }
+
+    /// Restore what `state` returned.
+    fn load_state(&mut self, _state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Plain averaging (FedAvg's server): `x ← x + η_g·Δ̄`.
+pub fn average(info: &RoundInfo, global: &mut [f32], agg: &Aggregate) -> ServerLog {
+    axpy(global, info.server_lr, &agg.mean_delta);
+    ServerLog {
+        server_lr: info.server_lr,
+        state_norm: None,
+    }
+}
+
+/// `x ← x + η·u`.
+pub fn axpy(x: &mut [f32], eta: f64, u: &[f32]) {
+    let eta = eta as f32;
+    x.iter_mut().zip(u).for_each(|(x, u)| *x += eta * u);
+}
+
+/// Pick a named vector out of a checkpointed state.
+pub fn take_state(state: &mut Vec<(String, Vec<f32>)>, name: &str, len: usize) -> Result<Vec<f32>> {
+    let i = state.iter().position(|(n, _)| n == name).ok_or_else(|| {
+        crate::error::Error::Run(format!("checkpoint has no algorithm state `{name}`"))
+    })?;
+    let v = state.swap_remove(i).1;
+    if v.len() != len {
+        return Err(crate::error::Error::Run(format!(
+            "checkpoint state `{name}` has {} values, expected {len}",
+            v.len()
+        )));
+    }
+    Ok(v)
+}

@@ -1,0 +1,54 @@
+//! `clip_by_global_norm`: `u ← u·min(1, A/(‖u‖ + 1e-6))`, one norm over all parameters
+//! (PyTorch's `clip_grad_norm_`). A = 0 disables clipping; the norm is still recorded.
+
+use burn::tensor::Tensor;
+
+use super::norm::global_norm;
+use super::transform::{Ctx, Log, TensorTransform, Transform};
+
+pub struct ClipByGlobalNorm(pub f32);
+
+impl Transform for ClipByGlobalNorm {
+    fn update(&mut self, u: &mut [f32], _x: &[f32], _ctx: &Ctx, log: &mut Log) {
+        let norm = global_norm(u);
+        log.pre_clip_norm = norm;
+        if self.0 > 0.0 {
+            log.clipped = norm >= self.0 as f64;
+            let coef = (self.0 as f64 / (norm + 1e-6)).min(1.0) as f32;
+            if coef < 1.0 {
+                u.iter_mut().for_each(|v| *v *= coef);
+            }
+        }
+    }
+}
+
+impl TensorTransform for ClipByGlobalNorm {
+    fn update_tensors(
+        &self,
+        u: &mut [Tensor<1>],
+        _x: &[Tensor<1>],
+        _ctx: &Ctx,
+        norm: &mut Option<Tensor<1>>,
+    ) {
+        let sq = u
+            .iter()
+            .map(|g| (g.clone() * g.clone()).sum())
+            .reduce(|a, b| a + b);
+        let Some(n) = sq.map(|s| s.sqrt()) else {
+            return;
+        };
+        *norm = Some(n.clone());
+        if self.0 > 0.0 {
+            // min(1, A/(‖u‖ + 1e-6)), broadcast over each tensor
+            let coef = (n + 1e-6).recip().mul_scalar(self.0).clamp_max(1.0);
+            for g in u.iter_mut() {
+                *g = g.clone() * coef.clone();
+            }
+        }
+    }
+
+    fn read_norm(&self, norm: f64, log: &mut Log) {
+        log.pre_clip_norm = norm;
+        log.clipped = self.0 > 0.0 && norm >= self.0 as f64;
+    }
+}

@@ -1,0 +1,32 @@
+//! `add_decayed_weights`: `u ← u + wd·x` (coupled L2 weight decay over all parameters).
+
+use burn::tensor::Tensor;
+
+use super::transform::{Ctx, Log, TensorTransform, Transform};
+
+pub struct AddDecayedWeights(pub f32);
+
+impl Transform for AddDecayedWeights {
+    fn update(&mut self, u: &mut [f32], x: &[f32], _ctx: &Ctx, _log: &mut Log) {
+        if self.0 != 0.0 {
+            let wd = self.0;
+            u.iter_mut().zip(x).for_each(|(u, x)| *u += wd * x);
+        }
+    }
+}
+
+impl TensorTransform for AddDecayedWeights {
+    fn update_tensors(
+        &self,
+        u: &mut [Tensor<1>],
+        x: &[Tensor<1>],
+        _ctx: &Ctx,
+        _norm: &mut Option<Tensor<1>>,
+    ) {
+        if self.0 != 0.0 {
+            for (u, x) in u.iter_mut().zip(x) {
+                *u = u.clone() + x.clone() * self.0;
+            }
+        }
+    }
+}

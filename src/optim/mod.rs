@@ -1,0 +1,37 @@
+//! Gradient transformations over flat vectors, in the manner of optax: each link owns its state
+//! (its constructor is optax's `init`) and rewrites an update in place (`update`); a chain of
+//! links, then a descent rule, is an optimizer. The same links serve the clients' local steps
+//! (clip, weight decay, FedNAR's order of the two, AMSGrad's moments) and the server's step
+//! (scale, momentum, the adaptive rules), so that each is written once.
+//!
+//! | file | what |
+//! |---|---|
+//! | `transform.rs` | the [`Transform`] trait (host) and [`TensorTransform`] (the same link over device tensors), the step's context and log, a [`Chain`] |
+//! | `norm.rs` | the global L2 norm, in a fixed order |
+//! | `clip.rs` | `clip_by_global_norm` |
+//! | `decay.rs` | `add_decayed_weights` (coupled L2 weight decay) |
+//! | `scale.rs` | `scale` by a constant |
+//! | `momentum.rs` | heavy-ball momentum: `trace` and its dampened (EMA) form |
+//! | `amsgrad.rs` | AMSGrad's moments against a frozen second moment (Fed-LAMB's local rule) |
+//! | `adaptive.rs` | the adaptive server rules: Adam, Adagrad, Yogi in three forms |
+//! | `descent.rs` | how an update moves the parameters: SGD, or per tensor with LAMB's trust ratio |
+
+mod adaptive;
+mod amsgrad;
+mod clip;
+mod decay;
+mod descent;
+mod momentum;
+mod norm;
+mod scale;
+mod transform;
+
+pub use adaptive::{AdaptiveForm, AdaptiveRule, ScaleByAdaptive};
+pub use amsgrad::ScaleByAmsgrad;
+pub use clip::ClipByGlobalNorm;
+pub use decay::AddDecayedWeights;
+pub use descent::Descent;
+pub use momentum::Momentum;
+pub use norm::global_norm;
+pub use scale::Scale;
+pub use transform::{Chain, Ctx, Log, Moments, TensorTransform, Transform};

@@ -1,0 +1,99 @@
+//! The transform trait, its context and log, and a chain of links.
+
+use burn::tensor::Tensor;
+
+/// What a link may read besides the update and the parameters. A local step fills the step's
+/// fields, a server step the round's; each link reads only what it needs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ctx<'a> {
+    /// The round t, from 0.
+    pub round: usize,
+    /// Local step: the step's learning rate l.
+    pub lr: f64,
+    /// Local step: the client's number of steps K this round.
+    pub steps: usize,
+    /// Local step: a second gradient on the same batch that the caller computed (Mime's
+    /// correction: the gradient of the client's starting model); empty when none is.
+    pub aux_grad: &'a [f32],
+    /// Server step: G, the weighted mean of the clients' ‖Δ_i‖².
+    pub mean_sq_norm: f64,
+    /// Server step: the number of clients aggregated.
+    pub clients: usize,
+}
+
+/// What a step's links measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Log {
+    /// The global norm that the clip link saw (of g, or of g + wd·x with FedNAR).
+    pub pre_clip_norm: f64,
+    /// Whether the clip link clipped.
+    pub clipped: bool,
+    /// An adaptive server step size (FedExP's η_g).
+    pub step_size: Option<f64>,
+}
+
+/// A link's first and second moments at the end of a client's training (Fed-LAMB's m_i and
+/// v_i, which the client sends up).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Moments {
+    pub m: Vec<f32>,
+    pub v: Vec<f32>,
+}
+
+/// One link of an optimizer: it owns its state and rewrites the update `u` in place, given the
+/// parameters `x` that `u` will move.
+pub trait Transform: Send {
+    fn update(&mut self, u: &mut [f32], x: &[f32], ctx: &Ctx, log: &mut Log);
+
+    /// The moments this link ends with, if it keeps any.
+    fn into_moments(self: Box<Self>) -> Option<Moments> {
+        None
+    }
+}
+
+/// A link over the parameter tensors on the training device (the device-resident local
+/// step): `u` and `x` hold one flat tensor per parameter tensor. A link that measures a norm
+/// leaves it in `norm` as a one-element tensor, which the step reads once with its loss.
+pub trait TensorTransform: Send {
+    fn update_tensors(
+        &self,
+        u: &mut [Tensor<1>],
+        x: &[Tensor<1>],
+        ctx: &Ctx,
+        norm: &mut Option<Tensor<1>>,
+    );
+
+    /// Fill `log` from the norm `update_tensors` left, once read (default: nothing).
+    fn read_norm(&self, _norm: f64, _log: &mut Log) {}
+}
+
+/// Links applied in order.
+#[derive(Default)]
+pub struct Chain<'a> {
+    links: Vec<Box<dyn Transform + 'a>>,
+}
+
+impl<'a> Chain<'a> {
+    pub fn new(links: Vec<Box<dyn Transform + 'a>>) -> Self {
+        Chain { links }
+    }
+
+    /// Append a link.
+    pub fn push(&mut self, link: Box<dyn Transform + 'a>) {
+        self.links.push(link);
+    }
+
+    /// Run every link on `u`, in order.
+    pub fn update(&mut self, u: &mut [f32], x: &[f32], ctx: &Ctx) -> Log {
+        let mut log = Log::default();
+        for l in &mut self.links {
+            l.update(u, x, ctx, &mut log);
+        }
+        log
+    }
+
+    /// The moments of the chain's moment-keeping link, if it has one.
+    pub fn into_moments(self) -> Option<Moments> {
+        self.links.into_iter().find_map(|l| l.into_moments())
+    }
+}
