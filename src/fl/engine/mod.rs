@@ -10,13 +10,15 @@
 //! | `workers.rs` | local training as the round sees it; the burn trainers and worker pool |
 //! | `round.rs` | one round: sample, train, aggregate, server update |
 //! | `checkpoint.rs` | the checkpoint format |
-//! | `run.rs` | the outer loop: run folder, CSV, summary, resume, divergence |
+//! | `run_dir.rs` | the run folder: finished or resumable, spec check, checkpoints, summary |
+//! | `run.rs` | the outer loop: rounds, evaluation, CSV, divergence, progress |
 
 pub mod checkpoint;
 mod experiment;
 mod options;
 mod round;
 mod run;
+mod run_dir;
 mod workers;
 
 pub use experiment::Experiment;

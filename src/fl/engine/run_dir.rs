@@ -1,0 +1,198 @@
+//! A run's folder, `<out>/<run.name>/`: `spec.toml`, `rounds.csv`, `summary.json` and
+//! `checkpoint.bin`, and what a run knows of its own progress. It decides whether a run is
+//! finished, where one resumes (after checking that the spec is the same), and writes and
+//! restores checkpoints.
+
+use std::path::{Path, PathBuf};
+
+use super::checkpoint;
+use super::experiment::Experiment;
+use crate::config::Spec;
+use crate::error::{Error, Result};
+use crate::io::write_atomic;
+use crate::metrics::csv::CsvWriter;
+use crate::metrics::summary::{Status, Summary};
+
+/// Where a run stands: the next round, the time spent, the best and the last evaluation.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Progress {
+    pub next: usize,
+    pub elapsed_s: f64,
+    /// Best test accuracy and its round.
+    pub best: Option<(f64, usize)>,
+    /// Last test accuracy and loss.
+    pub last: Option<(f64, f64)>,
+}
+
+impl Progress {
+    /// Record an evaluation of round `t`.
+    pub fn evaluated(&mut self, t: usize, acc: f64, loss: f64) {
+        if self.best.is_none_or(|b| acc > b.0) {
+            self.best = Some((acc, t));
+        }
+        self.last = Some((acc, loss));
+    }
+
+    /// The summary of a run that stands here, with `status` and `message`.
+    pub fn summary(&self, name: &str, status: Status, message: String) -> Summary {
+        Summary {
+            status,
+            name: name.to_string(),
+            rounds: self.next,
+            final_test_acc: self.last.map(|l| l.0),
+            best_test_acc: self.best.map(|b| b.0),
+            best_round: self.best.map(|b| b.1),
+            final_test_loss: self.last.map(|l| l.1),
+            elapsed_s: self.elapsed_s,
+            message,
+            ..Default::default()
+        }
+    }
+}
+
+pub struct RunDir {
+    dir: PathBuf,
+}
+
+impl RunDir {
+    pub fn new(out: &Path, name: &str) -> Self {
+        RunDir {
+            dir: out.join(name),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    fn checkpoint(&self) -> PathBuf {
+        self.dir.join("checkpoint.bin")
+    }
+
+    fn csv(&self) -> PathBuf {
+        self.dir.join("rounds.csv")
+    }
+
+    /// The summary of a run here that is finished for `spec` (complete or diverged, and not a
+    /// complete run asked for more rounds than it has); None when there is work to do.
+    pub fn finished(&self, spec: &Spec, force: bool) -> Result<Option<Summary>> {
+        if force {
+            return Ok(None);
+        }
+        let Ok(s) = Summary::read(&self.dir) else {
+            return Ok(None);
+        };
+        let extend =
+            s.status == Status::Complete && s.rounds < spec.fl.rounds && self.checkpoint().exists();
+        if s.status == Status::Interrupted || extend {
+            return Ok(None);
+        }
+        self.check_same_spec(spec, None)?;
+        Ok(Some(s))
+    }
+
+    /// The round to resume at, if there is a checkpoint to resume from (its spec checked).
+    pub fn resume_point(&self, spec: &Spec, force: bool) -> Result<Option<usize>> {
+        if force || !self.checkpoint().exists() {
+            return Ok(None);
+        }
+        let next = checkpoint::read_header(&self.checkpoint())?.next_round;
+        self.check_same_spec(spec, Some(next))?;
+        Ok(Some(next))
+    }
+
+    /// Refuse a folder whose spec differs, naming the keys. When resuming from a checkpoint at
+    /// round `next`, `fl.rounds` alone may differ, if it is at least `next`: nothing a round
+    /// computes depends on the total, so rounds before it are the same either way.
+    fn check_same_spec(&self, spec: &Spec, next: Option<usize>) -> Result<()> {
+        let p = self.dir.join("spec.toml");
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            return Ok(());
+        };
+        let old = crate::schema::parse(&text, &p.display().to_string(), &[])?;
+        let mut diff = old.diff_keys(spec);
+        if let Some(next) = next
+            && spec.fl.rounds >= next
+        {
+            diff.retain(|k| k != "fl.rounds");
+        }
+        if diff.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Config(format!(
+            "{} holds a run with a different spec (keys that differ: {}); use --force to start afresh, or another run.name",
+            self.dir.display(),
+            diff.join(", ")
+        )))
+    }
+
+    /// Make the folder (emptied first with `force`).
+    pub fn prepare(&self, force: bool) -> Result<()> {
+        let dir = &self.dir;
+        if force && dir.exists() {
+            std::fs::remove_dir_all(dir)
+                .map_err(|e| Error::io(format!("cannot remove {}", dir.display()), e))?;
+        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("cannot create output folder {}", dir.display()), e))
+    }
+
+    /// Write the resolved spec (again on resume: `fl.rounds` may have changed).
+    pub fn write_spec(&self, spec: &Spec) -> Result<()> {
+        write_atomic(&self.dir.join("spec.toml"), spec.to_toml().as_bytes())
+    }
+
+    /// A new `rounds.csv`.
+    pub fn new_csv(&self) -> Result<CsvWriter> {
+        CsvWriter::create(&self.csv())
+    }
+
+    /// Restore the experiment from the checkpoint, and reopen `rounds.csv` at the length it had.
+    pub fn restore(&self, ex: &mut Experiment) -> Result<(Progress, CsvWriter)> {
+        let (h, mut vecs) = checkpoint::read(&self.checkpoint())?;
+        let gi = vecs
+            .iter()
+            .position(|(n, _)| n == "global")
+            .ok_or_else(|| Error::Run("checkpoint has no global model".into()))?;
+        let g = vecs.swap_remove(gi).1;
+        if g.len() != ex.layout.total {
+            return Err(Error::Run(format!(
+                "checkpoint model has {} parameters, the spec's model {}",
+                g.len(),
+                ex.layout.total
+            )));
+        }
+        ex.global = g;
+        ex.alg.load_state(vecs)?;
+        let csv = CsvWriter::resume(&self.csv(), h.csv_bytes)?;
+        let progress = Progress {
+            next: h.next_round,
+            elapsed_s: h.elapsed_s,
+            best: h.best,
+            last: h.last,
+        };
+        Ok((progress, csv))
+    }
+
+    /// Write a checkpoint of the experiment at `progress` (after syncing the CSV).
+    pub fn save(&self, ex: &Experiment, csv: &mut CsvWriter, progress: &Progress) -> Result<()> {
+        let csv_bytes = csv.sync()?;
+        let mut vectors: Vec<(String, &[f32])> = vec![("global".into(), &ex.global)];
+        vectors.extend(ex.alg.state());
+        let header = checkpoint::Header {
+            magic: checkpoint::MAGIC.into(),
+            next_round: progress.next,
+            csv_bytes,
+            elapsed_s: progress.elapsed_s,
+            best: progress.best,
+            last: progress.last,
+            spec: ex.spec.to_toml(),
+            vectors: vectors.iter().map(|(n, v)| (n.clone(), v.len())).collect(),
+        };
+        checkpoint::write(&self.checkpoint(), &header, &vectors)
+    }
+
+    pub fn write_summary(&self, s: &Summary) -> Result<()> {
+        s.write(&self.dir)
+    }
+}
