@@ -195,75 +195,53 @@ fn plot_against_a_non_numeric_key_draws_one_column_per_value() {
     );
 }
 
-#[test]
-fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() {
-    let d = TempDir::new("sweep");
-    let cfg = d.path().join("spec.toml");
-    std::fs::write(&cfg, synthetic_spec("")).unwrap();
-    let bin = env!("CARGO_BIN_EXE_fedrun");
-    let sweep = |out: &str, jobs: &str| {
-        Command::new(bin)
-            .args(["sweep", "--config"])
-            .arg(&cfg)
-            .args([
-                "--grid",
-                "local.weight_decay=0.001,0.1",
-                "--grid",
-                "local.nar=false,true",
-                "--jobs",
-                jobs,
-                "--out",
-            ])
-            .arg(d.path().join(out))
-            .output()
-            .unwrap()
-    };
-    let a = sweep("j2", "2");
-    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
-    let b = sweep("j1", "1");
-    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-    let names = [
-        "t__weight_decay=0.001__nar=false",
-        "t__weight_decay=0.001__nar=true",
-        "t__weight_decay=0.1__nar=false",
-        "t__weight_decay=0.1__nar=true",
-    ];
-    for n in names {
-        let strip = |p: &Path| -> String {
-            std::fs::read_to_string(p)
-                .unwrap()
-                .lines()
-                .map(|l| l.rsplit_once(',').unwrap().0.to_string())
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        assert_eq!(
-            strip(&d.path().join("j2").join(n).join("rounds.csv")),
-            strip(&d.path().join("j1").join(n).join("rounds.csv")),
-            "{n}"
-        );
-    }
-    let csv = std::fs::read_to_string(d.path().join("j2/sweep.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 5);
-    assert!(
-        csv.lines()
-            .next()
-            .unwrap()
-            .starts_with("local.weight_decay,local.nar,run,status")
-    );
-    assert_eq!(csv.matches(",complete,").count(), 4);
-    // re-run: every point is skipped
-    let c = sweep("j2", "2");
-    assert!(c.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&c.stderr)
-            .matches("already complete, skipped")
-            .count(),
-        4
-    );
-    // `report` over a shell glob of the sweep folder (run folders, their .log files and
-    // sweep.csv) skips what is not a run and says so
-    let entries: Vec<std::path::PathBuf> = std::fs::read_dir(d.path().join("j2"))
+const BIN: &str = env!("CARGO_BIN_EXE_fedrun");
+
+/// `fedrun sweep` of `cfg` over weight decay × NAR into `out`, with `extra` arguments.
+fn sweep_grid(cfg: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args(["sweep", "--config"])
+        .arg(cfg)
+        .args([
+            "--grid",
+            "local.weight_decay=0.001,0.1",
+            "--grid",
+            "local.nar=false,true",
+            "--out",
+        ])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// A rounds.csv without the elapsed-time column.
+fn without_time(p: &Path) -> String {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const POINTS: [&str; 4] = [
+    "t__weight_decay=0.001__nar=false",
+    "t__weight_decay=0.001__nar=true",
+    "t__weight_decay=0.1__nar=false",
+    "t__weight_decay=0.1__nar=true",
+];
+
+fn skipped(o: &std::process::Output) -> usize {
+    String::from_utf8_lossy(&o.stderr)
+        .matches("already complete, skipped")
+        .count()
+}
+
+/// `report` over a shell glob of a sweep folder (run folders, their .log files and sweep.csv)
+/// skips what is not a run and says so.
+fn report_over_a_glob_skips_what_is_not_a_run(dir: &Path) {
+    let entries: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -273,7 +251,7 @@ fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() 
             .iter()
             .any(|p| p.extension().is_some_and(|x| x == "log"))
     );
-    let r = Command::new(bin)
+    let r = Command::new(BIN)
         .arg("report")
         .args(&entries)
         .output()
@@ -282,25 +260,16 @@ fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() 
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("skipped 5 path(s) that are not runs"), "{err}");
     assert!(String::from_utf8_lossy(&r.stdout).contains("nar=true"));
-    // `--emit`: one command per point, run here by the Slurm array script, gives the same CSVs
-    let cmds = d.path().join("cmds.txt");
-    let e = Command::new(bin)
-        .args(["sweep", "--config"])
-        .arg(&cfg)
-        .args([
-            "--grid",
-            "local.weight_decay=0.001,0.1",
-            "--grid",
-            "local.nar=false,true",
-            "--out",
-        ])
-        .arg(d.path().join("emitted"))
-        .arg("--emit")
-        .arg(&cmds)
-        .output()
-        .unwrap();
+}
+
+/// `--emit`: one command per point, run here by the Slurm array script, gives the CSVs of
+/// `reference`; a later `fedrun sweep` over the same folder sees the points as complete.
+fn emitted_commands_give_the_same_csvs(cfg: &Path, d: &Path, reference: &Path) {
+    let cmds = d.join("cmds.txt");
+    let emitted = d.join("emitted");
+    let e = sweep_grid(cfg, &emitted, &["--emit", cmds.to_str().unwrap()]);
     assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
-    assert!(!d.path().join("emitted").exists(), "--emit runs nothing");
+    assert!(!emitted.exists(), "--emit runs nothing");
     let lines = std::fs::read_to_string(&cmds).unwrap();
     assert_eq!(lines.lines().count(), 4);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm_array.sh");
@@ -317,43 +286,50 @@ fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() 
             String::from_utf8_lossy(&st.stderr)
         );
     }
-    for n in names {
-        let strip = |p: &Path| -> String {
-            std::fs::read_to_string(p)
-                .unwrap()
-                .lines()
-                .map(|l| l.rsplit_once(',').unwrap().0.to_string())
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
+    for n in POINTS {
         assert_eq!(
-            strip(&d.path().join("emitted").join(n).join("rounds.csv")),
-            strip(&d.path().join("j1").join(n).join("rounds.csv")),
+            without_time(&emitted.join(n).join("rounds.csv")),
+            without_time(&reference.join(n).join("rounds.csv")),
             "{n} run from its emitted line"
         );
     }
-    // a later `fedrun sweep` over the same folder sees the emitted points as complete
-    let c = Command::new(bin)
-        .args(["sweep", "--config"])
-        .arg(&cfg)
-        .args([
-            "--grid",
-            "local.weight_decay=0.001,0.1",
-            "--grid",
-            "local.nar=false,true",
-            "--out",
-        ])
-        .arg(d.path().join("emitted"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&c.stderr)
-            .matches("already complete, skipped")
-            .count(),
-        4
+    assert_eq!(skipped(&sweep_grid(cfg, &emitted, &[])), 4);
+}
+
+#[test]
+fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() {
+    let d = TempDir::new("sweep");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let (j1, j2) = (d.path().join("j1"), d.path().join("j2"));
+    let a = sweep_grid(&cfg, &j2, &["--jobs", "2"]);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let b = sweep_grid(&cfg, &j1, &["--jobs", "1"]);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    for n in POINTS {
+        assert_eq!(
+            without_time(&j2.join(n).join("rounds.csv")),
+            without_time(&j1.join(n).join("rounds.csv")),
+            "{n}"
+        );
+    }
+    let csv = std::fs::read_to_string(j2.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 5);
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .starts_with("local.weight_decay,local.nar,run,status")
     );
+    assert_eq!(csv.matches(",complete,").count(), 4);
+    // re-run: every point is skipped
+    let c = sweep_grid(&cfg, &j2, &["--jobs", "2"]);
+    assert!(c.status.success());
+    assert_eq!(skipped(&c), 4);
+    report_over_a_glob_skips_what_is_not_a_run(&j2);
+    emitted_commands_give_the_same_csvs(&cfg, d.path(), &j1);
     // a bad key fails before anything runs
-    let e = Command::new(bin)
+    let e = Command::new(BIN)
         .args(["sweep", "--config"])
         .arg(&cfg)
         .args(["--grid", "local.weight_decy=1", "--out"])

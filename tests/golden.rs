@@ -100,8 +100,8 @@ fn case(label: &'static str, alg: &str, keys: &[&str], device: bool) -> Case {
     }
 }
 
-/// Every algorithm, and each key that selects another code path.
-fn cases() -> Vec<Case> {
+/// The FedNAR paper's algorithms, and each key that selects another code path.
+fn fednar_cases() -> Vec<Case> {
     let reddi = [
         "fedadam.variant=\"reddi\"",
         "fedadam.eps=0.001",
@@ -157,6 +157,13 @@ fn cases() -> Vec<Case> {
         case("fedyogi", "fedyogi", &[], true),
         case("fedyogi/reddi", "fedyogi", &reddi, true),
         case("fedavgm", "fedavgm", &[], true),
+    ]
+}
+
+/// The FedACG paper's algorithms.
+fn fedacg_cases() -> Vec<Case> {
+    let epochs = ["local.epochs=2", "local.lr_schedule=\"epoch\""];
+    vec![
         case("fedacg", "fedacg", &[], true),
         case("feddyn", "feddyn", &[], true),
         case("feddc", "feddc", &[], true),
@@ -172,6 +179,12 @@ fn cases() -> Vec<Case> {
         case("feddecorr", "feddecorr", &["feddecorr.beta=0.5"], true),
         case("moon", "moon", &["model.projection=16"], true),
         case("fedmlb", "fedmlb", &["model.kind=\"resnet18\""], true),
+    ]
+}
+
+/// The Fed-LAMB paper's algorithms, and the Fed-LAMB and Mime options.
+fn fedlamb_cases() -> Vec<Case> {
+    vec![
         case("fedlamb", "fedlamb", &[], false),
         case(
             "fedlamb/lambda",
@@ -208,6 +221,14 @@ fn cases() -> Vec<Case> {
             false,
         ),
     ]
+}
+
+/// Every algorithm, and each key that selects another code path.
+fn cases() -> Vec<Case> {
+    [fednar_cases(), fedacg_cases(), fedlamb_cases()]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 fn algorithms_csv() -> String {

@@ -379,14 +379,9 @@ fn divergence_is_reported_with_its_round() {
 }
 
 /// Each bad input: a clear message, and no output folder.
-#[test]
-fn bad_inputs_give_named_errors_and_write_nothing() {
-    let d = TempDir::new("bad");
-    let cifar = d.path().join("cifar");
-    std::fs::create_dir_all(&cifar).unwrap();
-    write_mini_cifar(&cifar, 20);
-    let base = "[data]\ndataset = \"cifar10\"\nnum_clients = 10\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 1\nclients_per_round = 2\n[local]\nsteps = 1\nbatch_size = 4\n[run]\nname = \"bad\"\n";
-    let cases: Vec<(&str, String, Vec<&str>, &str)> = vec![
+/// Bad inputs: (what, spec text, extra arguments, what the error must name).
+fn bad_cases(base: &str) -> Vec<(&'static str, String, Vec<&'static str>, &'static str)> {
+    vec![
         ("malformed", "[data\nx = 1".into(), vec![], "line 1"),
         (
             "unknown key",
@@ -442,8 +437,17 @@ fn bad_inputs_give_named_errors_and_write_nothing() {
             vec!["--data-dir", "/nonexistent/cifar"],
             "/nonexistent/cifar",
         ),
-    ];
-    for (what, text, extra, needle) in cases {
+    ]
+}
+
+#[test]
+fn bad_inputs_give_named_errors_and_write_nothing() {
+    let d = TempDir::new("bad");
+    let cifar = d.path().join("cifar");
+    std::fs::create_dir_all(&cifar).unwrap();
+    write_mini_cifar(&cifar, 20);
+    let base = "[data]\ndataset = \"cifar10\"\nnum_clients = 10\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 1\nclients_per_round = 2\n[local]\nsteps = 1\nbatch_size = 4\n[run]\nname = \"bad\"\n";
+    for (what, text, extra, needle) in bad_cases(base) {
         let cfg = d.path().join("spec.toml");
         std::fs::write(&cfg, &text).unwrap();
         let out = d.path().join("out");
@@ -464,6 +468,15 @@ fn bad_inputs_give_named_errors_and_write_nothing() {
         );
         assert!(!out.exists(), "{what}: an output folder was created");
     }
+}
+
+#[test]
+fn damaged_data_and_an_unwritable_folder_give_named_errors() {
+    let d = TempDir::new("damaged");
+    let cifar = d.path().join("cifar");
+    std::fs::create_dir_all(&cifar).unwrap();
+    write_mini_cifar(&cifar, 20);
+    let base = "[data]\ndataset = \"cifar10\"\nnum_clients = 10\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 1\nclients_per_round = 2\n[local]\nsteps = 1\nbatch_size = 4\n[run]\nname = \"bad\"\n";
     // a truncated CIFAR file, and a corrupt LEAF JSON
     let p = cifar.join("data_batch_2.bin");
     std::fs::write(&p, [1u8; 100]).unwrap();

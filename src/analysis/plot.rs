@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Once;
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::runs::Run;
@@ -187,18 +188,11 @@ struct Frame<'a> {
     corner: SeriesLabelPosition,
 }
 
-fn draw<DB: DrawingBackend>(
-    root: DrawingArea<DB, Shift>,
-    lines: &[Line],
-    f: &Frame,
-) -> std::result::Result<(), String>
-where
-    DB::ErrorType: 'static,
-{
-    let (xlabel, ylabel, title, logx, categories) =
-        (f.xlabel, f.ylabel, f.title, f.logx, f.categories);
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let fx = |x: f64| if logx { x.log10() } else { x };
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The x and y ranges that hold every point (x through `fx`), and the distinct x values.
+#[allow(clippy::type_complexity)]
+fn bounds(lines: &[Line], fx: impl Fn(f64) -> f64) -> Option<((f64, f64), (f64, f64), Vec<f64>)> {
     let all_x: Vec<f64> = lines
         .iter()
         .flat_map(|l| l.x.iter().map(|&x| fx(x)))
@@ -210,51 +204,141 @@ where
         .filter(|v| v.is_finite())
         .collect();
     if all_x.is_empty() || all_y.is_empty() {
-        return Err("nothing to plot: no finite values".into());
+        return None;
     }
-    let (x0, x1) = all_x
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
-    let (y0, y1) = all_y
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+    let range = |v: &[f64]| {
+        v.iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)))
+    };
+    let (xr, yr) = (range(&all_x), range(&all_y));
+    // no more ticks than distinct x values (no half rounds)
+    let mut xs = all_x;
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    Some((xr, yr, xs))
+}
+
+/// One line's values against categories: points with ±sd bars, no line between them.
+fn draw_points<DB: DrawingBackend>(
+    chart: &mut Chart<DB>,
+    l: &Line,
+    color: RGBAColor,
+) -> std::result::Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .draw_series(l.x.iter().zip(l.y.iter().zip(&l.sd)).map(|(&x, (&y, &s))| {
+            ErrorBar::new_vertical(x, y - s, y, y + s, color.stroke_width(2), 8)
+        }))
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(
+            l.x.iter()
+                .zip(&l.y)
+                .map(|(&x, &y)| Circle::new((x, y), 5, color.filled())),
+        )
+        .map_err(|e| e.to_string())?
+        .label(l.label.clone())
+        .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
+    Ok(())
+}
+
+/// One line as a curve (x through `fx`) with its ±sd band, and markers when it has few points.
+fn draw_curve<DB: DrawingBackend>(
+    chart: &mut Chart<DB>,
+    l: &Line,
+    color: RGBAColor,
+    fx: impl Fn(f64) -> f64,
+) -> std::result::Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    if l.sd.iter().any(|&s| s > 0.0) {
+        let upper =
+            l.x.iter()
+                .zip(l.y.iter().zip(&l.sd))
+                .map(|(&x, (&y, &s))| (fx(x), y + s));
+        let lower: Vec<(f64, f64)> =
+            l.x.iter()
+                .zip(l.y.iter().zip(&l.sd))
+                .rev()
+                .map(|(&x, (&y, &s))| (fx(x), y - s))
+                .collect();
+        let poly: Vec<(f64, f64)> = upper.chain(lower).collect();
+        chart
+            .draw_series(std::iter::once(Polygon::new(poly, color.mix(0.2).filled())))
+            .map_err(|e| e.to_string())?;
+    }
+    let pts: Vec<(f64, f64)> = l.x.iter().zip(&l.y).map(|(&x, &y)| (fx(x), y)).collect();
+    let style = ShapeStyle::from(&color).stroke_width(2);
+    chart
+        .draw_series(LineSeries::new(pts.clone(), style))
+        .map_err(|e| e.to_string())?
+        .label(l.label.clone())
+        .legend(move |(x, y)| {
+            PathElement::new(
+                vec![(x, y), (x + 20, y)],
+                ShapeStyle::from(&color).stroke_width(2),
+            )
+        });
+    if pts.len() <= 30 {
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The label of an x tick: the category there, a power of ten on a log axis, or the value.
+fn x_label(v: f64, f: &Frame) -> String {
+    if let Some(c) = f.categories {
+        let i = v.round();
+        match c.get(i as usize) {
+            Some(name) if (v - i).abs() < 1e-6 && i >= 0.0 => name.clone(),
+            _ => String::new(),
+        }
+    } else if f.logx {
+        format!("{:.0e}", 10f64.powf(v))
+    } else {
+        format!("{v}")
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    lines: &[Line],
+    f: &Frame,
+) -> std::result::Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let logx = f.logx;
+    let fx = |x: f64| if logx { x.log10() } else { x };
+    let ((x0, x1), (y0, y1), xs) =
+        bounds(lines, fx).ok_or_else(|| "nothing to plot: no finite values".to_string())?;
     let pad = ((y1 - y0) * 0.05).max(1e-3);
-    let xr = match categories {
+    let xr = match f.categories {
         Some(c) => -0.5..c.len() as f64 - 0.5,
         None if x1 > x0 => x0..x1,
         None => x0 - 0.5..x1 + 0.5,
     };
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
+        .caption(f.title, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(60)
         .build_cartesian_2d(xr, (y0 - pad)..(y1 + pad))
         .map_err(|e| e.to_string())?;
-    let xfmt = |v: &f64| {
-        if let Some(c) = categories {
-            let i = v.round();
-            match c.get(i as usize) {
-                Some(name) if (v - i).abs() < 1e-6 && i >= 0.0 => name.clone(),
-                _ => String::new(),
-            }
-        } else if logx {
-            format!("{:.0e}", 10f64.powf(*v))
-        } else {
-            format!("{v}")
-        }
-    };
-    // no more ticks than distinct x values (no half rounds)
-    let mut xs: Vec<f64> = all_x.clone();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
+    let xfmt = |v: &f64| x_label(*v, f);
     // a category axis: one tick per category (n + 1 lets plotters' tick search settle on 1)
-    let ticks = categories.map_or(xs.len().clamp(2, 10), |c| c.len() + 1);
+    let ticks = f.categories.map_or(xs.len().clamp(2, 10), |c| c.len() + 1);
     chart
         .configure_mesh()
         .x_labels(ticks)
-        .x_desc(xlabel)
-        .y_desc(ylabel)
+        .x_desc(f.xlabel)
+        .y_desc(f.ylabel)
         .x_label_formatter(&xfmt)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
@@ -262,57 +346,10 @@ where
         .map_err(|e| e.to_string())?;
     for (i, l) in lines.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        if categories.is_some() {
-            // categories are not a continuum: points with ±sd bars, no line between them
-            chart
-                .draw_series(l.x.iter().zip(l.y.iter().zip(&l.sd)).map(|(&x, (&y, &s))| {
-                    ErrorBar::new_vertical(x, y - s, y, y + s, color.stroke_width(2), 8)
-                }))
-                .map_err(|e| e.to_string())?;
-            chart
-                .draw_series(
-                    l.x.iter()
-                        .zip(&l.y)
-                        .map(|(&x, &y)| Circle::new((x, y), 5, color.filled())),
-                )
-                .map_err(|e| e.to_string())?
-                .label(l.label.clone())
-                .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
-            continue;
-        }
-        if l.sd.iter().any(|&s| s > 0.0) {
-            let upper: Vec<(f64, f64)> =
-                l.x.iter()
-                    .zip(l.y.iter().zip(&l.sd))
-                    .map(|(&x, (&y, &s))| (fx(x), y + s))
-                    .collect();
-            let lower: Vec<(f64, f64)> =
-                l.x.iter()
-                    .zip(l.y.iter().zip(&l.sd))
-                    .rev()
-                    .map(|(&x, (&y, &s))| (fx(x), y - s))
-                    .collect();
-            let poly: Vec<(f64, f64)> = upper.into_iter().chain(lower).collect();
-            chart
-                .draw_series(std::iter::once(Polygon::new(poly, color.mix(0.2).filled())))
-                .map_err(|e| e.to_string())?;
-        }
-        let pts: Vec<(f64, f64)> = l.x.iter().zip(&l.y).map(|(&x, &y)| (fx(x), y)).collect();
-        let style = ShapeStyle::from(&color).stroke_width(2);
-        chart
-            .draw_series(LineSeries::new(pts.clone(), style))
-            .map_err(|e| e.to_string())?
-            .label(l.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(
-                    vec![(x, y), (x + 20, y)],
-                    ShapeStyle::from(&color).stroke_width(2),
-                )
-            });
-        if pts.len() <= 30 {
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-                .map_err(|e| e.to_string())?;
+        if f.categories.is_some() {
+            draw_points(&mut chart, l, color)?;
+        } else {
+            draw_curve(&mut chart, l, color, fx)?;
         }
     }
     chart

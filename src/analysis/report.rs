@@ -41,8 +41,7 @@ fn to_target(v: &[Option<usize>], horizon: usize) -> String {
     }
 }
 
-pub fn report(runs: Vec<Run>, o: &ReportOptions) -> Result<String> {
-    let groups: Vec<Group> = group(runs);
+fn header(o: &ReportOptions) -> Vec<String> {
     let mut header = vec![
         "config".to_string(),
         "seeds".into(),
@@ -56,80 +55,96 @@ pub fn report(runs: Vec<Run>, o: &ReportOptions) -> Result<String> {
     for t in &o.targets {
         header.push(format!("rounds→{t}"));
     }
-    let mut rows = Vec::new();
-    for g in &groups {
-        let (mut fin, mut bst, mut at, mut tt) = (
-            Vec::new(),
-            Vec::new(),
-            vec![Vec::new(); o.at.len()],
-            vec![Vec::new(); o.targets.len()],
-        );
-        let mut horizon = 0;
-        for r in &g.runs {
-            let (rounds, vals) = r.series(&o.metric)?;
-            if let Some(&v) = vals.last() {
-                fin.push(v);
-            }
-            if let Some(b) = best(&rounds, &vals) {
-                bst.push(b.0);
-            }
-            horizon = horizon
-                .max(r.spec.fl.rounds)
-                .max(rounds.last().map(|x| x + 1).unwrap_or(0));
-            let e = ema(&vals, o.ema_beta, o.debias);
-            for (i, &a) in o.at.iter().enumerate() {
-                if let Some(v) = at_round(&rounds, &e, a) {
-                    at[i].push(v);
-                }
-            }
-            for (i, &t) in o.targets.iter().enumerate() {
-                tt[i].push(rounds_to_target(&rounds, &e, t));
+    header
+}
+
+/// The row of one group: its runs' values, seeds aggregated.
+fn row(g: &Group, o: &ReportOptions) -> Result<Vec<String>> {
+    let (mut fin, mut bst, mut at, mut tt) = (
+        Vec::new(),
+        Vec::new(),
+        vec![Vec::new(); o.at.len()],
+        vec![Vec::new(); o.targets.len()],
+    );
+    let mut horizon = 0;
+    for r in &g.runs {
+        let (rounds, vals) = r.series(&o.metric)?;
+        if let Some(&v) = vals.last() {
+            fin.push(v);
+        }
+        if let Some(b) = best(&rounds, &vals) {
+            bst.push(b.0);
+        }
+        horizon = horizon
+            .max(r.spec.fl.rounds)
+            .max(rounds.last().map(|x| x + 1).unwrap_or(0));
+        let e = ema(&vals, o.ema_beta, o.debias);
+        for (i, &a) in o.at.iter().enumerate() {
+            if let Some(v) = at_round(&rounds, &e, a) {
+                at[i].push(v);
             }
         }
-        let incomplete = g.runs.iter().filter(|r| !r.complete()).count();
-        let status = if incomplete == 0 {
-            "complete".to_string()
-        } else {
-            format!("{incomplete} not complete")
-        };
-        let mut row = vec![
-            g.label.clone(),
-            g.runs.len().to_string(),
-            status,
-            pm(&fin),
-            pm(&bst),
-        ];
-        row.extend(at.iter().map(|v| pm(v)));
-        row.extend(tt.iter().map(|v| to_target(v, horizon)));
-        rows.push(row);
+        for (i, &t) in o.targets.iter().enumerate() {
+            tt[i].push(rounds_to_target(&rounds, &e, t));
+        }
     }
-    let mut out = String::new();
-    if o.format == Format::Md {
-        out.push_str(&format!("| {} |\n", header.join(" | ")));
-        out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
-        for r in rows {
-            out.push_str(&format!("| {} |\n", r.join(" | ")));
-        }
-        out.push_str(&format!(
-            "\nEMA: s_t = β·s_(t−1) + (1−β)·a_t with β = {b}{d}, over the evaluated rounds of `{m}`; rounds→T counts rounds until the EMA first reaches T (`R+`: not reached in R rounds).\n",
-            b = o.ema_beta,
-            d = if o.debias { ", de-biased by 1 − β^(t+1)" } else { " with s_(−1) = 0" },
-            m = o.metric
-        ));
+    let incomplete = g.runs.iter().filter(|r| !r.complete()).count();
+    let status = if incomplete == 0 {
+        "complete".to_string()
     } else {
-        let q = |s: &String| {
-            if s.contains(',') {
-                format!("\"{s}\"")
-            } else {
-                s.clone()
-            }
-        };
-        out.push_str(&header.iter().map(q).collect::<Vec<_>>().join(","));
-        out.push('\n');
-        for r in rows {
-            out.push_str(&r.iter().map(q).collect::<Vec<_>>().join(","));
-            out.push('\n');
-        }
+        format!("{incomplete} not complete")
+    };
+    let mut row = vec![
+        g.label.clone(),
+        g.runs.len().to_string(),
+        status,
+        pm(&fin),
+        pm(&bst),
+    ];
+    row.extend(at.iter().map(|v| pm(v)));
+    row.extend(tt.iter().map(|v| to_target(v, horizon)));
+    Ok(row)
+}
+
+fn markdown(header: &[String], rows: &[Vec<String>], o: &ReportOptions) -> String {
+    let mut out = format!("| {} |\n", header.join(" | "));
+    out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+    for r in rows {
+        out.push_str(&format!("| {} |\n", r.join(" | ")));
     }
-    Ok(out)
+    out.push_str(&format!(
+        "\nEMA: s_t = β·s_(t−1) + (1−β)·a_t with β = {b}{d}, over the evaluated rounds of `{m}`; rounds→T counts rounds until the EMA first reaches T (`R+`: not reached in R rounds).\n",
+        b = o.ema_beta,
+        d = if o.debias { ", de-biased by 1 − β^(t+1)" } else { " with s_(−1) = 0" },
+        m = o.metric
+    ));
+    out
+}
+
+fn csv(header: &[String], rows: &[Vec<String>]) -> String {
+    let q = |s: &String| {
+        if s.contains(',') {
+            format!("\"{s}\"")
+        } else {
+            s.clone()
+        }
+    };
+    let mut out = String::new();
+    for r in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
+        out.push_str(&r.iter().map(q).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+pub fn report(runs: Vec<Run>, o: &ReportOptions) -> Result<String> {
+    let header = header(o);
+    let rows = group(runs)
+        .iter()
+        .map(|g| row(g, o))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(match o.format {
+        Format::Md => markdown(&header, &rows, o),
+        Format::Csv => csv(&header, &rows),
+    })
 }

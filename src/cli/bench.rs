@@ -2,20 +2,33 @@
 //! Output keys match `torch_reference.py`'s: `round_s`, `train_s`, `eval_s`,
 //! `train_images_per_s`.
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::data;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fl::engine::Experiment;
+
+/// What `fedrun bench` times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Rounds of the FedExP CNN on CIFAR-10 (20 clients × 20 steps of 50).
+    W1Cnn,
+    /// The same with ResNet-18.
+    W1Resnet,
+    /// Rounds of the CNN, 50 clients × 1 epoch of batch 10.
+    W2,
+    /// The gemm ceiling.
+    Gemm,
+    /// Each convolution through fedrun's kernels and burn's ops.
+    Ops,
+}
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// w1-cnn | w1-resnet | w2 (rounds) | gemm (the gemm ceiling) | ops (each convolution
-    /// through fedrun's kernels and burn's ops)
-    #[arg(long, default_value = "w1-cnn")]
-    pub workload: String,
+    #[arg(long, value_enum, default_value_t = Workload::W1Cnn)]
+    pub workload: Workload,
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
     /// CIFAR-10 binary directory.
@@ -32,37 +45,41 @@ pub struct BenchArgs {
     pub set: Vec<String>,
 }
 
-/// The spec of a named workload.
-pub fn workload(name: &str) -> Result<String> {
+/// The spec of a workload of rounds.
+fn workload(w: Workload) -> String {
     let w1 = |model: &str| {
         format!(
             "[data]\ndataset = \"cifar10\"\npartition = \"dirichlet\"\nalpha = 0.3\nnum_clients = 100\n[model]\nkind = \"{model}\"\n[fl]\nclients_per_round = 20\n[local]\nsteps = 20\nbatch_size = 50\nlr = 0.01\nweight_decay = 0.01\nnar = true\n[run]\nname = \"bench\"\n"
         )
     };
-    match name {
-        "w1-cnn" => Ok(w1("cnn")),
-        "w1-resnet" => Ok(w1("resnet18")),
-        "w2" => Ok("[data]\ndataset = \"cifar10\"\npartition = \"iid\"\nnum_clients = 1000\naugmentation = \"none\"\n[model]\nkind = \"cnn\"\n[fl]\nclients_per_round = 50\neval_every = 10\n[local]\nepochs = 1\nbatch_size = 10\nlr = 0.1\nlr_decay = 1.0\nweight_decay = 0.0\nmax_norm = 0.0\n[run]\nname = \"bench\"\n".into()),
-        other => Err(Error::Config(format!("unknown workload \"{other}\"; expected w1-cnn, w1-resnet, w2, gemm or ops"))),
+    match w {
+        Workload::W1Resnet => w1("resnet18"),
+        Workload::W2 => "[data]\ndataset = \"cifar10\"\npartition = \"iid\"\nnum_clients = 1000\naugmentation = \"none\"\n[model]\nkind = \"cnn\"\n[fl]\nclients_per_round = 50\neval_every = 10\n[local]\nepochs = 1\nbatch_size = 10\nlr = 0.1\nlr_decay = 1.0\nweight_decay = 0.0\nmax_norm = 0.0\n[run]\nname = \"bench\"\n".into(),
+        Workload::W1Cnn | Workload::Gemm | Workload::Ops => w1("cnn"),
     }
 }
 
 pub fn run(a: &BenchArgs) -> Result<()> {
-    match a.workload.as_str() {
-        "gemm" => {
+    match a.workload {
+        Workload::Gemm => {
             super::bench_ops::gemm(a.reps);
             return Ok(());
         }
-        "ops" => {
+        Workload::Ops => {
             super::bench_ops::ops(a.reps);
             return Ok(());
         }
         _ => {}
     }
-    let text = workload(&a.workload)?;
+    let text = workload(a.workload);
     let mut set = a.set.clone();
     set.push(format!("fl.rounds={}", a.rounds));
-    let spec = crate::schema::parse(&text, &format!("workload {}", a.workload), &set)?;
+    let name = a
+        .workload
+        .to_possible_value()
+        .map(|v| v.get_name().to_string());
+    let name = name.unwrap_or_default();
+    let spec = crate::schema::parse(&text, &format!("workload {name}"), &set)?;
     let t = Instant::now();
     let data = data::load(&spec, Some(&a.data_dir))?;
     eprintln!(
@@ -111,7 +128,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         "{}",
         serde_json::json!({
             "summary": true,
-            "workload": a.workload,
+            "workload": name,
             "median_round_s": med(rounds.iter().map(|r| r.0).collect()),
             "median_train_s": med(rounds.iter().map(|r| r.1).collect()),
             "median_train_images_per_s": med(rounds.iter().map(|r| r.2).collect()),

@@ -65,6 +65,21 @@ pub struct Shape {
     pub classes: usize,
 }
 
+/// Refuse a data set whose inputs are not `channels`×`side`×`side` images.
+fn needs_images(kind: ModelKind, shape: Shape, channels: usize, side: usize) -> Result<()> {
+    if shape.side == side && shape.channels == channels {
+        return Ok(());
+    }
+    let what = match kind {
+        ModelKind::MnistCnn => " (mnist, fashion-mnist)",
+        _ => "",
+    };
+    Err(Error::Config(format!(
+        "model.kind = \"{kind}\" needs {channels}×{side}×{side} images{what}; this data set has {}×{}×{}",
+        shape.channels, shape.side, shape.side
+    )))
+}
+
 /// The models' check of a whole spec (part of the schema): clients train in parallel only
 /// without dropout.
 pub fn check_spec(s: &Spec) -> Result<()> {
@@ -85,40 +100,15 @@ impl Model {
         kernels: Kernels,
         device: &Device,
     ) -> Result<Model> {
-        let image = |name: &str| -> Result<()> {
-            if shape.side != 32 || shape.channels != 3 {
-                return Err(Error::Config(format!(
-                    "model.kind = \"{name}\" needs 3×32×32 images; this data set has {}×{}×{}",
-                    shape.channels, shape.side, shape.side
-                )));
-            }
-            Ok(())
-        };
-        let tokens = |name: &str| -> Result<()> {
-            if shape.side != 0 {
-                return Err(Error::Config(format!(
-                    "model.kind = \"{name}\" needs a character data set (shakespeare, leaf), not images"
-                )));
-            }
-            Ok(())
-        };
-        Ok(match spec.kind {
-            ModelKind::Cnn => {
-                image("cnn")?;
-                Model::Cnn(cnn::Cnn::fedexp(
-                    shape.classes,
-                    spec.projection,
-                    kernels,
-                    device,
-                ))
+        let k = spec.kind;
+        let flat = shape.channels * shape.side * shape.side;
+        Ok(match k {
+            ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 => {
+                needs_images(k, shape, 3, 32)?;
+                Self::cifar(spec, shape.classes, kernels, device)
             }
             ModelKind::MnistCnn => {
-                if shape.side != 28 || shape.channels != 1 {
-                    return Err(Error::Config(format!(
-                        "model.kind = \"mnist-cnn\" needs 1×28×28 images (mnist, fashion-mnist); this data set has {}×{}×{}",
-                        shape.channels, shape.side, shape.side
-                    )));
-                }
+                needs_images(k, shape, 1, 28)?;
                 Model::MnistCnn(mnist_cnn::MnistCnn::new(
                     shape.classes,
                     spec.dropout,
@@ -126,61 +116,48 @@ impl Model {
                     device,
                 ))
             }
-            ModelKind::TinyCnn => {
-                image("tiny-cnn")?;
-                Model::Cnn(cnn::Cnn::tiny(
-                    shape.classes,
-                    spec.projection,
-                    kernels,
-                    device,
-                ))
+            ModelKind::Linear => {
+                Model::Linear(burn::nn::LinearConfig::new(flat, shape.classes).init(device))
             }
-            ModelKind::Linear => Model::Linear(
-                burn::nn::LinearConfig::new(
-                    shape.channels * shape.side * shape.side,
-                    shape.classes,
-                )
-                .init(device),
-            ),
-            ModelKind::Mlp => Model::Mlp(cnn::Mlp::new(
-                shape.channels * shape.side * shape.side,
-                spec.mlp_hidden,
-                shape.classes,
-                device,
-            )),
-            ModelKind::Resnet18 => {
-                image("resnet18")?;
-                Model::ResNet(resnet::ResNet18::new(
-                    shape.classes,
-                    spec.head == Head::Fednar,
-                    spec.projection,
-                    kernels,
-                    device,
-                ))
+            ModelKind::Mlp => {
+                Model::Mlp(cnn::Mlp::new(flat, spec.mlp_hidden, shape.classes, device))
             }
-            ModelKind::Transformer => {
-                tokens("transformer")?;
-                Model::Transformer(transformer::CharTransformer::new(
-                    spec,
-                    shape.classes,
-                    device,
-                ))
-            }
-            ModelKind::Lstm => {
-                tokens("lstm")?;
-                Model::Lstm(lstm::CharLstm::new(
-                    8,
-                    spec.hidden,
-                    2,
-                    shape.classes,
-                    device,
-                ))
-            }
-            ModelKind::LstmSmall => {
-                tokens("lstm-small")?;
-                Model::Lstm(lstm::CharLstm::new(8, 100, 2, shape.classes, device))
+            ModelKind::Transformer | ModelKind::Lstm | ModelKind::LstmSmall => {
+                if shape.side != 0 {
+                    return Err(Error::Config(format!(
+                        "model.kind = \"{k}\" needs a character data set (shakespeare, leaf), not images"
+                    )));
+                }
+                Self::sequence(spec, shape.classes, device)
             }
         })
+    }
+
+    /// The CIFAR models: the FedExP CNN, its tiny test twin, ResNet-18.
+    fn cifar(spec: &ModelSpec, classes: usize, kernels: Kernels, device: &Device) -> Model {
+        let p = spec.projection;
+        match spec.kind {
+            ModelKind::TinyCnn => Model::Cnn(cnn::Cnn::tiny(classes, p, kernels, device)),
+            ModelKind::Resnet18 => Model::ResNet(resnet::ResNet18::new(
+                classes,
+                spec.head == Head::Fednar,
+                p,
+                kernels,
+                device,
+            )),
+            _ => Model::Cnn(cnn::Cnn::fedexp(classes, p, kernels, device)),
+        }
+    }
+
+    /// The character models: the transformer and the LSTMs.
+    fn sequence(spec: &ModelSpec, classes: usize, device: &Device) -> Model {
+        match spec.kind {
+            ModelKind::Transformer => {
+                Model::Transformer(transformer::CharTransformer::new(spec, classes, device))
+            }
+            ModelKind::LstmSmall => Model::Lstm(lstm::CharLstm::new(8, 100, 2, classes, device)),
+            _ => Model::Lstm(lstm::CharLstm::new(8, spec.hidden, 2, classes, device)),
+        }
     }
 
     /// Whether a model of this spec draws dropout masks in training (from the backend's

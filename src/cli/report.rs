@@ -1,0 +1,45 @@
+//! `fedrun report`: a table of runs, seeds aggregated.
+
+use clap::Args;
+use std::path::PathBuf;
+
+use crate::analysis::report::{Format, ReportOptions, report as table};
+use crate::analysis::runs::collect;
+use crate::error::Result;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Run folders (or folders of run folders, e.g. a sweep).
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Rounds at which to read the EMA curve (FedACG: 500,1000).
+    #[arg(long, value_delimiter = ',')]
+    pub at: Vec<usize>,
+    /// Targets for rounds-to-target on the EMA curve (FedACG: 81,85).
+    #[arg(long, value_delimiter = ',')]
+    pub targets: Vec<f64>,
+    /// EMA factor β.
+    #[arg(long, default_value_t = 0.9)]
+    pub ema: f64,
+    /// De-bias the EMA by 1 − β^(t+1) (wandb's display form).
+    #[arg(long)]
+    pub debias: bool,
+    #[arg(long, default_value = "test_acc")]
+    pub metric: String,
+    #[arg(long, value_enum, default_value_t = Format::Md)]
+    pub format: Format,
+}
+
+pub fn report(a: &ReportArgs) -> Result<()> {
+    let runs = collect(&a.runs)?;
+    let o = ReportOptions {
+        metric: a.metric.clone(),
+        at: a.at.clone(),
+        targets: a.targets.clone(),
+        ema_beta: a.ema,
+        debias: a.debias,
+        format: a.format,
+    };
+    print!("{}", table(runs, &o)?);
+    Ok(())
+}

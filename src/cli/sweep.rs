@@ -1,0 +1,79 @@
+//! `fedrun sweep`: run a grid of experiments (or, with `--emit`, write one command per point).
+
+use clap::Args;
+use std::path::PathBuf;
+
+use super::spec_args::SpecArgs;
+use crate::error::{Error, Result};
+use crate::metrics::summary::Status;
+use crate::sweep::{SweepOptions, emit, parse_axis, run};
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// An axis of the grid: KEY=V1,V2,... (repeatable; the first varies slowest).
+    #[arg(long = "grid", value_name = "KEY=V1,V2,...", required = true)]
+    pub grid: Vec<String>,
+    /// Runs at a time (each gets cores/jobs threads).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Sweep folder; every point writes OUT/<name>/. Default: results/sweep_<run.name>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Data directory for every point (overrides data.path).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Stop launching points after one diverges (default: carry on and record it).
+    #[arg(long)]
+    pub stop_on_divergence: bool,
+    /// Run nothing: write one complete `fedrun` command per point to FILE, one per line, for a
+    /// scheduler (scripts/slurm_array.sh, GNU parallel).
+    #[arg(long, value_name = "FILE")]
+    pub emit: Option<PathBuf>,
+}
+
+pub fn sweep(a: &SweepArgs) -> Result<()> {
+    let base = a.spec.load()?;
+    let axes = a
+        .grid
+        .iter()
+        .map(|g| parse_axis(g))
+        .collect::<Result<Vec<_>>>()?;
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("sweep_{}", base.run.name)));
+    let exe = std::env::current_exe().map_err(|e| Error::io("cannot find the fedrun binary", e))?;
+    let o = SweepOptions {
+        config: a.spec.config.clone(),
+        set: a.spec.set.clone(),
+        axes,
+        jobs: a.jobs,
+        out: out.clone(),
+        data_dir: a.data_dir.clone(),
+        stop_on_divergence: a.stop_on_divergence,
+        exe,
+    };
+    if let Some(file) = &a.emit {
+        let n = emit(&base, &o, file)?;
+        println!(
+            "sweep: {n} commands written to {} (each writes into {}/<point>/)",
+            file.display(),
+            out.display()
+        );
+        return Ok(());
+    }
+    let res = run(&base, &o)?;
+    let bad = res
+        .iter()
+        .filter(|r| r.2.status != Status::Complete)
+        .count();
+    println!(
+        "sweep: {} points, {} complete, {bad} not; {}",
+        res.len(),
+        res.len() - bad,
+        out.join("sweep.csv").display()
+    );
+    Ok(())
+}
