@@ -2,7 +2,7 @@
 //! each a sequence of records of 1 label byte and 3072 pixel bytes (R, G, B planes, 32×32
 //! row-major). The official files hold 10,000 records each (30,730,000 bytes).
 
-use super::{Features, Split};
+use super::fed::{Features, Split};
 use crate::error::{Error, Result};
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::{Features, Split};
+use super::fed::{Features, Split};
 use crate::error::{Error, Result};
 
 pub const TRAIN_IMAGES: &str = "train-images-idx3-ubyte";

@@ -3,7 +3,7 @@
 //! A LEAF data directory holds `train/*.json` and `test/*.json`, or JSON files whose names
 //! contain `train` and `test`.
 
-use super::FedData;
+use super::fed::FedData;
 use super::shakespeare::{self, SEQ_LEN, char_index};
 use crate::config::Spec;
 use crate::error::{Error, Result};

@@ -1,8 +1,8 @@
 //! Federated next-character prediction (LEAF Shakespeare): each user's text becomes windows of
 //! 80 characters (x) and the next character (y), over LEAF's 80-character alphabet.
 
+use super::fed::{Augment, Features, FedData, Split};
 use super::plays::{self, Play};
-use super::{Augment, Features, FedData, Split};
 use crate::config::Spec;
 use crate::error::{Error, Result};
 use crate::rng::{Rng, Stream};

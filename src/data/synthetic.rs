@@ -1,7 +1,7 @@
 //! A small generated image data set with learnable structure (each class has its own mean
 //! image), used by tests and smoke runs. Images are 3×32×32 so that every CIFAR model runs.
 
-use super::{Features, FedData, Split};
+use super::fed::{Features, FedData, Split};
 use crate::config::Spec;
 use crate::error::Result;
 use crate::rng::Rng;

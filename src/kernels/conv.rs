@@ -4,79 +4,25 @@
 //! Two unfoldings, chosen by shape: channels-first im2col ([`super::conv_nchw`]) for few input
 //! channels and 1×1 strided kernels, channels-last im2row ([`super::conv_nhwc`]) otherwise;
 //! 1×1 stride-1 unpadded kernels multiply the data directly. A chunk holds enough images that
-//! the gemm has at least [`TARGET_COLS`] output positions and its unfolded copy stays in cache.
+//! the gemm has at least 512 output positions (`geom.rs`) and its unfolded copy stays in cache.
 //! Buffers are kept per thread and reused (a training step allocates only the tensors it
 //! returns), and every sum runs in an order fixed by the shapes alone, so the results are the
 //! same bits at any thread count.
 
 use super::gemm::{View, matmul};
-use super::scratch::{copy_row, for_chunks, sum, threads};
+pub use super::geom::Geom;
+use super::scratch::{sum, threads};
 use super::{conv_nchw as nchw, conv_nhwc as nhwc, winograd};
 
-/// Geometry of one convolution: input `[n, cin, h, w]`, weight `[cout, cin, kh, kw]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Geom {
-    pub n: usize,
-    pub cin: usize,
-    pub h: usize,
-    pub w: usize,
-    pub cout: usize,
-    pub kh: usize,
-    pub kw: usize,
-    pub sh: usize,
-    pub sw: usize,
-    pub ph: usize,
-    pub pw: usize,
-}
-
-impl Geom {
-    pub fn oh(&self) -> usize {
-        (self.h + 2 * self.ph - self.kh) / self.sh + 1
-    }
-    pub fn ow(&self) -> usize {
-        (self.w + 2 * self.pw - self.kw) / self.sw + 1
-    }
-    pub(super) fn ohw(&self) -> usize {
-        self.oh() * self.ow()
-    }
-    /// Length of the reduction: `cin·kh·kw`.
-    pub(super) fn k(&self) -> usize {
-        self.cin * self.kh * self.kw
-    }
-    pub(super) fn hp(&self) -> usize {
-        self.h + 2 * self.ph
-    }
-    pub(super) fn wp(&self) -> usize {
-        self.w + 2 * self.pw
-    }
-    /// Images per chunk.
-    pub(super) fn chunk(&self) -> usize {
-        TARGET_COLS.div_ceil(self.ohw()).clamp(1, self.n.max(1))
-    }
-    /// The convolution that maps the output gradient to the input gradient, for stride 1 and
-    /// `2p = k − 1` (same-size maps): channels swapped, the kernel flipped.
-    pub(super) fn transposed(&self) -> Geom {
-        Geom {
-            cin: self.cout,
-            cout: self.cin,
-            h: self.oh(),
-            w: self.ow(),
-            ..*self
-        }
-    }
-    /// Multiply-adds of the forward pass (direct convolution count).
-    pub fn macs(&self) -> usize {
-        self.n * self.cout * self.ohw() * self.k()
-    }
-    fn strategy(&self) -> Strategy {
-        let one = self.kh == 1 && self.kw == 1 && self.ph == 0 && self.pw == 0;
-        if one && self.sh == 1 && self.sw == 1 {
-            Strategy::Pointwise
-        } else if one || self.cin < NHWC_MIN_CIN {
-            Strategy::Nchw
-        } else {
-            Strategy::Nhwc
-        }
+/// How a convolution of this geometry runs.
+fn strategy(g: &Geom) -> Strategy {
+    let one = g.kh == 1 && g.kw == 1 && g.ph == 0 && g.pw == 0;
+    if one && g.sh == 1 && g.sw == 1 {
+        Strategy::Pointwise
+    } else if one || g.cin < NHWC_MIN_CIN {
+        Strategy::Nchw
+    } else {
+        Strategy::Nhwc
     }
 }
 
@@ -86,16 +32,13 @@ enum Strategy {
     Nhwc,
 }
 
-/// Minimum gemm width (output positions) a chunk aims for.
-const TARGET_COLS: usize = 512;
-
 /// Input channels from which the channels-last unfolding is used.
 const NHWC_MIN_CIN: usize = 16;
 
 /// `y = conv(x, w) + b`.
 pub fn forward(g: &Geom, x: &[f32], w: &[f32], b: Option<&[f32]>) -> Vec<f32> {
     let mut y = vec![0.0f32; g.n * g.cout * g.ohw()];
-    match g.strategy() {
+    match strategy(g) {
         Strategy::Pointwise => {
             let (hw, th) = (g.ohw(), threads());
             for i in 0..g.n {
@@ -127,7 +70,7 @@ pub fn forward(g: &Geom, x: &[f32], w: &[f32], b: Option<&[f32]>) -> Vec<f32> {
 /// `dL/dx` for output gradient `dy`.
 pub fn input_grad(g: &Geom, w: &[f32], dy: &[f32]) -> Vec<f32> {
     let mut dx = vec![0.0f32; g.n * g.cin * g.h * g.w];
-    match g.strategy() {
+    match strategy(g) {
         Strategy::Pointwise => {
             let (hw, th) = (g.ohw(), threads());
             let wt = View::transposed(w, g.cin);
@@ -151,7 +94,7 @@ pub fn input_grad(g: &Geom, w: &[f32], dy: &[f32]) -> Vec<f32> {
 pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let mut dw = vec![0.0f32; g.cout * g.k()];
     let ohw = g.ohw();
-    match g.strategy() {
+    match strategy(g) {
         Strategy::Pointwise => {
             let th = threads();
             for i in 0..g.n {
@@ -171,39 +114,6 @@ pub fn weight_grad(g: &Geom, x: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f32>) {
         }
     }
     (dw, db)
-}
-
-/// Copies `dy` of images `i0 .. i0 + nb` into `[cout, nb·ohw]` (the gemm layout of a chunk).
-fn gather_dy(g: &Geom, dy: &[f32], i0: usize, nb: usize, out: &mut [f32], th: usize) {
-    let ohw = g.ohw();
-    let cols = nb * ohw;
-    for_chunks(th, &mut out[..g.cout * cols], cols, |co, row| {
-        for j in 0..nb {
-            copy_row(
-                &mut row[j * ohw..(j + 1) * ohw],
-                &dy[((i0 + j) * g.cout + co) * ohw..],
-            );
-        }
-    });
-}
-
-/// The output gradient of a chunk as a `[cout, nb·ohw]` view: `dy` itself for one image,
-/// else gathered into `tmp`.
-pub(super) fn dy_chunk<'a>(
-    g: &Geom,
-    dy: &'a [f32],
-    i0: usize,
-    nb: usize,
-    tmp: &'a mut [f32],
-    th: usize,
-) -> View<'a> {
-    let ohw = g.ohw();
-    if tmp.is_empty() {
-        View::rows(&dy[i0 * g.cout * ohw..(i0 + 1) * g.cout * ohw], ohw)
-    } else {
-        gather_dy(g, dy, i0, nb, tmp, th);
-        View::rows(&tmp[..g.cout * nb * ohw], nb * ohw)
-    }
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! first layers, 3 channels) and 1×1 strided kernels, where a channels-last copy would give
 //! short segments and a gemm of poor shape. Each function writes the whole of its output.
 
-use super::conv::{Geom, dy_chunk};
 use super::gemm::{View, matmul};
+use super::geom::{Geom, dy_chunk};
 use super::scratch::{copy_row, for_chunks, over_chunks, sum_over_chunks, with_workspace, zero};
 
 /// The valid output range `[lo, hi)` along one axis for kernel offset `kk`: the outputs whose

@@ -4,8 +4,8 @@
 //! to match (and its gradient back). Chosen when `cin` is large enough for those copies to be
 //! long. Each function writes the whole of its output slice.
 
-use super::conv::{Geom, dy_chunk};
 use super::gemm::{View, matmul};
+use super::geom::{Geom, dy_chunk};
 use super::scratch::{
     add_row, copy_row, for_chunks, over_chunks, sum_over_chunks, with_weights, with_workspace,
 };

@@ -9,6 +9,7 @@ mod conv_nchw;
 mod conv_nhwc;
 mod ext;
 pub mod gemm;
+mod geom;
 pub mod norm;
 pub mod pool;
 mod scratch;

@@ -8,9 +8,9 @@
 //! position, 16 gemms) and transformed back (`Gᵀ dU G`). Results differ from the direct sum by float rounding only (tested against burn's
 //! op), and do not depend on the thread count.
 
-use super::conv::Geom;
 use super::conv_nhwc::to_padded_nhwc;
 use super::gemm::{View, matmul};
+use super::geom::Geom;
 use super::scratch::{for_chunks, over_chunks, sum_over_chunks, with_weights, with_workspace};
 
 /// Whether the convolution `g` runs here. Maps of at least 8×8: on ResNet-18's 4×4 stage the

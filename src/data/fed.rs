@@ -1,0 +1,94 @@
+//! A federated data set in memory: one train split, one test split, and each client's list of
+//! train indices; the input of a batch on the device.
+
+use burn::tensor::{Int, Tensor};
+
+pub use crate::config::Augmentation as Augment;
+
+#[derive(Clone, Debug)]
+pub enum Features {
+    /// `n × c × h × w` floats, already normalised.
+    Images {
+        c: usize,
+        h: usize,
+        w: usize,
+        data: Vec<f32>,
+    },
+    /// `n × len` token indices (Shakespeare characters).
+    Tokens { len: usize, data: Vec<u8> },
+}
+
+#[derive(Clone, Debug)]
+pub struct Split {
+    pub x: Features,
+    pub y: Vec<u8>,
+}
+
+impl Split {
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+}
+
+/// The input of one batch, on the device.
+#[derive(Clone, Debug)]
+pub enum Input {
+    Images(Tensor<4>),
+    Tokens(Tensor<2, Int>),
+}
+
+/// How a training batch is augmented (`data.augmentation`, re-exported as [`Augment`]):
+/// `Batch`, one crop offset and one flip decision for the whole batch (the FedNAR code);
+/// `Sample`, one per image; `None`.
+
+#[derive(Clone, Debug)]
+pub struct FedData {
+    pub name: String,
+    pub train: Split,
+    pub test: Split,
+    /// Train indices of each client.
+    pub clients: Vec<Vec<usize>>,
+    pub num_classes: usize,
+    /// Images only: augmentation applies.
+    pub augment: Augment,
+}
+
+impl FedData {
+    pub fn client_sizes(&self) -> Vec<usize> {
+        self.clients.iter().map(|c| c.len()).collect()
+    }
+
+    /// Each client's training samples per class.
+    pub fn class_counts(&self) -> Vec<Vec<usize>> {
+        self.clients
+            .iter()
+            .map(|c| {
+                let mut n = vec![0usize; self.num_classes];
+                for &i in c {
+                    n[self.train.y[i] as usize] += 1;
+                }
+                n
+            })
+            .collect()
+    }
+
+    /// One-line description for the log.
+    pub fn describe(&self) -> String {
+        let sizes = self.client_sizes();
+        let min = sizes.iter().min().copied().unwrap_or(0);
+        let max = sizes.iter().max().copied().unwrap_or(0);
+        format!(
+            "{}: {} train / {} test samples, {} clients ({}..{} samples each), {} classes",
+            self.name,
+            self.train.len(),
+            self.test.len(),
+            self.clients.len(),
+            min,
+            max,
+            self.num_classes
+        )
+    }
+}
