@@ -10,7 +10,7 @@ use fedrun::fl::client::{ClipDecay, HostChain, LocalStats};
 use fedrun::fl::engine::{Experiment, LocalTrainer, RoundConfig, run_round};
 use fedrun::fl::losses;
 use fedrun::fl::plan::{ClientPlan, Rule};
-use fedrun::fl::strategy::{Aggregate, RoundInfo, Setup, Strategy};
+use fedrun::fl::strategy::{Aggregate, RoundInfo, ServerStep, Setup, Strategy};
 use fedrun::fl::term::Term;
 use fedrun::optim::{AdaptiveRule, Ctx, global_norm};
 
@@ -342,7 +342,11 @@ fn fedadam_two_rounds_by_hand() {
         mean_sq_norm: (d * d) as f64,
         clients: 1,
     };
-    a.server_update(&info(0), &mut x, &mut agg(0.2));
+    a.server_update(ServerStep {
+        info: &info(0),
+        global: &mut x,
+        agg: &mut agg(0.2),
+    });
     // m = 0.02, v = 0.01·0.0004 = 4e-6, ε_0 = 0.01·0.998²
     let (m1, v1, e0) = (0.02f64, 4e-6f64, 0.01 * 0.998f64.powi(2));
     let u1 = (m1 / 0.1) / (v1 / 0.01 + e0).sqrt();
@@ -352,7 +356,11 @@ fn fedadam_two_rounds_by_hand() {
         x[0],
         1.0 + u1
     );
-    a.server_update(&info(1), &mut x, &mut agg(-0.1));
+    a.server_update(ServerStep {
+        info: &info(1),
+        global: &mut x,
+        agg: &mut agg(-0.1),
+    });
     let m2 = 0.9 * m1 + 0.1 * -0.1;
     let v2 = 0.99 * v1 + 0.01 * m2 * m2;
     let e1 = 0.01 * 0.998f64.powi(4);
@@ -363,6 +371,21 @@ fn fedadam_two_rounds_by_hand() {
         x[0],
         1.0 + u1 + u2
     );
+}
+
+#[test]
+fn fedadam_reddi_and_adpfed_forms_by_hand() {
+    let info = |t| RoundInfo {
+        round: t,
+        lr: 0.01,
+        server_lr: 1.0,
+        sampled: vec![0],
+    };
+    let agg = |d: f32| Aggregate {
+        mean_delta: vec![d],
+        mean_sq_norm: (d * d) as f64,
+        clients: 1,
+    };
     // the Reddi / FedACG form: v of Δ̄², v0 = τ², u = m/(√v + τ)
     let r = fedrun::schema::parse(
         &common::synthetic_spec(""),
@@ -376,7 +399,11 @@ fn fedadam_two_rounds_by_hand() {
     .unwrap();
     let mut b = AdaptiveServer::new(AdaptiveRule::Adam, &setup(&r, 1)).unwrap();
     let mut y = vec![0f32];
-    b.server_update(&info(0), &mut y, &mut agg(0.2));
+    b.server_update(ServerStep {
+        info: &info(0),
+        global: &mut y,
+        agg: &mut agg(0.2),
+    });
     let m = 0.1 * 0.2f64;
     let v: f64 = 0.99 * 1e-6 + 0.01 * 0.04;
     assert!((y[0] as f64 - 0.01 * m / (v.sqrt() + 0.001)).abs() < 1e-7);
@@ -394,7 +421,11 @@ fn fedadam_two_rounds_by_hand() {
     .unwrap();
     let mut c = AdaptiveServer::new(AdaptiveRule::Adam, &setup(&p, 1)).unwrap();
     let mut z = vec![0f32];
-    c.server_update(&info(0), &mut z, &mut agg(0.2));
+    c.server_update(ServerStep {
+        info: &info(0),
+        global: &mut z,
+        agg: &mut agg(0.2),
+    });
     let v: f64 = 0.999 * 1e-4 + 0.001 * 0.04;
     let want = 0.01 * (0.1 * 0.2) / v.sqrt();
     assert!(

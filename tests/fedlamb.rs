@@ -9,7 +9,7 @@ use fedrun::fl::algorithms::{self, Step, fedlamb};
 use fedrun::fl::client::{ClipDecay, HostChain};
 use fedrun::fl::engine::Experiment;
 use fedrun::fl::plan::{ClientInfo, Report, Rule, Uplink};
-use fedrun::fl::strategy::{Aggregate, RoundInfo, Setup, Strategy};
+use fedrun::fl::strategy::{Aggregate, RoundInfo, ServerStep, Setup, Strategy};
 use fedrun::fl::term::Term;
 use fedrun::optim::{Ctx, Moments, global_norm};
 use fedrun::rng::Rng;
@@ -144,7 +144,11 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
             stored[c] = m.clone();
             send(alg.as_mut(), c, m, v);
         }
-        alg.server_update(&info(round), &mut global, &mut agg);
+        alg.server_update(ServerStep {
+            info: &info(round),
+            global: &mut global,
+            agg: &mut agg,
+        });
         let now: Vec<f32> = alg
             .state()
             .into_iter()
@@ -176,7 +180,11 @@ fn skip_sync_holds_vhat_between_syncs() {
     for round in 0..6 {
         let (m, v) = local(alg.as_ref(), 0, &[3.0, -4.0], 2);
         send(alg.as_mut(), 0, m, v);
-        alg.server_update(&info(round), &mut global, &mut agg);
+        alg.server_update(ServerStep {
+            info: &info(round),
+            global: &mut global,
+            agg: &mut agg,
+        });
         let h = vhat(alg.as_ref());
         if round < 2 {
             assert_eq!(h, eps, "round {round}: no sync yet");
@@ -280,7 +288,11 @@ fn mime_sgdm_momentum_and_local_terms_by_hand() {
             clients: 2,
         };
         alg.round_gradient(&[2.0, 2.0]);
-        alg.server_update(&info(0), &mut global, &mut agg);
+        alg.server_update(ServerStep {
+            info: &info(0),
+            global: &mut global,
+            agg: &mut agg,
+        });
         // m = (1 − β)·c = 0.25·(2, 2) = (0.5, 0.5)
         let c = [0.0f32, 4.0];
         alg.round_gradient(&c);
@@ -302,7 +314,11 @@ fn mime_sgdm_momentum_and_local_terms_by_hand() {
                 u[j]
             );
         }
-        alg.server_update(&info(1), &mut global, &mut agg);
+        alg.server_update(ServerStep {
+            info: &info(1),
+            global: &mut global,
+            agg: &mut agg,
+        });
         // m = 0.25·(0, 4) + 0.75·(0.5, 0.5) = (0.375, 1.375)
         let mut u = vec![0.0f32; 2];
         alg.plan(0)

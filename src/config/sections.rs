@@ -31,20 +31,13 @@ crate::choice! {
 crate::choice! {
     /// `data.variant`, the Dirichlet split: `fedexp-equal` (FedExP's equal-size clients) |
     /// `fedacg-balanced` (FedACG's balanced split).
-    pub enum DirichletVariant {
-        FedexpEqual = "fedexp-equal",
-        FedacgBalanced = "fedacg-balanced",
-    }
+    pub enum DirichletVariant { FedexpEqual = "fedexp-equal", FedacgBalanced = "fedacg-balanced" }
 }
 
 crate::choice! {
     /// `data.augmentation` of image batches: `batch` (FedNAR: one crop/flip per batch) |
     /// `sample` (one per image) | `none`.
-    pub enum Augmentation {
-        None = "none",
-        Batch = "batch",
-        Sample = "sample",
-    }
+    pub enum Augmentation { None = "none", Batch = "batch", Sample = "sample" }
 }
 
 crate::choice! {
@@ -66,19 +59,13 @@ crate::choice! {
 crate::choice! {
     /// `model.head` of ResNet-18: `fednar` (avg_pool2d(3) on the 4×4 map, as the FedNAR code) |
     /// `global` (global average pooling).
-    pub enum Head {
-        Fednar = "fednar",
-        Global = "global",
-    }
+    pub enum Head { Fednar = "fednar", Global = "global" }
 }
 
 crate::choice! {
     /// `fl.aggregation`, the client weights in Δ̄: `size` (p_i ∝ n_i, the FedNAR code) |
     /// `uniform` (1/M, the FedACG code).
-    pub enum Aggregation {
-        Size = "size",
-        Uniform = "uniform",
-    }
+    pub enum Aggregation { Size = "size", Uniform = "uniform" }
 }
 
 crate::choice! {
@@ -86,29 +73,19 @@ crate::choice! {
     /// `epoch`: l = lr·d^(t+e) in local epoch e of round t (the FedACG code: LambdaLR stepped
     /// per local epoch) | `step`: l = lr·lr_step_factor^k in round t, k = the milestones ≤ t
     /// (Fed-LAMB: ÷10 at rounds 30 and 70); `lr_decay` is not used by `step`.
-    pub enum LrSchedule {
-        Round = "round",
-        Epoch = "epoch",
-        Step = "step",
-    }
+    pub enum LrSchedule { Round = "round", Epoch = "epoch", Step = "step" }
 }
 
 crate::choice! {
     /// `run.backend`: `flex` (CPU) | `wgpu` (GPU, cargo feature `wgpu`).
-    pub enum Backend {
-        Flex = "flex",
-        Wgpu = "wgpu",
-    }
+    pub enum Backend { Flex = "flex", Wgpu = "wgpu" }
 }
 
 crate::choice! {
     /// `run.kernels`: `fedrun` (fedrun's own CPU kernels for the convolutions on flex; burn's
     /// ops elsewhere) | `burn` (burn's reference ops everywhere). Results agree to float
     /// rounding.
-    pub enum KernelChoice {
-        Fedrun = "fedrun",
-        Burn = "burn",
-    }
+    pub enum KernelChoice { Fedrun = "fedrun", Burn = "burn" }
 }
 
 crate::choice! {
@@ -117,11 +94,7 @@ crate::choice! {
     /// algorithm's term and the optimizer chain as tensor ops on the training device: fewest
     /// transfers on a GPU) | `auto` (device on wgpu, host on flex). Results agree to float
     /// rounding. Algorithms with their own update rule (the Fed-LAMB family) step on the host.
-    pub enum LocalStep {
-        Auto = "auto",
-        Host = "host",
-        Device = "device",
-    }
+    pub enum LocalStep { Auto = "auto", Host = "host", Device = "device" }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -9,14 +9,15 @@
 //! 2. `broadcast`: the model clients start from (default: the global model);
 //! 3. each sampled client i: `plan(i)`, then local training from the broadcast model, then
 //!    `receive(i, report)` with Δ_i and what the plan asked it to send;
-//! 4. `server_update` with the mean Δ̄ (`fl.aggregation`: size-weighted or uniform) and the
-//!    mean ‖Δ_i‖² (default: plain averaging, `x ← x + η_g·Δ̄`);
+//! 4. `server_update` with the global model and the aggregate: the mean Δ̄ (`fl.aggregation`:
+//!    size-weighted or uniform) and the mean ‖Δ_i‖² (default: plain averaging, `x ← x + η_g·Δ̄`);
 //! 5. evaluation of `eval_params` (default: the global model; FedExP: the last two iterates'
 //!    average).
 
 use super::plan::{ClientPlan, Report};
 use crate::config::{Keys, Spec};
 use crate::error::Result;
+use crate::optim::Momentum;
 
 /// What an algorithm is built from.
 pub struct Setup<'a> {
@@ -69,6 +70,15 @@ pub struct Aggregate {
     pub clients: usize,
 }
 
+/// What a server step works on.
+pub struct ServerStep<'a> {
+    pub info: &'a RoundInfo,
+    /// The global model, updated in place.
+    pub global: &'a mut [f32],
+    /// The round's aggregate, the strategy's to transform in place.
+    pub agg: &'a mut Aggregate,
+}
+
 /// Server-side quantities logged in the CSV.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ServerLog {
@@ -102,15 +112,9 @@ pub trait Strategy: Send + Sync {
         Ok(())
     }
 
-    /// Update the global model in place (default: plain averaging, `x ← x + η_g·Δ̄`). The
-    /// aggregate is the strategy's to transform in place.
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
-        average(info, global, agg)
+    /// Update the global model in place (default: plain averaging, `x ← x + η_g·Δ̄`).
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        average(s.info, s.global, s.agg)
     }
 
     /// The parameters to evaluate. None = the global model.
@@ -143,6 +147,18 @@ pub fn average(info: &RoundInfo, global: &mut [f32], agg: &Aggregate) -> ServerL
 pub fn axpy(x: &mut [f32], eta: f64, u: &[f32]) {
     let eta = eta as f32;
     x.iter_mut().zip(u).for_each(|(x, u)| *x += eta * u);
+}
+
+/// A server momentum's checkpoint entry, `m`.
+pub fn momentum_state(m: &Momentum) -> Vec<(String, &[f32])> {
+    vec![("m".into(), m.m())]
+}
+
+/// Restore a server momentum from its checkpoint entry.
+pub fn load_momentum(m: &mut Momentum, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
+    let dim = m.m().len();
+    m.set_m(take_state(&mut state, "m", dim)?);
+    Ok(())
 }
 
 /// Pick a named vector out of a checkpointed state.

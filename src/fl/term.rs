@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use burn::tensor::{Device, Tensor, TensorData};
 
-use crate::optim::{Ctx, Log, TensorTransform, Transform};
+use crate::optim::{Ctx, Log, TensorStep, TensorTransform, Transform};
 
 /// The factor of a shift.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,6 +72,14 @@ impl<'a> Term<'a> {
     pub fn shift(mut self, c: f32, v: &'a [f32]) -> Self {
         self.shifts.push((Coef::Fixed(c), v));
         self
+    }
+
+    /// Add `c·v` if there is a `v` (a per-client vector the client may not have yet).
+    pub fn shift_if(self, c: f32, v: Option<&'a [f32]>) -> Self {
+        match v {
+            Some(v) => self.shift(c, v),
+            None => self,
+        }
     }
 
     /// Add `c·v` with a factor that depends on the step.
@@ -206,18 +214,12 @@ impl DeviceTerm {
 }
 
 impl TensorTransform for DeviceTerm {
-    fn update_tensors(
-        &self,
-        u: &mut [Tensor<1>],
-        x: &[Tensor<1>],
-        ctx: &Ctx,
-        _norm: &mut Option<Tensor<1>>,
-    ) {
+    fn update_tensors(&self, s: &mut TensorStep, ctx: &Ctx) {
         if self.is_none() {
             return;
         }
         let coefs: Vec<f32> = self.shifts.iter().map(|(c, _)| c.at(ctx)).collect();
-        for (k, (g, xk)) in u.iter_mut().zip(x).enumerate() {
+        for (k, (g, xk)) in s.u.iter_mut().zip(s.x).enumerate() {
             let mut t: Option<Tensor<1>> =
                 (self.prox != 0.0).then(|| (xk.clone() - self.anchor[k].clone()) * self.prox);
             for (a, (_, v)) in coefs.iter().zip(&self.shifts) {

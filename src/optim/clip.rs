@@ -1,10 +1,8 @@
 //! `clip_by_global_norm`: `u ← u·min(1, A/(‖u‖ + 1e-6))`, one norm over all parameters
 //! (PyTorch's `clip_grad_norm_`). A = 0 disables clipping; the norm is still recorded.
 
-use burn::tensor::Tensor;
-
 use super::norm::global_norm;
-use super::transform::{Ctx, Log, TensorTransform, Transform};
+use super::transform::{Ctx, Log, TensorStep, TensorTransform, Transform};
 
 pub struct ClipByGlobalNorm(pub f32);
 
@@ -23,25 +21,19 @@ impl Transform for ClipByGlobalNorm {
 }
 
 impl TensorTransform for ClipByGlobalNorm {
-    fn update_tensors(
-        &self,
-        u: &mut [Tensor<1>],
-        _x: &[Tensor<1>],
-        _ctx: &Ctx,
-        norm: &mut Option<Tensor<1>>,
-    ) {
-        let sq = u
-            .iter()
-            .map(|g| (g.clone() * g.clone()).sum())
-            .reduce(|a, b| a + b);
+    fn update_tensors(&self, s: &mut TensorStep, _ctx: &Ctx) {
+        let sq =
+            s.u.iter()
+                .map(|g| (g.clone() * g.clone()).sum())
+                .reduce(|a, b| a + b);
         let Some(n) = sq.map(|s| s.sqrt()) else {
             return;
         };
-        *norm = Some(n.clone());
+        s.norm = Some(n.clone());
         if self.0 > 0.0 {
             // min(1, A/(‖u‖ + 1e-6)), broadcast over each tensor
             let coef = (n + 1e-6).recip().mul_scalar(self.0).clamp_max(1.0);
-            for g in u.iter_mut() {
+            for g in s.u.iter_mut() {
                 *g = g.clone() * coef.clone();
             }
         }

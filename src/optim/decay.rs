@@ -1,8 +1,6 @@
 //! `add_decayed_weights`: `u ← u + wd·x` (coupled L2 weight decay over all parameters).
 
-use burn::tensor::Tensor;
-
-use super::transform::{Ctx, Log, TensorTransform, Transform};
+use super::transform::{Ctx, Log, TensorStep, TensorTransform, Transform};
 
 pub struct AddDecayedWeights(pub f32);
 
@@ -16,15 +14,9 @@ impl Transform for AddDecayedWeights {
 }
 
 impl TensorTransform for AddDecayedWeights {
-    fn update_tensors(
-        &self,
-        u: &mut [Tensor<1>],
-        x: &[Tensor<1>],
-        _ctx: &Ctx,
-        _norm: &mut Option<Tensor<1>>,
-    ) {
+    fn update_tensors(&self, s: &mut TensorStep, _ctx: &Ctx) {
         if self.0 != 0.0 {
-            for (u, x) in u.iter_mut().zip(x) {
+            for (u, x) in s.u.iter_mut().zip(s.x) {
                 *u = u.clone() + x.clone() * self.0;
             }
         }

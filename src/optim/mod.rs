@@ -34,4 +34,4 @@ pub use descent::Descent;
 pub use momentum::Momentum;
 pub use norm::global_norm;
 pub use scale::Scale;
-pub use transform::{Chain, Ctx, Log, Moments, TensorTransform, Transform};
+pub use transform::{Chain, Ctx, Log, Moments, TensorStep, TensorTransform, Transform};

@@ -51,17 +51,18 @@ pub trait Transform: Send {
     }
 }
 
-/// A link over the parameter tensors on the training device (the device-resident local
-/// step): `u` and `x` hold one flat tensor per parameter tensor. A link that measures a norm
-/// leaves it in `norm` as a one-element tensor, which the step reads once with its loss.
+/// A device step's tensors: the update `u` and the parameters `x`, one flat tensor per
+/// parameter tensor, and the norm a link measured (a one-element tensor, which the step reads
+/// once with its loss).
+pub struct TensorStep<'a> {
+    pub u: &'a mut [Tensor<1>],
+    pub x: &'a [Tensor<1>],
+    pub norm: Option<Tensor<1>>,
+}
+
+/// A link over the parameter tensors on the training device (the device-resident local step).
 pub trait TensorTransform: Send {
-    fn update_tensors(
-        &self,
-        u: &mut [Tensor<1>],
-        x: &[Tensor<1>],
-        ctx: &Ctx,
-        norm: &mut Option<Tensor<1>>,
-    );
+    fn update_tensors(&self, s: &mut TensorStep, ctx: &Ctx);
 
     /// Fill `log` from the norm `update_tensors` left, once read (default: nothing).
     fn read_norm(&self, _norm: f64, _log: &mut Log) {}

@@ -9,7 +9,8 @@ use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
 use crate::fl::strategy::{
-    Aggregate, RoundInfo, RoundNeeds, ServerLog, Setup, Strategy, axpy, take_state,
+    RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum,
+    momentum_state,
 };
 use crate::fl::term::Term;
 use crate::optim::{Ctx, Log, Momentum, Scale, Transform};
@@ -67,12 +68,8 @@ impl Strategy for FedAcg {
         }
     }
 
-    fn server_update(
-        &mut self,
-        _info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let (global, agg) = (s.global, s.agg);
         let (ctx, mut log) = (Ctx::default(), Log::default());
         self.eta.update(&mut agg.mean_delta, global, &ctx, &mut log);
         self.momentum
@@ -85,12 +82,10 @@ impl Strategy for FedAcg {
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {
-        vec![("m".into(), self.momentum.m())]
+        momentum_state(&self.momentum)
     }
 
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        let m = take_state(&mut state, "m", self.momentum.m().len())?;
-        self.momentum.set_m(m);
-        Ok(())
+    fn load_state(&mut self, state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        load_momentum(&mut self.momentum, state)
     }
 }

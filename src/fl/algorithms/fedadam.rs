@@ -7,17 +7,13 @@
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, axpy, take_state};
+use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, axpy, take_state};
 use crate::optim::{AdaptiveForm, AdaptiveRule, Ctx, Log, ScaleByAdaptive, Transform, global_norm};
 
 crate::choice! {
     /// `fedadam.variant`: `fedexp` (v of m², ε inside the sqrt) | `reddi` (v of Δ̄², v_0 = τ²)
     /// | `adpfed` (v of Δ̄², v_0 = ε, `u = m/√v`).
-    pub enum Variant {
-        Fedexp = "fedexp",
-        Reddi = "reddi",
-        Adpfed = "adpfed",
-    }
+    pub enum Variant { Fedexp = "fedexp", Reddi = "reddi", Adpfed = "adpfed" }
 }
 
 crate::key_table! {
@@ -55,12 +51,8 @@ impl AdaptiveServer {
 }
 
 impl Strategy for AdaptiveServer {
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let ServerStep { info, global, agg } = s;
         let ctx = Ctx {
             round: info.round,
             ..Ctx::default()

@@ -3,7 +3,9 @@
 
 use crate::config::validate::unit_open;
 use crate::error::Result;
-use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, axpy, take_state};
+use crate::fl::strategy::{
+    ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum, momentum_state,
+};
 use crate::optim::{Ctx, Log, Momentum, Transform};
 
 crate::key_table! {
@@ -30,12 +32,8 @@ impl FedAvgM {
 }
 
 impl Strategy for FedAvgM {
-    fn server_update(
-        &mut self,
-        _info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let (global, agg) = (s.global, s.agg);
         self.momentum.update(
             &mut agg.mean_delta,
             global,
@@ -50,12 +48,10 @@ impl Strategy for FedAvgM {
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {
-        vec![("m".into(), self.momentum.m())]
+        momentum_state(&self.momentum)
     }
 
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        let m = take_state(&mut state, "m", self.momentum.m().len())?;
-        self.momentum.set_m(m);
-        Ok(())
+    fn load_state(&mut self, state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        load_momentum(&mut self.momentum, state)
     }
 }

@@ -8,7 +8,7 @@
 use crate::config::validate::unit_closed;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
-use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, average, take_state};
+use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, average, take_state};
 use crate::fl::term::{Coef, Term};
 
 crate::key_table! {
@@ -49,12 +49,8 @@ impl Strategy for FedCm {
         }
     }
 
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let ServerStep { info, global, agg } = s;
         self.last.copy_from_slice(&agg.mean_delta);
         average(info, global, agg)
     }

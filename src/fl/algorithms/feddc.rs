@@ -13,7 +13,7 @@ use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report};
-use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, take_state};
+use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, take_state};
 use crate::fl::term::Term;
 use crate::optim::global_norm;
 
@@ -96,12 +96,8 @@ impl Strategy for FedDc {
     }
 
     #[allow(clippy::needless_range_loop)]
-    fn server_update(
-        &mut self,
-        _info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let (global, agg) = (s.global, s.agg);
         let n = self.weights.len() as f64;
         let eta = self.eta;
         for i in 0..self.dim {

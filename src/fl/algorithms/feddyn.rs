@@ -13,7 +13,7 @@ use crate::config::validate::positive;
 use crate::error::Result;
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report};
-use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, take_state};
+use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, take_state};
 use crate::fl::term::Term;
 use crate::optim::global_norm;
 
@@ -56,12 +56,8 @@ impl FedDyn {
 impl Strategy for FedDyn {
     fn plan(&self, client: usize) -> ClientPlan<'_> {
         // g ← g + α·(x − θ) − g_i
-        let t = Term::prox(self.alpha);
         ClientPlan {
-            term: match self.gi.get(client) {
-                Some(gi) => t.shift(-1.0, gi),
-                None => t,
-            },
+            term: Term::prox(self.alpha).shift_if(-1.0, self.gi.get(client)),
             ..ClientPlan::default()
         }
     }
@@ -79,12 +75,8 @@ impl Strategy for FedDyn {
         Ok(())
     }
 
-    fn server_update(
-        &mut self,
-        _info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let (global, agg) = (s.global, s.agg);
         let scale = self.alpha as f64 / self.clients as f64;
         self.h
             .iter_mut()

@@ -6,15 +6,12 @@
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, axpy, take_state};
+use crate::fl::strategy::{Aggregate, ServerLog, ServerStep, Setup, Strategy, axpy, take_state};
 use crate::optim::{Ctx, Log, Transform, global_norm};
 
 crate::choice! {
     /// `fedexp.eps_form`: `code`: |S|·ε in the denominator (the official code) | `paper`: ε.
-    pub enum EpsForm {
-        Code = "code",
-        Paper = "paper",
-    }
+    pub enum EpsForm { Code = "code", Paper = "paper" }
 }
 
 crate::key_table! {
@@ -98,12 +95,8 @@ impl FedExP {
 }
 
 impl Strategy for FedExP {
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let ServerStep { info, global, agg } = s;
         let prev = (self.eval_avg && info.round > 0).then(|| global.to_vec());
         let ctx = Ctx {
             round: info.round,

@@ -25,16 +25,13 @@ use crate::config::validate::{at_least_one, non_negative};
 use crate::error::{Error, Result};
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report, Rule};
-use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Setup, Strategy, axpy, take_state};
+use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, axpy, take_state};
 use crate::optim::{AddDecayedWeights, Descent, ScaleByAmsgrad, global_norm};
 
 crate::choice! {
     /// `fedlamb.zero_rule`, the step of a tensor whose norm (or whose update's norm) is 0:
     /// `lamb` (trust ratio 1) | `paper` (φ(0) = 0: no step).
-    pub enum ZeroRule {
-        Lamb = "lamb",
-        Paper = "paper",
-    }
+    pub enum ZeroRule { Lamb = "lamb", Paper = "paper" }
 }
 
 crate::key_table! {
@@ -204,12 +201,8 @@ impl Strategy for FedLamb {
         Ok(())
     }
 
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let ServerStep { info, global, agg } = s;
         axpy(global, self.eta, &agg.mean_delta);
         if (info.round + 1).is_multiple_of(self.keys.sync_every) && self.n_v > 0 {
             self.sync();

@@ -18,11 +18,13 @@
 //! `m ← β·m + g` and steps with `β·m + g`: the same method with the gradient's weight 1 instead
 //! of 1−β (another effective step size).
 
+use super::fedlamb::{FedLamb, Source, Step};
 use crate::config::validate::unit_open;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
 use crate::fl::strategy::{
-    Aggregate, RoundInfo, RoundNeeds, ServerLog, Setup, Strategy, axpy, take_state,
+    RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum,
+    momentum_state,
 };
 use crate::fl::term::Term;
 use crate::optim::{Ctx, Log, Momentum, Transform};
@@ -30,10 +32,7 @@ use crate::optim::{Ctx, Log, Momentum, Transform};
 crate::choice! {
     /// `mime.base`, the base optimizer: `amsgrad` (the Fed-LAMB paper's Mime: AMSGrad local
     /// steps with the server's v̂, keys in `[fedlamb]`) | `sgdm` (SGD with server momentum).
-    pub enum Base {
-        Amsgrad = "amsgrad",
-        Sgdm = "sgdm",
-    }
+    pub enum Base { Amsgrad = "amsgrad", Sgdm = "sgdm" }
 }
 
 crate::key_table! {
@@ -45,6 +44,16 @@ crate::key_table! {
         /// `sgdm`: MimeLite (true) or Mime with the SVRG correction (false).
         pub lite: bool = true;
     }
+}
+
+/// `fl.algorithm = "mime"`: with `mime.base = "amsgrad"` the Fed-LAMB paper's Mime (the
+/// Fed-LAMB loop with the AMS step and the server's v̂ of full-data gradients), with `"sgdm"`
+/// [`MimeSgdm`].
+pub fn build(s: &Setup) -> Result<Box<dyn Strategy>> {
+    Ok(match s.keys::<Keys>()?.base {
+        Base::Sgdm => Box::new(MimeSgdm::new(s)?),
+        Base::Amsgrad => Box::new(FedLamb::new(Step::Ams, Source::FullGradient, s)?),
+    })
 }
 
 /// Mime or MimeLite with SGD and a frozen server momentum.
@@ -106,12 +115,8 @@ impl Strategy for MimeSgdm {
         }
     }
 
-    fn server_update(
-        &mut self,
-        _info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let (global, agg) = (s.global, s.agg);
         axpy(global, self.eta, &agg.mean_delta);
         // m ← (1−β)·c + β·m
         self.scratch.copy_from_slice(&self.c);
@@ -128,12 +133,10 @@ impl Strategy for MimeSgdm {
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {
-        vec![("m".into(), self.momentum.m())]
+        momentum_state(&self.momentum)
     }
 
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        let m = take_state(&mut state, "m", self.momentum.m().len())?;
-        self.momentum.set_m(m);
-        Ok(())
+    fn load_state(&mut self, state: Vec<(String, Vec<f32>)>) -> Result<()> {
+        load_momentum(&mut self.momentum, state)
     }
 }

@@ -71,115 +71,49 @@ const MIME: &dyn KeyTable = table::<mime::Keys>();
 
 /// Every algorithm, in the order `fedrun check` lists them.
 pub const REGISTRY: &[Entry] = &[
-    Entry {
-        name: "fedavg",
-        tables: &[],
-        build: |s| ok(FedAvg::new(s)?),
-    },
-    Entry {
-        name: "fedprox",
-        tables: &[FEDPROX],
-        build: |s| ok(FedProx::new(s)?),
-    },
-    Entry {
-        name: "scaffold",
-        tables: &[],
-        build: |s| ok(Scaffold::new(s)?),
-    },
-    Entry {
-        name: "fedexp",
-        tables: &[FEDEXP],
-        build: |s| ok(FedExP::new(s)?),
-    },
-    Entry {
-        name: "fedadam",
-        tables: &[FEDADAM],
-        build: |s| ok(AdaptiveServer::new(AdaptiveRule::Adam, s)?),
-    },
-    Entry {
-        name: "fedadagrad",
-        tables: &[FEDADAM],
-        build: |s| ok(AdaptiveServer::new(AdaptiveRule::Adagrad, s)?),
-    },
-    Entry {
-        name: "fedyogi",
-        tables: &[FEDADAM],
-        build: |s| ok(AdaptiveServer::new(AdaptiveRule::Yogi, s)?),
-    },
-    Entry {
-        name: "fedavgm",
-        tables: &[FEDAVGM],
-        build: |s| ok(FedAvgM::new(s)?),
-    },
-    Entry {
-        name: "fedacg",
-        tables: &[FEDACG],
-        build: |s| ok(FedAcg::new(s)?),
-    },
-    Entry {
-        name: "feddyn",
-        tables: &[FEDDYN],
-        build: |s| ok(FedDyn::new(s)?),
-    },
-    Entry {
-        name: "feddc",
-        tables: &[FEDDC],
-        build: |s| ok(FedDc::new(s)?),
-    },
-    Entry {
-        name: "fedcm",
-        tables: &[FEDCM],
-        build: |s| ok(FedCm::new(s)?),
-    },
-    Entry {
-        name: "fedlc",
-        tables: &[FEDLC],
-        build: |s| ok(FedLc::new(s)?),
-    },
-    Entry {
-        name: "fedntd",
-        tables: &[FEDNTD],
-        build: |s| ok(FedNtd::new(s)?),
-    },
-    Entry {
-        name: "feddecorr",
-        tables: &[FEDDECORR],
-        build: |s| ok(FedDecorr::new(s)?),
-    },
-    Entry {
-        name: "moon",
-        tables: &[MOON],
-        build: |s| ok(Moon::new(s)?),
-    },
-    Entry {
-        name: "fedmlb",
-        tables: &[FEDMLB],
-        build: |s| ok(FedMlb::new(s)?),
-    },
-    Entry {
-        name: "fedlamb",
-        tables: &[FEDLAMB],
-        build: |s| ok(FedLamb::new(Step::Lamb, Source::ClientV, s)?),
-    },
-    Entry {
-        name: "fedams",
-        tables: &[FEDLAMB],
-        build: |s| ok(FedLamb::new(Step::Ams, Source::ClientV, s)?),
-    },
-    Entry {
-        name: "mimelamb",
-        tables: &[FEDLAMB],
-        build: |s| ok(FedLamb::new(Step::Lamb, Source::FullGradient, s)?),
-    },
-    Entry {
-        name: "mime",
-        tables: &[MIME, FEDLAMB],
-        build: |s| match s.spec.keys::<mime::Keys>()?.base {
-            mime::Base::Sgdm => ok(MimeSgdm::new(s)?),
-            mime::Base::Amsgrad => ok(FedLamb::new(Step::Ams, Source::FullGradient, s)?),
-        },
-    },
+    alg("fedavg", &[], |s| ok(FedAvg::new(s)?)),
+    alg("fedprox", &[FEDPROX], |s| ok(FedProx::new(s)?)),
+    alg("scaffold", &[], |s| ok(Scaffold::new(s)?)),
+    alg("fedexp", &[FEDEXP], |s| ok(FedExP::new(s)?)),
+    alg("fedadam", &[FEDADAM], |s| {
+        ok(AdaptiveServer::new(AdaptiveRule::Adam, s)?)
+    }),
+    alg("fedadagrad", &[FEDADAM], |s| {
+        ok(AdaptiveServer::new(AdaptiveRule::Adagrad, s)?)
+    }),
+    alg("fedyogi", &[FEDADAM], |s| {
+        ok(AdaptiveServer::new(AdaptiveRule::Yogi, s)?)
+    }),
+    alg("fedavgm", &[FEDAVGM], |s| ok(FedAvgM::new(s)?)),
+    alg("fedacg", &[FEDACG], |s| ok(FedAcg::new(s)?)),
+    alg("feddyn", &[FEDDYN], |s| ok(FedDyn::new(s)?)),
+    alg("feddc", &[FEDDC], |s| ok(FedDc::new(s)?)),
+    alg("fedcm", &[FEDCM], |s| ok(FedCm::new(s)?)),
+    alg("fedlc", &[FEDLC], |s| ok(FedLc::new(s)?)),
+    alg("fedntd", &[FEDNTD], |s| ok(FedNtd::new(s)?)),
+    alg("feddecorr", &[FEDDECORR], |s| ok(FedDecorr::new(s)?)),
+    alg("moon", &[MOON], |s| ok(Moon::new(s)?)),
+    alg("fedmlb", &[FEDMLB], |s| ok(FedMlb::new(s)?)),
+    alg("fedlamb", &[FEDLAMB], |s| {
+        ok(FedLamb::new(Step::Lamb, Source::ClientV, s)?)
+    }),
+    alg("fedams", &[FEDLAMB], |s| {
+        ok(FedLamb::new(Step::Ams, Source::ClientV, s)?)
+    }),
+    alg("mimelamb", &[FEDLAMB], |s| {
+        ok(FedLamb::new(Step::Lamb, Source::FullGradient, s)?)
+    }),
+    alg("mime", &[MIME, FEDLAMB], mime::build),
 ];
+
+/// A registry line: the name, the tables it reads, how to build it.
+const fn alg(name: &'static str, tables: &'static [&'static dyn KeyTable], build: Build) -> Entry {
+    Entry {
+        name,
+        tables,
+        build,
+    }
+}
 
 fn ok(a: impl Strategy + 'static) -> Result<Box<dyn Strategy>> {
     Ok(Box::new(a))

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report};
 use crate::fl::strategy::{
-    Aggregate, RoundInfo, RoundNeeds, ServerLog, Setup, Strategy, average, take_state,
+    RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, average, take_state,
 };
 use crate::fl::term::Term;
 use crate::optim::global_norm;
@@ -64,12 +64,11 @@ impl Strategy for Scaffold {
 
     fn plan(&self, client: usize) -> ClientPlan<'_> {
         // g ← g + c − c_i
-        let t = Term::none().shift(1.0, &self.c);
+        let term = Term::none()
+            .shift(1.0, &self.c)
+            .shift_if(-1.0, self.ci.get(client));
         ClientPlan {
-            term: match self.ci.get(client) {
-                Some(ci) => t.shift(-1.0, ci),
-                None => t,
-            },
+            term,
             ..ClientPlan::default()
         }
     }
@@ -83,12 +82,8 @@ impl Strategy for Scaffold {
         Ok(())
     }
 
-    fn server_update(
-        &mut self,
-        info: &RoundInfo,
-        global: &mut [f32],
-        agg: &mut Aggregate,
-    ) -> ServerLog {
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let ServerStep { info, global, agg } = s;
         ServerLog {
             state_norm: Some(global_norm(&self.c)),
             ..average(info, global, agg)

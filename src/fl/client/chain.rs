@@ -16,7 +16,8 @@ use crate::config::LocalSpec;
 use crate::fl::plan::Rule;
 use crate::fl::term::{DeviceTerm, Term, TermLink};
 use crate::optim::{
-    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Descent, Log, Moments, TensorTransform,
+    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Descent, Log, Moments, TensorStep,
+    TensorTransform,
 };
 
 /// The chain's clip and weight decay (`local.max_norm`, `local.weight_decay`, `local.nar`).
@@ -134,11 +135,16 @@ impl DeviceChain {
         g: &mut [Tensor<1>],
         ctx: &Ctx,
     ) -> Option<Tensor<1>> {
-        let mut norm = None;
-        self.term.update_tensors(g, x, ctx, &mut norm);
+        let mut s = TensorStep {
+            u: g,
+            x,
+            norm: None,
+        };
+        self.term.update_tensors(&mut s, ctx);
         for l in &self.base {
-            l.update_tensors(g, x, ctx, &mut norm);
+            l.update_tensors(&mut s, ctx);
         }
+        let norm = s.norm;
         Descent::apply_tensors(lr, x, g);
         norm
     }

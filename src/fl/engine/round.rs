@@ -5,7 +5,7 @@ use super::workers::LocalTrainer;
 use crate::error::Error;
 use crate::fl::client::LocalStats;
 use crate::fl::plan::{ClientInfo, ClientPlan, Report};
-use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, Strategy};
+use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, ServerStep, Strategy};
 use crate::optim::global_norm;
 use crate::rng::{Rng, Stream};
 
@@ -192,7 +192,11 @@ fn server_step(
     mut st: RoundStats,
 ) -> Result<RoundStats, Stop> {
     let before = global.to_vec();
-    st.server = alg.server_update(info, global, &mut agg);
+    st.server = alg.server_update(ServerStep {
+        info,
+        global,
+        agg: &mut agg,
+    });
     if global.iter().any(|v| !v.is_finite()) {
         return Err(Stop::Diverged {
             round: t,
