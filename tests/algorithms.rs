@@ -5,12 +5,15 @@ mod common;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use fedrun::config::Spec;
 use fedrun::data;
-use fedrun::fl::algorithms::{self, AdaptiveServer, FedExP, Scaffold};
+use fedrun::fl::algorithms::fedadam::AdaptiveServer;
+use fedrun::fl::algorithms::fedexp::FedExP;
+use fedrun::fl::algorithms::scaffold::Scaffold;
+use fedrun::fl::algorithms::{self, fedlc};
 use fedrun::fl::client::{ClipDecay, HostChain, LocalStats};
 use fedrun::fl::engine::{Experiment, LocalTrainer, RoundConfig, run_round};
 use fedrun::fl::losses;
 use fedrun::fl::plan::{ClientPlan, Rule};
-use fedrun::fl::strategy::{Aggregate, RoundInfo, ServerStep, Setup, Strategy};
+use fedrun::fl::strategy::{Aggregate, FromSetup, RoundInfo, ServerStep, Setup, Strategy};
 use fedrun::fl::term::Term;
 use fedrun::optim::{AdaptiveRule, Ctx, global_norm};
 
@@ -223,7 +226,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
     // full participation, one local step: c_i ← c_i − c − Δ_i/(K·l) with c = 0 in round 0
     let mut q = two_clients(1, sgd(0.0, 0.0, false));
     let sp = spec("scaffold");
-    let mut s = Scaffold::new(&Setup {
+    let mut s = Scaffold::from_setup(&Setup {
         spec: &sp,
         dim: 2,
         tensors: &[0..1, 1..2],
@@ -438,7 +441,7 @@ fn fedadam_reddi_and_adpfed_forms_by_hand() {
 #[test]
 fn fedexp_step_size_by_hand_and_never_below_one() {
     let s = spec("fedexp");
-    let e = FedExP::new(&setup(&s, 2)).unwrap();
+    let e = FedExP::from_setup(&setup(&s, 2)).unwrap();
     // Δ_1 = (1, 0), Δ_2 = (−1, 0.5): Δ̄ = (0, 0.25), G = (1 + 1.25)/2 = 1.125
     let agg = Aggregate {
         mean_delta: vec![0.0, 0.25],
@@ -465,7 +468,9 @@ fn fedexp_step_size_by_hand_and_never_below_one() {
             ],
         )
         .unwrap();
-        FedExP::new(&setup(&s, 2)).unwrap().step_size(0, &agg)
+        FedExP::from_setup(&setup(&s, 2))
+            .unwrap()
+            .step_size(0, &agg)
     };
     let eps0 = 0.1 * 0.998f64.powi(2);
     assert!((with_eps("code") - (0.5 * 1.125 / (0.0625 + 2.0 * eps0)).max(1.0)).abs() < 1e-9);
@@ -814,7 +819,7 @@ fn value(t: Tensor<1>) -> f64 {
 fn loss_terms_by_hand() {
     // FedLC: counts (16, 1, 0), τ = 1 → offsets (−1/2, −1, masked); logits z = (1, 2, 5), y = 0:
     // softmax over classes 0 and 1 of (0.5, 1.0) → −log(e^0.5/(e^0.5 + e^1))
-    let off = algorithms::fedlc_offsets(1.0, &[16, 1, 0]);
+    let off = fedlc::offsets(1.0, &[16, 1, 0]);
     assert_eq!(&off[..2], &[-0.5, -1.0]);
     let offsets = Tensor::<2>::from_data(TensorData::new(off, [1, 3]), &Device::flex());
     let lc = value(losses::calibrated_cross_entropy(

@@ -86,7 +86,8 @@ pub(crate) fn deserialize<T: DeserializeOwned>(
     })
 }
 
-/// A table of keys: the struct, its `Default` and its [`Keys`] impl in one declaration. Each
+/// A table of keys: the struct, its `Default`, its [`Keys`] impl and the constant `KEYS` (the
+/// table as the registry names it; one table per module) in one declaration. Each
 /// field has its default and, after `=>`, the checks of its value (functions of the key's
 /// dotted name and the value, from `config::validate`):
 ///
@@ -124,6 +125,9 @@ macro_rules! key_table {
                 }
             }
         }
+
+        /// This table, as the algorithm registry names it.
+        pub const KEYS: &'static dyn $crate::config::KeyTable = $crate::config::table::<$name>();
 
         impl $crate::config::Keys for $name {
             const TABLE: &'static str = $table;

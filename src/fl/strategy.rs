@@ -39,6 +39,11 @@ impl Setup<'_> {
     }
 }
 
+/// A strategy built from a [`Setup`] alone: the registry's `alg::<A>` builds it.
+pub trait FromSetup: Strategy + Sized + 'static {
+    fn from_setup(s: &Setup) -> Result<Self>;
+}
+
 /// Facts about the round, shared by all hooks.
 #[derive(Clone, Debug)]
 pub struct RoundInfo {

@@ -9,7 +9,7 @@ use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
 use crate::fl::strategy::{
-    RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum,
+    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum,
     momentum_state,
 };
 use crate::fl::term::Term;
@@ -34,8 +34,8 @@ pub struct FedAcg {
     phi: Vec<f32>,
 }
 
-impl FedAcg {
-    pub fn new(s: &Setup) -> Result<Self> {
+impl FromSetup for FedAcg {
+    fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
         Ok(FedAcg {
             lambda: k.lambda as f32,

@@ -50,6 +50,21 @@ impl AdaptiveServer {
     }
 }
 
+/// FedAdam.
+pub fn adam(s: &Setup) -> Result<Box<dyn Strategy>> {
+    Ok(Box::new(AdaptiveServer::new(AdaptiveRule::Adam, s)?))
+}
+
+/// FedAdagrad.
+pub fn adagrad(s: &Setup) -> Result<Box<dyn Strategy>> {
+    Ok(Box::new(AdaptiveServer::new(AdaptiveRule::Adagrad, s)?))
+}
+
+/// FedYogi.
+pub fn yogi(s: &Setup) -> Result<Box<dyn Strategy>> {
+    Ok(Box::new(AdaptiveServer::new(AdaptiveRule::Yogi, s)?))
+}
+
 impl Strategy for AdaptiveServer {
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
         let ServerStep { info, global, agg } = s;

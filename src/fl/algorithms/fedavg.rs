@@ -1,12 +1,12 @@
 //! FedAvg: local SGD; server `x ← x + η_g·Δ̄`. Every hook is the [`Strategy`] default.
 
 use crate::error::Result;
-use crate::fl::strategy::{Setup, Strategy};
+use crate::fl::strategy::{FromSetup, Setup, Strategy};
 
 pub struct FedAvg;
 
-impl FedAvg {
-    pub fn new(_s: &Setup) -> Result<Self> {
+impl FromSetup for FedAvg {
+    fn from_setup(_s: &Setup) -> Result<Self> {
         Ok(FedAvg)
     }
 }

@@ -4,7 +4,7 @@
 use crate::config::validate::unit_open;
 use crate::error::Result;
 use crate::fl::strategy::{
-    ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum, momentum_state,
+    FromSetup, ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum, momentum_state,
 };
 use crate::optim::{Ctx, Log, Momentum, Transform};
 
@@ -21,8 +21,8 @@ pub struct FedAvgM {
     eta: f64,
 }
 
-impl FedAvgM {
-    pub fn new(s: &Setup) -> Result<Self> {
+impl FromSetup for FedAvgM {
+    fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
         Ok(FedAvgM {
             momentum: Momentum::trace(k.momentum as f32, s.dim),

@@ -8,7 +8,7 @@
 use crate::config::validate::unit_closed;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
-use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, average, take_state};
+use crate::fl::strategy::{FromSetup, ServerLog, ServerStep, Setup, Strategy, average, take_state};
 use crate::fl::term::{Coef, Term};
 
 crate::key_table! {
@@ -25,8 +25,8 @@ pub struct FedCm {
     last: Vec<f32>,
 }
 
-impl FedCm {
-    pub fn new(s: &Setup) -> Result<Self> {
+impl FromSetup for FedCm {
+    fn from_setup(s: &Setup) -> Result<Self> {
         Ok(FedCm {
             alpha: s.keys::<Keys>()?.alpha as f32,
             last: vec![0.0; s.dim],

@@ -13,7 +13,7 @@ use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report};
-use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, take_state};
+use crate::fl::strategy::{FromSetup, ServerLog, ServerStep, Setup, Strategy, take_state};
 use crate::fl::term::Term;
 use crate::optim::global_norm;
 
@@ -40,8 +40,8 @@ pub struct FedDc {
     dg: Vec<f64>,
 }
 
-impl FedDc {
-    pub fn new(s: &Setup) -> Result<Self> {
+impl FromSetup for FedDc {
+    fn from_setup(s: &Setup) -> Result<Self> {
         let n = s.client_sizes.len();
         let mean = s.client_sizes.iter().sum::<usize>() as f64 / n as f64;
         Ok(FedDc {

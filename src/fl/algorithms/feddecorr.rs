@@ -9,7 +9,7 @@ use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::losses::{cross_entropy, decorrelation};
 use crate::fl::plan::{ClientPlan, LocalLoss, LossInput};
-use crate::fl::strategy::{Setup, Strategy};
+use crate::fl::strategy::{FromSetup, Setup, Strategy};
 
 crate::key_table! {
     /// `[feddecorr]`
@@ -22,19 +22,19 @@ pub struct FedDecorr {
     beta: f64,
 }
 
-impl FedDecorr {
-    pub fn new(s: &Setup) -> Result<Self> {
-        Ok(FedDecorr {
-            beta: s.keys::<Keys>()?.beta,
-        })
-    }
-}
-
 impl LocalLoss for FedDecorr {
     fn loss(&self, input: &LossInput) -> Tensor<1> {
         let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
         let dec = decorrelation(input.out.features.clone());
         ce + dec.mul_scalar(self.beta as f32)
+    }
+}
+
+impl FromSetup for FedDecorr {
+    fn from_setup(s: &Setup) -> Result<Self> {
+        Ok(FedDecorr {
+            beta: s.keys::<Keys>()?.beta,
+        })
     }
 }
 

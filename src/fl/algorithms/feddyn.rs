@@ -13,7 +13,7 @@ use crate::config::validate::positive;
 use crate::error::Result;
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report};
-use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, take_state};
+use crate::fl::strategy::{FromSetup, ServerLog, ServerStep, Setup, Strategy, take_state};
 use crate::fl::term::Term;
 use crate::optim::global_norm;
 
@@ -36,7 +36,13 @@ pub struct FedDyn {
 }
 
 impl FedDyn {
-    pub fn new(s: &Setup) -> Result<Self> {
+    pub fn client_state(&self, client: usize) -> Option<&[f32]> {
+        self.gi.get(client)
+    }
+}
+
+impl FromSetup for FedDyn {
+    fn from_setup(s: &Setup) -> Result<Self> {
         Ok(FedDyn {
             alpha: s.spec.keys::<Keys>()?.alpha as f32,
             eta: s.spec.fl.global_lr as f32,
@@ -46,10 +52,6 @@ impl FedDyn {
             h: vec![0.0; s.dim],
             sum_delta: vec![0.0; s.dim],
         })
-    }
-
-    pub fn client_state(&self, client: usize) -> Option<&[f32]> {
-        self.gi.get(client)
     }
 }
 

@@ -6,7 +6,9 @@
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::strategy::{Aggregate, ServerLog, ServerStep, Setup, Strategy, axpy, take_state};
+use crate::fl::strategy::{
+    Aggregate, FromSetup, ServerLog, ServerStep, Setup, Strategy, axpy, take_state,
+};
 use crate::optim::{Ctx, Log, Transform, global_norm};
 
 crate::choice! {
@@ -73,7 +75,15 @@ pub struct FedExP {
 }
 
 impl FedExP {
-    pub fn new(s: &Setup) -> Result<Self> {
+    /// The step size for a round's aggregate.
+    pub fn step_size(&self, round: usize, agg: &Aggregate) -> f64 {
+        self.step
+            .step_size(round, &agg.mean_delta, agg.mean_sq_norm, agg.clients)
+    }
+}
+
+impl FromSetup for FedExP {
+    fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
         Ok(FedExP {
             step: ExtrapolatedStep {
@@ -85,12 +95,6 @@ impl FedExP {
             eval_avg: k.eval_avg,
             eval: None,
         })
-    }
-
-    /// The step size for a round's aggregate.
-    pub fn step_size(&self, round: usize, agg: &Aggregate) -> f64 {
-        self.step
-            .step_size(round, &agg.mean_delta, agg.mean_sq_norm, agg.clients)
     }
 }
 

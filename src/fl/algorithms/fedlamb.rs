@@ -169,6 +169,21 @@ impl FedLamb {
     }
 }
 
+/// Fed-LAMB.
+pub fn lamb(s: &Setup) -> Result<Box<dyn Strategy>> {
+    Ok(Box::new(FedLamb::new(Step::Lamb, Source::ClientV, s)?))
+}
+
+/// Fed-AMS.
+pub fn ams(s: &Setup) -> Result<Box<dyn Strategy>> {
+    Ok(Box::new(FedLamb::new(Step::Ams, Source::ClientV, s)?))
+}
+
+/// Mime-LAMB.
+pub fn mimelamb(s: &Setup) -> Result<Box<dyn Strategy>> {
+    Ok(Box::new(FedLamb::new(Step::Lamb, Source::FullGradient, s)?))
+}
+
 impl Strategy for FedLamb {
     fn plan(&self, client: usize) -> ClientPlan<'_> {
         let m = self

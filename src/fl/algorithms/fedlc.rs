@@ -11,7 +11,7 @@ use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::losses::{MASKED, calibrated_cross_entropy};
 use crate::fl::plan::{ClientPlan, LocalLoss, LossInput};
-use crate::fl::strategy::{Setup, Strategy};
+use crate::fl::strategy::{FromSetup, Setup, Strategy};
 
 crate::key_table! {
     /// `[fedlc]`
@@ -55,8 +55,8 @@ pub struct FedLc {
     losses: Vec<Calibrated>,
 }
 
-impl FedLc {
-    pub fn new(s: &Setup) -> Result<Self> {
+impl FromSetup for FedLc {
+    fn from_setup(s: &Setup) -> Result<Self> {
         let tau = s.keys::<Keys>()?.tau;
         let losses = if tau > 0.0 {
             s.class_counts

@@ -14,7 +14,7 @@ use crate::config::validate::{non_negative, positive};
 use crate::error::{Error, Result};
 use crate::fl::losses::{cross_entropy, kl_divergence};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
-use crate::fl::strategy::{Setup, Strategy};
+use crate::fl::strategy::{FromSetup, Setup, Strategy};
 
 crate::key_table! {
     /// `[fedmlb]`
@@ -33,16 +33,6 @@ pub struct FedMlb {
 }
 
 impl FedMlb {
-    pub fn new(s: &Setup) -> Result<Self> {
-        if s.spec.model.kind != ModelKind::Resnet18 {
-            return Err(Error::Config(format!(
-                "fl.algorithm = \"fedmlb\" needs model.kind = \"resnet18\" (its hybrid branches run ResNet-18's stages), not \"{}\"",
-                s.spec.model.kind
-            )));
-        }
-        Ok(FedMlb { keys: s.keys()? })
-    }
-
     /// `Σ_l CE(b_l)` and `Σ_l KL(softmax(b_l/T) ‖ softmax(z/T))` over the hybrid branches.
     fn branches(&self, input: &LossInput) -> (Tensor<1>, Tensor<1>) {
         let z = input.out.logits.clone();
@@ -74,6 +64,18 @@ impl LocalLoss for FedMlb {
         ce.mul_scalar(k.lambda1 as f32)
             + ce_b.mul_scalar(k.lambda2 as f32 / n)
             + kl_b.mul_scalar(k.lambda3 as f32 / n)
+    }
+}
+
+impl FromSetup for FedMlb {
+    fn from_setup(s: &Setup) -> Result<Self> {
+        if s.spec.model.kind != ModelKind::Resnet18 {
+            return Err(Error::Config(format!(
+                "fl.algorithm = \"fedmlb\" needs model.kind = \"resnet18\" (its hybrid branches run ResNet-18's stages), not \"{}\"",
+                s.spec.model.kind
+            )));
+        }
+        Ok(FedMlb { keys: s.keys()? })
     }
 }
 

@@ -9,7 +9,7 @@ use crate::config::validate::{at_most_one, non_negative, positive};
 use crate::error::Result;
 use crate::fl::losses::{cross_entropy, not_true_kl};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
-use crate::fl::strategy::{Setup, Strategy};
+use crate::fl::strategy::{FromSetup, Setup, Strategy};
 
 crate::key_table! {
     /// `[fedntd]`
@@ -25,16 +25,6 @@ pub struct FedNtd {
     temperature: f64,
 }
 
-impl FedNtd {
-    pub fn new(s: &Setup) -> Result<Self> {
-        let k: Keys = s.keys()?;
-        Ok(FedNtd {
-            beta: k.weight,
-            temperature: k.temperature,
-        })
-    }
-}
-
 impl LocalLoss for FedNtd {
     fn loss(&self, input: &LossInput) -> Tensor<1> {
         let z = input.out.logits.clone();
@@ -46,6 +36,16 @@ impl LocalLoss for FedNtd {
             self.temperature,
         );
         ce.mul_scalar((1.0 - self.beta) as f32) + kl.mul_scalar(self.beta as f32)
+    }
+}
+
+impl FromSetup for FedNtd {
+    fn from_setup(s: &Setup) -> Result<Self> {
+        let k: Keys = s.keys()?;
+        Ok(FedNtd {
+            beta: k.weight,
+            temperature: k.temperature,
+        })
     }
 }
 

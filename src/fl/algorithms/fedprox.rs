@@ -4,7 +4,7 @@
 use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
-use crate::fl::strategy::{Setup, Strategy};
+use crate::fl::strategy::{FromSetup, Setup, Strategy};
 use crate::fl::term::Term;
 
 crate::key_table! {
@@ -20,8 +20,8 @@ pub struct FedProx {
     mu: f32,
 }
 
-impl FedProx {
-    pub fn new(s: &Setup) -> Result<Self> {
+impl FromSetup for FedProx {
+    fn from_setup(s: &Setup) -> Result<Self> {
         Ok(FedProx {
             mu: s.keys::<Keys>()?.mu as f32,
         })

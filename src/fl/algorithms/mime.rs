@@ -23,7 +23,7 @@ use crate::config::validate::unit_open;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
 use crate::fl::strategy::{
-    RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum,
+    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum,
     momentum_state,
 };
 use crate::fl::term::Term;
@@ -51,7 +51,7 @@ crate::key_table! {
 /// [`MimeSgdm`].
 pub fn build(s: &Setup) -> Result<Box<dyn Strategy>> {
     Ok(match s.keys::<Keys>()?.base {
-        Base::Sgdm => Box::new(MimeSgdm::new(s)?),
+        Base::Sgdm => Box::new(MimeSgdm::from_setup(s)?),
         Base::Amsgrad => Box::new(FedLamb::new(Step::Ams, Source::FullGradient, s)?),
     })
 }
@@ -68,8 +68,8 @@ pub struct MimeSgdm {
     scratch: Vec<f32>,
 }
 
-impl MimeSgdm {
-    pub fn new(s: &Setup) -> Result<Self> {
+impl FromSetup for MimeSgdm {
+    fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
         Ok(MimeSgdm {
             lite: k.lite,

@@ -1,7 +1,7 @@
 //! The algorithm registry: one file per algorithm, and this list. Adding an algorithm is a new
 //! file implementing [`Strategy`](super::strategy::Strategy) (with its own `Keys` table if
-//! it has keys, declared with `key_table!`) and one entry in [`REGISTRY`], which names the
-//! tables it reads.
+//! it has keys, declared with `key_table!`), its `mod` line, and one line in [`REGISTRY`]
+//! that names it, the tables it reads and how to build it.
 
 pub mod fedacg;
 pub mod fedadam;
@@ -21,28 +21,9 @@ pub mod mime;
 pub mod moon;
 pub mod scaffold;
 
-pub use fedacg::FedAcg;
-pub use fedadam::AdaptiveServer;
-pub use fedavg::FedAvg;
-pub use fedavgm::FedAvgM;
-pub use fedcm::FedCm;
-pub use feddc::FedDc;
-pub use feddecorr::FedDecorr;
-pub use feddyn::FedDyn;
-pub use fedexp::FedExP;
-pub use fedlamb::{FedLamb, Source, Step};
-pub use fedlc::{FedLc, offsets as fedlc_offsets};
-pub use fedmlb::FedMlb;
-pub use fedntd::FedNtd;
-pub use fedprox::FedProx;
-pub use mime::MimeSgdm;
-pub use moon::Moon;
-pub use scaffold::Scaffold;
-
-use super::strategy::{Setup, Strategy};
-use crate::config::{KeyTable, table};
+use super::strategy::{FromSetup, Setup, Strategy};
+use crate::config::KeyTable;
 use crate::error::Result;
-use crate::optim::AdaptiveRule;
 
 type Build = fn(&Setup) -> Result<Box<dyn Strategy>>;
 
@@ -53,61 +34,38 @@ pub struct Entry {
     pub build: Build,
 }
 
-const FEDPROX: &dyn KeyTable = table::<fedprox::Keys>();
-const FEDAVGM: &dyn KeyTable = table::<fedavgm::Keys>();
-const FEDADAM: &dyn KeyTable = table::<fedadam::Keys>();
-const FEDEXP: &dyn KeyTable = table::<fedexp::Keys>();
-const FEDACG: &dyn KeyTable = table::<fedacg::Keys>();
-const FEDDYN: &dyn KeyTable = table::<feddyn::Keys>();
-const FEDDC: &dyn KeyTable = table::<feddc::Keys>();
-const FEDCM: &dyn KeyTable = table::<fedcm::Keys>();
-const FEDLC: &dyn KeyTable = table::<fedlc::Keys>();
-const FEDNTD: &dyn KeyTable = table::<fedntd::Keys>();
-const FEDDECORR: &dyn KeyTable = table::<feddecorr::Keys>();
-const MOON: &dyn KeyTable = table::<moon::Keys>();
-const FEDMLB: &dyn KeyTable = table::<fedmlb::Keys>();
-const FEDLAMB: &dyn KeyTable = table::<fedlamb::Keys>();
-const MIME: &dyn KeyTable = table::<mime::Keys>();
-
 /// Every algorithm, in the order `fedrun check` lists them.
 pub const REGISTRY: &[Entry] = &[
-    alg("fedavg", &[], |s| ok(FedAvg::new(s)?)),
-    alg("fedprox", &[FEDPROX], |s| ok(FedProx::new(s)?)),
-    alg("scaffold", &[], |s| ok(Scaffold::new(s)?)),
-    alg("fedexp", &[FEDEXP], |s| ok(FedExP::new(s)?)),
-    alg("fedadam", &[FEDADAM], |s| {
-        ok(AdaptiveServer::new(AdaptiveRule::Adam, s)?)
-    }),
-    alg("fedadagrad", &[FEDADAM], |s| {
-        ok(AdaptiveServer::new(AdaptiveRule::Adagrad, s)?)
-    }),
-    alg("fedyogi", &[FEDADAM], |s| {
-        ok(AdaptiveServer::new(AdaptiveRule::Yogi, s)?)
-    }),
-    alg("fedavgm", &[FEDAVGM], |s| ok(FedAvgM::new(s)?)),
-    alg("fedacg", &[FEDACG], |s| ok(FedAcg::new(s)?)),
-    alg("feddyn", &[FEDDYN], |s| ok(FedDyn::new(s)?)),
-    alg("feddc", &[FEDDC], |s| ok(FedDc::new(s)?)),
-    alg("fedcm", &[FEDCM], |s| ok(FedCm::new(s)?)),
-    alg("fedlc", &[FEDLC], |s| ok(FedLc::new(s)?)),
-    alg("fedntd", &[FEDNTD], |s| ok(FedNtd::new(s)?)),
-    alg("feddecorr", &[FEDDECORR], |s| ok(FedDecorr::new(s)?)),
-    alg("moon", &[MOON], |s| ok(Moon::new(s)?)),
-    alg("fedmlb", &[FEDMLB], |s| ok(FedMlb::new(s)?)),
-    alg("fedlamb", &[FEDLAMB], |s| {
-        ok(FedLamb::new(Step::Lamb, Source::ClientV, s)?)
-    }),
-    alg("fedams", &[FEDLAMB], |s| {
-        ok(FedLamb::new(Step::Ams, Source::ClientV, s)?)
-    }),
-    alg("mimelamb", &[FEDLAMB], |s| {
-        ok(FedLamb::new(Step::Lamb, Source::FullGradient, s)?)
-    }),
-    alg("mime", &[MIME, FEDLAMB], mime::build),
+    alg::<fedavg::FedAvg>("fedavg", &[]),
+    alg::<fedprox::FedProx>("fedprox", &[fedprox::KEYS]),
+    alg::<scaffold::Scaffold>("scaffold", &[]),
+    alg::<fedexp::FedExP>("fedexp", &[fedexp::KEYS]),
+    with("fedadam", &[fedadam::KEYS], fedadam::adam),
+    with("fedadagrad", &[fedadam::KEYS], fedadam::adagrad),
+    with("fedyogi", &[fedadam::KEYS], fedadam::yogi),
+    alg::<fedavgm::FedAvgM>("fedavgm", &[fedavgm::KEYS]),
+    alg::<fedacg::FedAcg>("fedacg", &[fedacg::KEYS]),
+    alg::<feddyn::FedDyn>("feddyn", &[feddyn::KEYS]),
+    alg::<feddc::FedDc>("feddc", &[feddc::KEYS]),
+    alg::<fedcm::FedCm>("fedcm", &[fedcm::KEYS]),
+    alg::<fedlc::FedLc>("fedlc", &[fedlc::KEYS]),
+    alg::<fedntd::FedNtd>("fedntd", &[fedntd::KEYS]),
+    alg::<feddecorr::FedDecorr>("feddecorr", &[feddecorr::KEYS]),
+    alg::<moon::Moon>("moon", &[moon::KEYS]),
+    alg::<fedmlb::FedMlb>("fedmlb", &[fedmlb::KEYS]),
+    with("fedlamb", &[fedlamb::KEYS], fedlamb::lamb),
+    with("fedams", &[fedlamb::KEYS], fedlamb::ams),
+    with("mimelamb", &[fedlamb::KEYS], fedlamb::mimelamb),
+    with("mime", &[mime::KEYS, fedlamb::KEYS], mime::build),
 ];
 
-/// A registry line: the name, the tables it reads, how to build it.
-const fn alg(name: &'static str, tables: &'static [&'static dyn KeyTable], build: Build) -> Entry {
+/// A registry line: the algorithm `A` under `name`, reading `tables`.
+const fn alg<A: FromSetup>(name: &'static str, tables: &'static [&'static dyn KeyTable]) -> Entry {
+    with(name, tables, build_boxed::<A>)
+}
+
+/// A registry line with its own builder (the variants of one strategy type).
+const fn with(name: &'static str, tables: &'static [&'static dyn KeyTable], build: Build) -> Entry {
     Entry {
         name,
         tables,
@@ -115,8 +73,8 @@ const fn alg(name: &'static str, tables: &'static [&'static dyn KeyTable], build
     }
 }
 
-fn ok(a: impl Strategy + 'static) -> Result<Box<dyn Strategy>> {
-    Ok(Box::new(a))
+fn build_boxed<A: FromSetup>(s: &Setup) -> Result<Box<dyn Strategy>> {
+    Ok(Box::new(A::from_setup(s)?))
 }
 
 /// The algorithm names, in registry order.

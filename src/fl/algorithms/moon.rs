@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::fl::losses::{cross_entropy, model_contrastive};
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput, Report};
-use crate::fl::strategy::{RoundInfo, RoundNeeds, Setup, Strategy, take_state};
+use crate::fl::strategy::{FromSetup, RoundInfo, RoundNeeds, Setup, Strategy, take_state};
 
 crate::key_table! {
     /// `[moon]`
@@ -37,20 +37,6 @@ pub struct Moon {
     prev: PerClient,
 }
 
-impl Moon {
-    pub fn new(s: &Setup) -> Result<Self> {
-        let k: Keys = s.keys()?;
-        Ok(Moon {
-            mu: k.mu,
-            tau: k.temperature,
-            dim: s.dim,
-            start: vec![0.0; s.dim],
-            initial: None,
-            prev: PerClient::new("prev", s.client_sizes.len(), s.dim),
-        })
-    }
-}
-
 impl LocalLoss for Moon {
     fn loss(&self, input: &LossInput) -> Tensor<1> {
         let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
@@ -61,6 +47,20 @@ impl LocalLoss for Moon {
             self.tau,
         );
         ce + con.mul_scalar(self.mu as f32)
+    }
+}
+
+impl FromSetup for Moon {
+    fn from_setup(s: &Setup) -> Result<Self> {
+        let k: Keys = s.keys()?;
+        Ok(Moon {
+            mu: k.mu,
+            tau: k.temperature,
+            dim: s.dim,
+            start: vec![0.0; s.dim],
+            initial: None,
+            prev: PerClient::new("prev", s.client_sizes.len(), s.dim),
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report};
 use crate::fl::strategy::{
-    RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, average, take_state,
+    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, average, take_state,
 };
 use crate::fl::term::Term;
 use crate::optim::global_norm;
@@ -23,7 +23,17 @@ pub struct Scaffold {
 }
 
 impl Scaffold {
-    pub fn new(s: &Setup) -> Result<Self> {
+    pub fn control_variate(&self, client: usize) -> Option<&[f32]> {
+        self.ci.get(client)
+    }
+
+    pub fn server_variate(&self) -> &[f32] {
+        &self.c
+    }
+}
+
+impl FromSetup for Scaffold {
+    fn from_setup(s: &Setup) -> Result<Self> {
         let total: usize = s.client_sizes.iter().sum();
         Ok(Scaffold {
             dim: s.dim,
@@ -35,14 +45,6 @@ impl Scaffold {
             ci: PerClient::new("c", s.client_sizes.len(), s.dim),
             c: vec![0.0; s.dim],
         })
-    }
-
-    pub fn control_variate(&self, client: usize) -> Option<&[f32]> {
-        self.ci.get(client)
-    }
-
-    pub fn server_variate(&self) -> &[f32] {
-        &self.c
     }
 }
 
