@@ -1,4 +1,5 @@
-//! fedrun: federated-learning experiments on burn. See docs/ARCHITECTURE.md.
+//! fedrun: federated-learning experiments on burn. `docs/ARCHITECTURE.md` gives the data flow
+//! from the spec to the CSV; each module's header says what it owns.
 
 pub mod analysis;
 pub mod cli;

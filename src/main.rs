@@ -1,3 +1,6 @@
+//! The `fedrun` binary: parse the command line and run it (`cli`); an error is one line on
+//! stderr and exit status 1.
+
 use clap::Parser;
 
 fn main() {

@@ -28,7 +28,7 @@ pub trait LocalTrainer {
     ) -> Vec<LocalStats>;
     fn delta(&self, k: usize) -> &[f32];
     /// The loss gradient of client `client`'s whole data at `at` (for
-    /// `Algorithm::wants_round_gradient`).
+    /// `RoundNeeds::mean_full_gradient`).
     fn full_gradient(&mut self, client: usize, at: &[f32]) -> Vec<f32>;
 }
 
