@@ -5,8 +5,8 @@ mod common;
 
 use fedrun::config::Spec;
 use fedrun::data;
-use fedrun::fl::algorithms::fedlamb::{self, Step};
 use fedrun::fl::algorithms;
+use fedrun::fl::algorithms::fedlamb::{self, Step};
 use fedrun::fl::client::{ClipDecay, HostChain};
 use fedrun::fl::engine::Experiment;
 use fedrun::fl::plan::{ClientInfo, Report, Rule, Uplink};
