@@ -11,13 +11,32 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Write a file atomically from a writer callback (large files stream through a buffer
-/// instead of being built in memory first): temp file, fsync, rename.
+/// instead of being built in memory first): temp file, fsync, rename. A write that fails (a
+/// full disk) removes the temp file and leaves `path` as it was.
 pub fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    let f = std::fs::File::create(&tmp)
+    let written = write_synced(&tmp, fill);
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        Error::io(
+            format!("cannot rename {} to {}", tmp.display(), path.display()),
+            e,
+        )
+    })
+}
+
+/// Create `tmp`, fill it, flush and fsync it.
+fn write_synced(
+    tmp: &Path,
+    fill: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
+    let f = std::fs::File::create(tmp)
         .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
     fill(&mut w)
@@ -27,12 +46,5 @@ pub fn write_atomic_with(
         .into_inner()
         .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e.into_error()))?;
     f.sync_all()
-        .map_err(|e| Error::io(format!("cannot sync {}", tmp.display()), e))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(|e| {
-        Error::io(
-            format!("cannot rename {} to {}", tmp.display(), path.display()),
-            e,
-        )
-    })
+        .map_err(|e| Error::io(format!("cannot sync {}", tmp.display()), e))
 }

@@ -3,6 +3,8 @@
 
 use clap::Args;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use super::spec_args::SpecArgs;
 use crate::analysis::plot::{Corner, PlotOptions, plot};
@@ -44,10 +46,15 @@ pub fn run(a: &RunArgs) -> Result<()> {
         force: a.force,
         progress: !a.quiet,
         max_rounds_this_call: None,
+        stop: Some(stop_on_signals()?),
+        memory_budget: None,
     };
     let s = run_spec(&spec, &opts)?;
     println!("{}", s.line());
     println!("results: {}", dir.display());
+    if opts.stopping() && s.status == Status::Interrupted {
+        return Err(Error::Run(format!("{}: {}", dir.display(), s.message)));
+    }
     if a.spec.config.is_none() && s.status == Status::Complete {
         draw_quickstart(&dir);
     }
@@ -55,6 +62,19 @@ pub fn run(a: &RunArgs) -> Result<()> {
         return Err(Error::Run(format!("run diverged: {}", s.message)));
     }
     Ok(())
+}
+
+/// A flag that SIGINT and SIGTERM set (the run stops after its current round); a second one
+/// ends the process at once (exit status 130 or 143), leaving the last checkpoint.
+fn stop_on_signals() -> Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = Arc::new(AtomicBool::new(false));
+    for (sig, status) in [(SIGINT, 130), (SIGTERM, 143)] {
+        signal_hook::flag::register_conditional_shutdown(sig, status, Arc::clone(&stop))
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)))
+            .map_err(|e| Error::io("cannot install the signal handlers", e))?;
+    }
+    Ok(stop)
 }
 
 /// The quickstart ends with a picture of its curve (the code of `fedrun plot`).

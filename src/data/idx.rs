@@ -68,7 +68,12 @@ fn parse<'a>(
         )));
     }
     let shape: Vec<usize> = (0..dims).map(|d| be32(bytes, 4 + 4 * d) as usize).collect();
-    let want = head + shape.iter().product::<usize>();
+    // (a product too large to count promises more bytes than any file holds)
+    let want = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .and_then(|n| n.checked_add(head))
+        .unwrap_or(usize::MAX);
     if bytes.len() != want {
         return Err(Error::Data(format!(
             "{}: the header says {shape:?}, which is {want} bytes, but the file has {} (truncated or not this format)",

@@ -39,7 +39,16 @@ pub fn partition(
                 rng,
             )),
         },
-        Partition::Shards => Ok(shards(labels, d.num_clients, d.shards_per_client, rng)),
+        Partition::Shards => {
+            let count = d.num_clients.checked_mul(d.shards_per_client);
+            if count.is_none_or(|c| c > n) {
+                return Err(Error::Config(format!(
+                    "key `data.shards_per_client` ({}) × `data.num_clients` ({}) shards exceed the {n} training samples (at least one each)",
+                    d.shards_per_client, d.num_clients
+                )));
+            }
+            Ok(shards(labels, d.num_clients, d.shards_per_client, rng))
+        }
         Partition::File => read_index_file(Path::new(&d.partition_file), n),
         Partition::Natural => Err(Error::Config(format!(
             "data.partition = \"natural\" needs a data set with users (shakespeare, leaf), not {}",

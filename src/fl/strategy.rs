@@ -122,6 +122,12 @@ pub trait Strategy: Send + Sync {
         average(s.info, s.global, s.agg)
     }
 
+    /// How many model-sized vectors it keeps per client, at most (SCAFFOLD's c_i: 1; FedDC's
+    /// h_i and g_i: 2), so that a run is refused before they outgrow the machine.
+    fn per_client_vectors(&self) -> usize {
+        0
+    }
+
     /// The parameters to evaluate. None = the global model.
     fn eval_params(&self) -> Option<&[f32]> {
         None

@@ -10,6 +10,7 @@ pub mod mnist_cnn;
 pub mod params;
 pub mod projection;
 pub mod resnet;
+pub mod size;
 pub mod transformer;
 
 use burn::module::Module;

@@ -111,6 +111,10 @@ impl Strategy for FedDc {
         }
     }
 
+    fn per_client_vectors(&self) -> usize {
+        2
+    }
+
     fn state(&self) -> Vec<(String, &[f32])> {
         let mut out = vec![
             ("g".to_string(), self.g.as_slice()),

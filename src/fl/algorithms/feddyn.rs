@@ -96,6 +96,10 @@ impl Strategy for FedDyn {
         }
     }
 
+    fn per_client_vectors(&self) -> usize {
+        1
+    }
+
     fn state(&self) -> Vec<(String, &[f32])> {
         let mut out: Vec<(String, &[f32])> = vec![("h".to_string(), self.h.as_slice())];
         out.extend(self.gi.state());

@@ -230,6 +230,10 @@ impl Strategy for FedLamb {
         }
     }
 
+    fn per_client_vectors(&self) -> usize {
+        1
+    }
+
     fn state(&self) -> Vec<(String, &[f32])> {
         let mut out: Vec<(String, &[f32])> = vec![
             ("vhat".into(), self.vhat.as_slice()),

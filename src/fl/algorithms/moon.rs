@@ -97,6 +97,10 @@ impl Strategy for Moon {
         Ok(())
     }
 
+    fn per_client_vectors(&self) -> usize {
+        usize::from(self.mu != 0.0)
+    }
+
     fn state(&self) -> Vec<(String, &[f32])> {
         let mut out: Vec<(String, &[f32])> = self
             .initial

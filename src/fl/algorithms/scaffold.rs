@@ -92,6 +92,10 @@ impl Strategy for Scaffold {
         }
     }
 
+    fn per_client_vectors(&self) -> usize {
+        1
+    }
+
     fn state(&self) -> Vec<(String, &[f32])> {
         let mut out: Vec<(String, &[f32])> = vec![("c".to_string(), self.c.as_slice())];
         out.extend(self.ci.state());

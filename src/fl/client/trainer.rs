@@ -47,7 +47,7 @@ impl LocalStats {
 /// Local steps of a client with `n` samples.
 pub fn local_steps(steps: usize, epochs: usize, batch: usize, n: usize) -> usize {
     if epochs > 0 {
-        epochs * n.div_ceil(batch)
+        epochs.saturating_mul(n.div_ceil(batch))
     } else {
         steps
     }

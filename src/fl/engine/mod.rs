@@ -11,18 +11,23 @@
 //! | `round.rs` | one round: sample, train, aggregate, server update |
 //! | `checkpoint.rs` | the checkpoint format |
 //! | `run_dir.rs` | the run folder: finished or resumable, spec check, checkpoints, summary |
+//! | `lock.rs` | one writer per run folder: an OS lock held for the life of the run |
+//! | `resources.rs` | the sizes a spec implies, checked against memory before allocation |
 //! | `run.rs` | the outer loop: rounds, evaluation, CSV, divergence, progress |
 
 pub mod checkpoint;
 mod experiment;
+mod lock;
 mod options;
+pub mod resources;
 mod round;
 mod run;
 mod run_dir;
 mod workers;
 
 pub use experiment::Experiment;
+pub use lock::RunLock;
 pub use options::{RunOptions, client_workers, device_step, devices, shape_of};
 pub use round::{RoundConfig, RoundStats, Stop, run_round, sample_clients};
-pub use run::run;
+pub use run::{run, stopped_message};
 pub use workers::{BurnClients, LocalTrainer};

@@ -2,6 +2,8 @@
 //! model shape a data set implies, and how many clients train at once.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::tensor::Device;
 
@@ -22,6 +24,18 @@ pub struct RunOptions {
     pub progress: bool,
     /// Stop after this many rounds of this process (tests of resume); None = run to the end.
     pub max_rounds_this_call: Option<usize>,
+    /// Set from outside (SIGINT, SIGTERM): the run stops after its current round, with a
+    /// checkpoint, as `interrupted`.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Bytes the run may use; None: the machine's available memory.
+    pub memory_budget: Option<u64>,
+}
+
+impl RunOptions {
+    /// Whether the run was asked to stop.
+    pub fn stopping(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
+    }
 }
 
 impl Default for RunOptions {
@@ -32,6 +46,8 @@ impl Default for RunOptions {
             force: false,
             progress: false,
             max_rounds_this_call: None,
+            stop: None,
+            memory_budget: None,
         }
     }
 }

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use super::experiment::Experiment;
 use super::options::RunOptions;
+use super::resources::{available_memory, check_batches, check_spec, check_state};
 use super::round::Stop;
 use super::run_dir::{Progress, RunDir};
 use crate::config::Spec;
@@ -16,12 +17,17 @@ use crate::metrics::summary::{Status, Summary};
 /// The message of a run that has not ended (yet).
 const RUNNING: &str = "running, or stopped before the end";
 
+/// The message of a run stopped by a signal after `round` rounds.
+pub fn stopped_message(round: usize) -> String {
+    format!("stopped by a signal after round {round}; run the same command to resume")
+}
+
 /// Run the experiment a spec describes, writing `<out>/<name>/`: `spec.toml`, `rounds.csv`,
 /// `summary.json` and `checkpoint.bin`. An existing folder with a checkpoint is resumed (its
 /// spec must match); `force` starts afresh. Nothing is written before the spec and the data
 /// have been checked.
 pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
-    let dir = RunDir::new(&opts.out, &spec.run.name);
+    let mut dir = RunDir::open(&opts.out, &spec.run.name)?;
     if let Some(s) = dir.finished(spec, opts.force)? {
         eprintln!(
             "{} is already {} (use --force to run it again)",
@@ -31,9 +37,20 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
         return Ok(s);
     }
     let resume = dir.resume_point(spec, opts.force)?;
+    let budget = opts.memory_budget.or_else(available_memory);
+    if let Some(b) = budget {
+        check_spec(spec, b)?;
+    }
     let data = data::load(spec, opts.data_dir.as_deref())?;
     eprintln!("{}", data.describe());
+    if let Some(b) = budget {
+        check_batches(spec, &data, b)?;
+    }
     let mut ex = Experiment::new(spec, data)?;
+    if let Some(b) = budget {
+        let (clients, vectors) = (ex.data.clients.len(), ex.alg.per_client_vectors());
+        check_state(spec, clients, vectors, ex.layout.total, b)?;
+    }
     eprintln!(
         "model {}: {} parameters; algorithm {}{}",
         spec.model.kind,
@@ -144,6 +161,9 @@ fn rounds(
             p.elapsed_s = now();
             dir.save(ex, csv, &p)?;
         }
+        if opts.stopping() {
+            break;
+        }
     }
     bar.finish();
     p.elapsed_s = now();
@@ -158,7 +178,11 @@ fn rounds(
         p.summary(&name, Status::Complete, String::new())
     } else {
         dir.save(ex, csv, &p)?;
-        p.summary(&name, Status::Interrupted, RUNNING.into())
+        let message = match opts.stopping() {
+            true => stopped_message(p.next),
+            false => RUNNING.into(),
+        };
+        p.summary(&name, Status::Interrupted, message)
     };
     s.seconds_per_round = pace;
     dir.write_summary(&s)?;

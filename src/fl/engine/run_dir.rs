@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint;
 use super::experiment::Experiment;
+use super::lock::{LOCK_FILE, RunLock};
 use crate::config::Spec;
 use crate::error::{Error, Result};
 use crate::io::write_atomic;
@@ -52,13 +53,26 @@ impl Progress {
 
 pub struct RunDir {
     dir: PathBuf,
+    /// The folder's lock, once taken.
+    lock: Option<RunLock>,
+    /// The checked checkpoint to resume from (read by `resume_point`, used by `restore`).
+    pending: Option<(checkpoint::Header, checkpoint::Vectors)>,
 }
 
 impl RunDir {
-    pub fn new(out: &Path, name: &str) -> Self {
-        RunDir {
-            dir: out.join(name),
-        }
+    /// The folder `<out>/<name>`; if it exists, its lock is taken at once (another process in
+    /// it is an error), so that nothing in it is read while another run writes it.
+    pub fn open(out: &Path, name: &str) -> Result<Self> {
+        let dir = out.join(name);
+        let lock = match dir.is_dir() {
+            true => Some(RunLock::acquire(&dir)?),
+            false => None,
+        };
+        Ok(RunDir {
+            dir,
+            lock,
+            pending: None,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -91,13 +105,16 @@ impl RunDir {
         Ok(Some(s))
     }
 
-    /// The round to resume at, if there is a checkpoint to resume from (its spec checked).
-    pub fn resume_point(&self, spec: &Spec, force: bool) -> Result<Option<usize>> {
+    /// The round to resume at, if there is a checkpoint to resume from: the whole file is
+    /// checked (a damaged or truncated one is refused) and the spec compared.
+    pub fn resume_point(&mut self, spec: &Spec, force: bool) -> Result<Option<usize>> {
         if force || !self.checkpoint().exists() {
             return Ok(None);
         }
-        let next = checkpoint::read_header(&self.checkpoint())?.next_round;
+        let (h, v) = checkpoint::read(&self.checkpoint())?;
+        let next = h.next_round;
         self.check_same_spec(spec, Some(next))?;
+        self.pending = Some((h, v));
         Ok(Some(next))
     }
 
@@ -126,15 +143,18 @@ impl RunDir {
         )))
     }
 
-    /// Make the folder (emptied first with `force`).
-    pub fn prepare(&self, force: bool) -> Result<()> {
+    /// Make the folder and hold its lock (with `force`, empty it first, keeping the lock).
+    pub fn prepare(&mut self, force: bool) -> Result<()> {
         let dir = &self.dir;
         if force && dir.exists() {
-            std::fs::remove_dir_all(dir)
-                .map_err(|e| Error::io(format!("cannot remove {}", dir.display()), e))?;
+            empty(dir)?;
         }
         std::fs::create_dir_all(dir)
-            .map_err(|e| Error::io(format!("cannot create output folder {}", dir.display()), e))
+            .map_err(|e| Error::io(format!("cannot create output folder {}", dir.display()), e))?;
+        if self.lock.is_none() {
+            self.lock = Some(RunLock::acquire(dir)?);
+        }
+        Ok(())
     }
 
     /// Write the resolved spec (again on resume: `fl.rounds` may have changed).
@@ -148,8 +168,11 @@ impl RunDir {
     }
 
     /// Restore the experiment from the checkpoint, and reopen `rounds.csv` at the length it had.
-    pub fn restore(&self, ex: &mut Experiment) -> Result<(Progress, CsvWriter)> {
-        let (h, mut vecs) = checkpoint::read(&self.checkpoint())?;
+    pub fn restore(&mut self, ex: &mut Experiment) -> Result<(Progress, CsvWriter)> {
+        let (h, mut vecs) = match self.pending.take() {
+            Some(p) => p,
+            None => checkpoint::read(&self.checkpoint())?,
+        };
         let gi = vecs
             .iter()
             .position(|(n, _)| n == "global")
@@ -195,4 +218,24 @@ impl RunDir {
     pub fn write_summary(&self, s: &Summary) -> Result<()> {
         s.write(&self.dir)
     }
+}
+
+/// Remove everything in `dir` but its lock file (which this process holds: removing it would
+/// let a second process lock a new one).
+fn empty(dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
+    for e in entries.flatten() {
+        let p = e.path();
+        if e.file_name() == LOCK_FILE {
+            continue;
+        }
+        let removed = if p.is_dir() {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+        removed.map_err(|e| Error::io(format!("cannot remove {}", p.display()), e))?;
+    }
+    Ok(())
 }

@@ -1,0 +1,140 @@
+//! Resource bounds, checked before anything is allocated: every size a spec implies (the data it
+//! generates, the model's parameters and their copies, a batch's activations, the per-client
+//! state) against what the machine can hold. A size that cannot fit is an error naming the key
+//! and its value, never an allocation failure that aborts the process. Sizes are counted in
+//! `u128`, so no spec value overflows them.
+
+use crate::config::{Dataset, Spec};
+use crate::data::FedData;
+use crate::data::shakespeare::VOCAB;
+use crate::error::{Error, Result};
+use crate::model::size::{estimate, size_keys};
+
+/// Bytes a run may use: the machine's available memory (`MemAvailable` in `/proc/meminfo`), or
+/// None where it cannot be read (then nothing is refused for size).
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// `n` bytes in the largest unit that keeps it above 1.
+fn human(n: u128) -> String {
+    let units = ["bytes", "KB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < units.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+/// Refuse `bytes` over `budget`, naming the keys behind them.
+fn fits(bytes: u128, budget: u64, keys: &str, what: &str) -> Result<()> {
+    if bytes <= budget as u128 {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "{keys}: {what} would take {} of memory; this machine has {} available (lower the key, or run on a larger machine)",
+        human(bytes),
+        human(budget as u128)
+    )))
+}
+
+/// The floats of one input sample, and the classes, of a data set (before it is loaded).
+fn input_of(d: Dataset) -> (u128, u128) {
+    match d {
+        Dataset::Cifar10 | Dataset::Synthetic => (3 * 32 * 32, 10),
+        Dataset::Mnist | Dataset::FashionMnist => (28 * 28, 10),
+        Dataset::Shakespeare | Dataset::Leaf => (80, VOCAB as u128),
+    }
+}
+
+/// The bytes of the data a spec generates (the synthetic set; the real ones are the size of
+/// their files).
+fn data_bytes(spec: &Spec, features: u128) -> u128 {
+    let d = &spec.data;
+    if d.dataset != Dataset::Synthetic {
+        return 0;
+    }
+    let samples = d.num_clients as u128 * d.synthetic_train as u128 + d.synthetic_test as u128;
+    // the samples (f32), their labels, and the clients' index lists
+    samples * (features * 4 + 1 + 8)
+}
+
+/// Check the sizes a spec implies before its data and model exist: the generated data, and
+/// the model with its copies (one per client worker, the evaluation model, the frozen models,
+/// the flat vectors).
+pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
+    let (features, classes) = input_of(spec.data.dataset);
+    let data = data_bytes(spec, features);
+    let keys = format!(
+        "key `data.num_clients` = {} (with `data.synthetic_train` = {})",
+        spec.data.num_clients, spec.data.synthetic_train
+    );
+    fits(data, budget, &keys, "the generated data")?;
+    let size = estimate(&spec.model, features, classes);
+    let workers = spec.run.client_workers.max(1) as u128;
+    let model = size.params * 4 * (6 * workers + 10);
+    let keys = size_keys(&spec.model);
+    let what = format!(
+        "a model of about {} parameters, with its copies,",
+        size.params
+    );
+    fits(data + model, budget, &keys, &what)?;
+    if spec.run.client_workers > 1 {
+        let keys = format!("key `run.client_workers` = {}", spec.run.client_workers);
+        fits(
+            data + model,
+            budget,
+            &keys,
+            "a model copy per client worker",
+        )?;
+    }
+    Ok(())
+}
+
+/// Check a batch's activations once the data is loaded, with the batches as they will be: a
+/// training batch at most a client's data, an evaluation batch at most the test split.
+pub fn check_batches(spec: &Spec, data: &FedData, budget: u64) -> Result<()> {
+    let (features, classes) = input_of(spec.data.dataset);
+    let size = estimate(&spec.model, features, classes);
+    let largest = data.clients.iter().map(Vec::len).max().unwrap_or(0);
+    let train = spec.local.batch_size.min(largest) as u128;
+    let eval = spec.fl.eval_batch_size.min(data.test.len()) as u128;
+    let workers = spec.run.client_workers.max(1) as u128;
+    let model = size.params * 4 * (6 * workers + 10);
+    let keys = |key: &str, v: usize| format!("key `{key}` = {v} ({})", size_keys(&spec.model));
+    let what = "a batch's activations, with the model";
+    let train_acts = train * size.activations * 4 * workers;
+    let key = keys("local.batch_size", spec.local.batch_size);
+    fits(model + train_acts, budget, &key, what)?;
+    let eval_acts = eval * size.activations * 4;
+    let key = keys("fl.eval_batch_size", spec.fl.eval_batch_size);
+    fits(model + eval_acts, budget, &key, what)
+}
+
+/// Check the per-client state of a run before it grows: `vectors` model-sized vectors of `dim`
+/// floats for each of `clients` clients (at most, once every client has trained).
+pub fn check_state(
+    spec: &Spec,
+    clients: usize,
+    vectors: usize,
+    dim: usize,
+    budget: u64,
+) -> Result<()> {
+    let bytes = clients as u128 * vectors as u128 * dim as u128 * 4;
+    let keys = format!(
+        "key `data.num_clients` = {} with `fl.algorithm` = \"{}\"",
+        spec.data.num_clients, spec.fl.algorithm
+    );
+    let what =
+        format!("{vectors} per-client vector(s) of {dim} floats for each of {clients} clients");
+    fits(bytes, budget, &keys, &what)
+}

@@ -1,0 +1,286 @@
+//! Faults a user meets: two processes on one run folder, a damaged checkpoint, sizes that cannot
+//! fit, a signal mid-run, a full disk.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{TempDir, synthetic_spec};
+use fedrun::fl::engine::{RunOptions, run};
+use fedrun::metrics::summary::{Status, Summary};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fedrun"))
+}
+
+/// A spec file of `rounds` rounds of enough local steps to last a while.
+fn long_spec(d: &Path, rounds: usize, checkpoint_every: usize) -> std::path::PathBuf {
+    let cfg = d.join("spec.toml");
+    let text = synthetic_spec("").replace("rounds = 2", &format!("rounds = {rounds}"));
+    let text = text.replace("steps = 3", "steps = 40");
+    let text = text.replace(
+        "checkpoint_every = 1",
+        &format!("checkpoint_every = {checkpoint_every}"),
+    );
+    std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
+fn start(cfg: &Path, out: &Path) -> Child {
+    bin()
+        .args(["--quiet", "--config"])
+        .arg(cfg)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait until `path` holds at least `lines` lines.
+fn wait_for_lines(path: &Path, lines: usize) {
+    let t0 = Instant::now();
+    while std::fs::read_to_string(path).map_or(0, |t| t.lines().count()) < lines {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "{} never grew",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn without_time(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect()
+}
+
+#[test]
+fn a_second_process_on_a_run_folder_is_refused_with_the_holders_pid() {
+    let d = TempDir::new("lock");
+    let cfg = long_spec(d.path(), 50, 2);
+    let out = d.path().join("out");
+    let mut first = start(&cfg, &out);
+    wait_for_lines(&out.join("t/rounds.csv"), 2);
+    let second = bin()
+        .args(["--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "the second process ran");
+    let pid = first.id().to_string();
+    assert!(
+        err.contains("in use") && err.contains(&pid) && err.contains("out/t"),
+        "{err}"
+    );
+    // a lock left by a killed process never blocks the resume
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let third = bin()
+        .args(["--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .args(["--set", "fl.rounds=4"])
+        .output()
+        .unwrap();
+    assert!(
+        third.status.success(),
+        "{}",
+        String::from_utf8_lossy(&third.stderr)
+    );
+    assert_eq!(
+        Summary::read(&out.join("t")).unwrap().status,
+        Status::Complete
+    );
+}
+
+/// A run of 4 rounds stopped after 2, with its checkpoint at round 2.
+fn half_run(out: &Path) -> fedrun::config::Spec {
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &["fl.rounds=4".into()]).unwrap();
+    let opts = RunOptions {
+        out: out.to_path_buf(),
+        max_rounds_this_call: Some(2),
+        ..Default::default()
+    };
+    assert_eq!(run(&spec, &opts).unwrap().status, Status::Interrupted);
+    spec
+}
+
+fn resume(spec: &fedrun::config::Spec, out: &Path) -> fedrun::error::Result<Summary> {
+    let opts = RunOptions {
+        out: out.to_path_buf(),
+        ..Default::default()
+    };
+    run(spec, &opts)
+}
+
+#[test]
+fn a_damaged_checkpoint_is_refused_not_resumed() {
+    let d = TempDir::new("damaged-ckpt");
+    let out = d.path().to_path_buf();
+    let spec = half_run(&out);
+    let ckpt = out.join("t/checkpoint.bin");
+    let good = std::fs::read(&ckpt).unwrap();
+    let csv = std::fs::read(out.join("t/rounds.csv")).unwrap();
+    let refused = |bytes: &[u8], needle: &str| {
+        std::fs::write(&ckpt, bytes).unwrap();
+        let e = resume(&spec, &out).expect_err("refused").to_string();
+        assert!(
+            e.contains(needle) && e.contains("checkpoint.bin") && e.contains("--force"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read(out.join("t/rounds.csv")).unwrap(),
+            csv,
+            "CSV untouched"
+        );
+    };
+    // a few bytes flipped in the middle (a bad block), a cut copy, a newer format
+    let mut flipped = good.clone();
+    for k in 0..3 {
+        flipped[good.len() / 2 + k] ^= 0x5a;
+    }
+    refused(&flipped, "checksum mismatch");
+    refused(&good[..good.len() / 2], "truncated");
+    refused(&good[..good.len() - 3], "truncated");
+    let text =
+        String::from_utf8_lossy(&good).replacen("FEDRUN-CHECKPOINT-2", "FEDRUN-CHECKPOINT-9", 1);
+    let mut newer = text.as_bytes()[..good.len() - 8].to_vec();
+    let crc = crc32fast::hash(&newer);
+    newer.extend_from_slice(&crc.to_le_bytes());
+    newer.extend_from_slice(b"FRC2");
+    refused(&newer, "version 9");
+    // the good checkpoint still resumes to the end
+    std::fs::write(&ckpt, &good).unwrap();
+    assert_eq!(resume(&spec, &out).unwrap().status, Status::Complete);
+}
+
+#[test]
+fn sizes_that_cannot_fit_are_refused_naming_the_key() {
+    let d = TempDir::new("sizes");
+    let cases: &[(&[&str], &str)] = &[
+        (&["data.num_clients=1000000000000"], "data.num_clients"),
+        (
+            &["model.kind=\"mlp\"", "model.mlp_hidden=100000000000"],
+            "model.mlp_hidden",
+        ),
+        (
+            &[
+                "data.partition=\"shards\"",
+                "data.shards_per_client=1000000000000000",
+            ],
+            "data.shards_per_client",
+        ),
+        (
+            &["data.synthetic_test=20000", "fl.eval_batch_size=1000000000"],
+            "fl.eval_batch_size",
+        ),
+    ];
+    for (sets, key) in cases {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &sets).unwrap();
+        let opts = RunOptions {
+            out: d.path().to_path_buf(),
+            memory_budget: Some(1 << 30),
+            ..Default::default()
+        };
+        let e = run(&spec, &opts).expect_err("refused").to_string();
+        assert!(e.contains(key), "{sets:?}: {e}");
+        assert!(
+            !d.path().join("t").exists(),
+            "{sets:?}: a run folder was made"
+        );
+    }
+}
+
+#[test]
+fn sigterm_stops_after_the_round_and_the_rerun_gives_the_same_csv() {
+    let d = TempDir::new("sigterm");
+    // one checkpoint only at the end: the stop must write its own
+    let cfg = long_spec(d.path(), 8, 100);
+    let (out, whole) = (d.path().join("out"), d.path().join("whole"));
+    let child = start(&cfg, &out);
+    wait_for_lines(&out.join("t/rounds.csv"), 3);
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "a stopped run exits non-zero");
+    assert!(
+        err.contains("stopped by a signal after round") && err.contains("resume"),
+        "{err}"
+    );
+    let s = Summary::read(&out.join("t")).unwrap();
+    assert_eq!(s.status, Status::Interrupted);
+    assert!(
+        s.rounds < 8 && out.join("t/checkpoint.bin").exists(),
+        "{s:?}"
+    );
+    for dir in [&out, &whole] {
+        let o = bin()
+            .args(["--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(
+        without_time(&out.join("t/rounds.csv")),
+        without_time(&whole.join("t/rounds.csv"))
+    );
+}
+
+#[test]
+fn a_full_disk_during_a_checkpoint_write_leaves_a_resumable_run() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    let d = TempDir::new("full");
+    let out = d.path().to_path_buf();
+    let spec = half_run(&out);
+    let dir = out.join("t");
+    let good = std::fs::read(dir.join("checkpoint.bin")).unwrap();
+    // the next checkpoint's temporary file is the full device: every write fails with ENOSPC
+    std::os::unix::fs::symlink("/dev/full", dir.join("checkpoint.tmp")).unwrap();
+    let e = resume(&spec, &out)
+        .expect_err("the write fails")
+        .to_string();
+    assert!(
+        e.contains("checkpoint.tmp") && e.contains("No space left"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("checkpoint.bin")).unwrap(),
+        good,
+        "the last good checkpoint stays"
+    );
+    assert!(
+        !dir.join("checkpoint.tmp").exists(),
+        "the failed temporary file is removed"
+    );
+    assert_eq!(Summary::read(&dir).unwrap().status, Status::Interrupted);
+    // with room again the run resumes from the last good checkpoint to the CSV of a whole run
+    assert_eq!(resume(&spec, &out).unwrap().status, Status::Complete);
+    let whole = d.path().join("whole");
+    assert_eq!(resume(&spec, &whole).unwrap().status, Status::Complete);
+    assert_eq!(
+        without_time(&dir.join("rounds.csv")),
+        without_time(&whole.join("t/rounds.csv"))
+    );
+}
