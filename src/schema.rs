@@ -13,7 +13,18 @@ use crate::fl::algorithms;
 static SCHEMA: LazyLock<Schema> = LazyLock::new(|| Schema {
     tables: algorithms::tables(),
     algorithms: algorithms::NAMES.to_vec(),
-    checks: vec![crate::model::check_spec],
+    aliases: algorithms::ALIASES,
+    checks: vec![
+        crate::model::check_spec,
+        crate::data::check_spec,
+        crate::fl::algorithms::check_spec,
+        crate::fl::engine::check_backend,
+    ],
+    unread: vec![
+        crate::data::unread_keys,
+        crate::model::unread_keys,
+        crate::fl::keys::unread_keys,
+    ],
 });
 
 /// The schema of every spec fedrun reads.
@@ -29,4 +40,10 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<Spec> {
 /// Load a spec file, apply `--set` overrides, and validate.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Spec> {
     Spec::load(path, overrides, schema())
+}
+
+/// A user's spec: as [`parse`], and a `--set` of a key the run will not read is an error; the
+/// warnings name the keys the text sets that the run will not read.
+pub fn parse_user(text: &str, origin: &str, overrides: &[String]) -> Result<(Spec, Vec<String>)> {
+    Spec::parse_user(text, origin, overrides, schema())
 }

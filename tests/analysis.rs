@@ -18,12 +18,13 @@ fn fake_run(dir: &Path, sets: &[&str], accs: &[f64]) -> Run {
     let mut csv = String::from(fedrun::metrics::csv::HEADER);
     csv.push('\n');
     for (r, a) in accs.iter().enumerate() {
-        csv.push_str(&format!("{r},{a},1,1,0.1,0,1,1,1,,0.0\n"));
+        csv.push_str(&format!("{},{a},1,1,0.1,0,1,1,1,,0.0\n", r + 1));
     }
     std::fs::write(dir.join("rounds.csv"), csv).unwrap();
     let s = fedrun::metrics::summary::Summary {
         status: Status::Complete,
         name: "t".into(),
+        rounds_from: fedrun::metrics::csv::ROUNDS_FROM,
         ..Default::default()
     };
     s.write(dir).unwrap();
@@ -61,19 +62,25 @@ fn report_groups_seeds_with_mean_and_sd() {
     let t = report(runs, &o).unwrap();
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 3, "{t}");
+    // mean and sd in columns of their own
+    assert!(
+        lines[0].starts_with("config,seeds,status,final test_acc,final test_acc sd,"),
+        "{}",
+        lines[0]
+    );
     // nar=false: finals 30 and 50 → 40 ± 14.14; best 30, 50
     assert!(
-        lines[1].starts_with("nar=false,2,complete,40.00 ± 14.14,40.00 ± 14.14,"),
+        lines[1].starts_with("nar=false,2,complete,40.00,14.14,40.00,14.14,"),
         "{}",
         lines[1]
     );
     // EMA(β=0.5) after 2 rounds: seed 0: 5, 12.5; seed 1: 5, 22.5 → 17.50 ± 7.07
-    assert!(lines[1].contains(",17.50 ± 7.07,"), "{}", lines[1]);
+    assert!(lines[1].contains(",17.50,7.07,"), "{}", lines[1]);
     // EMA reaches 25 at round 3 for seed 1 (36.25) but never for seed 0 (21.25): 3+
     assert!(lines[1].ends_with(",3+,3+"), "{}", lines[1]);
-    // nar=true, one seed: final 40, best 60 (sd 0); EMA 30, 40, 40 → reaches 25 at round 1
+    // nar=true, one seed: the value alone, no sd; EMA 30, 40, 40 → reaches 25 at round 1
     assert!(
-        lines[2].starts_with("nar=true,1,complete,40.00 ± 0.00,60.00 ± 0.00,40.00 ± 0.00,1,3+"),
+        lines[2].starts_with("nar=true,1,complete,40.00,,60.00,,40.00,,1,3+"),
         "{}",
         lines[2]
     );

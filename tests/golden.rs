@@ -9,6 +9,9 @@
 //!   (the adaptive servers' variants, FedExP's ε form, the Fed-LAMB options, Mime's bases, the
 //!   schedules), each with and without NAR, and with the host and the device-resident local step
 //!   where both apply; written before the architecture refactor of issue #22;
+//! - both CSVs were re-blessed once when the `round` column changed to count rounds completed
+//!   (from 1): a check of the files before and after found every other field byte-identical and
+//!   every `round` one higher;
 //! - `tests/golden/check.txt`: `fedrun check` of every file under `configs/` and of the
 //!   embedded quickstart, byte for byte.
 //!

@@ -77,7 +77,7 @@ fn mini_cifar_two_rounds_from_the_binary_is_deterministic() {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], fedrun::metrics::csv::HEADER);
         assert_eq!(lines.len(), 3, "header and 2 rows: {text}");
-        assert!(lines[1].starts_with("0,") && lines[2].starts_with("1,"));
+        assert!(lines[1].starts_with("1,") && lines[2].starts_with("2,"));
         assert!(out.join("mini/spec.toml").exists());
         assert_eq!(
             Summary::read(&out.join("mini")).unwrap().status,
@@ -182,10 +182,18 @@ fn parameter_counts_of_the_models() {
         side: 0,
         classes: 80,
     };
+    // each model with a data set whose input it takes (the spec refuses the others)
     let spec = |kind: &str| {
-        fedrun::schema::parse("", "t", &[format!("model.kind=\"{kind}\"")])
-            .unwrap()
-            .model
+        let data = match kind {
+            "transformer" | "lstm" | "lstm-small" => "shakespeare",
+            "mlp" | "mnist-cnn" => "mnist",
+            _ => "cifar10",
+        };
+        let sets = [
+            format!("model.kind=\"{kind}\""),
+            format!("data.dataset=\"{data}\""),
+        ];
+        fedrun::schema::parse("", "t", &sets).unwrap().model
     };
     let count = |kind: &str, shape| {
         Layout::of(&Model::build(&spec(kind), shape, Default::default(), &dev).unwrap()).total
@@ -237,7 +245,11 @@ fn transformer_layers_start_identical_when_asked() {
     let spec = fedrun::schema::parse(
         "",
         "t",
-        &["model.kind=\"transformer\"".into(), "model.layers=2".into()],
+        &[
+            "model.kind=\"transformer\"".into(),
+            "data.dataset=\"shakespeare\"".into(),
+            "model.layers=2".into(),
+        ],
     )
     .unwrap()
     .model;

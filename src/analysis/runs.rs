@@ -1,12 +1,13 @@
 //! Run folders as the analysis sees them: the spec, the curve and the status; and grouping of
 //! runs that differ only by seed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::config::Spec;
 use crate::error::{Error, Result};
-use crate::fl::algorithms::{ignores_table, is_algorithm_table};
+use crate::fl::algorithms::is_algorithm_table;
+use crate::fl::engine::RunLock;
 use crate::metrics::csv;
 use crate::metrics::summary::{Status, Summary};
 
@@ -16,9 +17,14 @@ pub struct Run {
     pub spec: Spec,
     /// Every key of the spec, flattened (`local.weight_decay` → "0.01").
     pub keys: BTreeMap<String, String>,
+    /// The keys the run does not read (they are not part of its configuration).
+    pub unread: BTreeSet<String>,
     pub status: Status,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// Added to the CSV's `round` to count rounds completed: 1 for a folder written before
+    /// fedrun counted them so (its `summary.json` has no `rounds_from`), else 0.
+    pub round_shift: usize,
 }
 
 impl Run {
@@ -31,23 +37,40 @@ impl Run {
             ))
         })?;
         let spec = crate::schema::parse(&text, &sp.display().to_string(), &[])?;
-        let status = Summary::read(dir)
-            .map(|s| s.status)
-            .unwrap_or(Status::Interrupted);
+        let summary = Summary::read(dir);
+        let round_shift = match &summary {
+            Ok(s) if s.rounds_from == 0 => 1,
+            _ => 0,
+        };
+        let status = match summary.map(|s| s.status) {
+            // a run in progress holds its folder's lock
+            Ok(Status::Interrupted) | Err(_) if RunLock::is_held(dir) => Status::Running,
+            Ok(s) => s,
+            Err(_) => Status::Interrupted,
+        };
         let (columns, rows) = csv::read(&dir.join("rounds.csv"))?;
         let mut keys = BTreeMap::new();
-        flatten(&toml::Value::try_from(&spec).expect("spec"), "", &mut keys);
+        let value = toml::Value::try_from(&spec)
+            .map_err(|e| Error::Data(format!("{}: {e}", sp.display())))?;
+        flatten(&value, "", &mut keys);
+        let unread = crate::schema::schema()
+            .unread(&spec)
+            .into_iter()
+            .map(|u| u.key)
+            .collect();
         Ok(Run {
             dir: dir.to_path_buf(),
             spec,
             keys,
+            unread,
             status,
             columns,
             rows,
+            round_shift,
         })
     }
 
-    /// A column as (round, value) pairs, skipping empty cells.
+    /// A column as (rounds completed, value) pairs, skipping empty cells.
     pub fn series(&self, column: &str) -> Result<(Vec<usize>, Vec<f64>)> {
         let c = self
             .columns
@@ -64,10 +87,10 @@ impl Run {
         let mut v = Vec::new();
         for row in &self.rows {
             if let (Some(a), Some(b)) = (
-                row.first().and_then(|s| s.parse().ok()),
+                row.first().and_then(|s| s.parse::<usize>().ok()),
                 row.get(c).and_then(|s| s.parse::<f64>().ok()),
             ) {
-                r.push(a);
+                r.push(a + self.round_shift);
                 v.push(b);
             }
         }
@@ -114,18 +137,15 @@ fn ignored(key: &str) -> bool {
 pub struct Group {
     pub label: String,
     pub keys: BTreeMap<String, String>,
+    /// The keys this group's runs do not read.
+    pub unread: BTreeSet<String>,
     pub runs: Vec<Run>,
 }
 
 impl Group {
-    /// Whether `key` belongs to an algorithm table this group's algorithm does not read.
+    /// Whether this group's runs do not read `key`.
     fn ignores(&self, key: &str) -> bool {
-        let alg = self
-            .keys
-            .get("fl.algorithm")
-            .map(String::as_str)
-            .unwrap_or("");
-        ignores_table(alg, table(key))
+        self.unread.contains(key)
     }
 
     /// `weight_decay=0.01, nar=true` for `keys`, leaving out those the group's algorithm does
@@ -148,12 +168,12 @@ impl Group {
 pub fn group(runs: Vec<Run>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     for r in runs {
-        // keys of algorithm tables the run's algorithm does not read are not its configuration
-        let alg = r.spec.fl.algorithm.as_str();
+        // keys the run does not read (another algorithm's table, `data.alpha` without a
+        // Dirichlet split, …) are not its configuration
         let keys: BTreeMap<String, String> = r
             .keys
             .iter()
-            .filter(|(k, _)| !ignored(k) && !ignores_table(alg, table(k)))
+            .filter(|(k, _)| !ignored(k) && !r.unread.contains(*k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         match groups.iter_mut().find(|g| g.keys == keys) {
@@ -161,6 +181,7 @@ pub fn group(runs: Vec<Run>) -> Vec<Group> {
             None => groups.push(Group {
                 label: String::new(),
                 keys,
+                unread: r.unread.clone(),
                 runs: vec![r],
             }),
         }
@@ -185,7 +206,12 @@ pub fn group(runs: Vec<Run>) -> Vec<Group> {
     });
     for g in &mut groups {
         g.label = if differing.is_empty() {
-            g.keys.get("fl.algorithm").cloned().unwrap_or_default()
+            // the algorithm, and NAR when it is on (the FedNAR variant of that algorithm)
+            let alg = g.keys.get("fl.algorithm").cloned().unwrap_or_default();
+            match g.keys.get("local.nar").map(String::as_str) {
+                Some("true") => format!("{alg} + NAR"),
+                _ => alg,
+            }
         } else {
             g.describe(&differing)
         };

@@ -24,35 +24,79 @@ pub fn ema(values: &[f64], beta: f64, debias: bool) -> Vec<f64> {
         .collect()
 }
 
+/// Which way a metric improves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Higher,
+    Lower,
+}
+
+impl Direction {
+    /// A loss is better lower; anything else (an accuracy) higher.
+    pub fn of(metric: &str) -> Direction {
+        if metric.contains("loss") {
+            Direction::Lower
+        } else {
+            Direction::Higher
+        }
+    }
+
+    /// Whether `a` is better than `b`.
+    fn better(self, a: f64, b: f64) -> bool {
+        match self {
+            Direction::Higher => a > b,
+            Direction::Lower => a < b,
+        }
+    }
+
+    /// Whether `v` has reached `target`.
+    fn reached(self, v: f64, target: f64) -> bool {
+        match self {
+            Direction::Higher => v >= target,
+            Direction::Lower => v <= target,
+        }
+    }
+}
+
 /// Best value and the round it was reached at (the first such round).
-pub fn best(rounds: &[usize], values: &[f64]) -> Option<(f64, usize)> {
+pub fn best(rounds: &[usize], values: &[f64], dir: Direction) -> Option<(f64, usize)> {
     let mut out: Option<(f64, usize)> = None;
     for (&r, &v) in rounds.iter().zip(values) {
-        if out.is_none_or(|b| v > b.0) {
+        if out.is_none_or(|b| dir.better(v, b.0)) {
             out = Some((v, r));
         }
     }
     out
 }
 
-/// The value after `n` rounds: the last row whose round index is < n.
+/// The value after `n` rounds (rounds count completed rounds, from 1): the last row whose round
+/// is ≤ n; None when the run has fewer than `n` rounds, or no row by round `n`.
 pub fn at_round(rounds: &[usize], values: &[f64], n: usize) -> Option<f64> {
+    let done = rounds.last().copied().unwrap_or(0);
+    if done < n {
+        return None;
+    }
     rounds
         .iter()
         .zip(values)
         .rev()
-        .find(|(r, _)| **r < n)
+        .find(|(r, _)| **r <= n)
         .map(|(_, v)| *v)
 }
 
-/// Rounds needed to reach `target` (round index + 1 of the first row with value ≥ target), or
-/// None when never reached.
-pub fn rounds_to_target(rounds: &[usize], values: &[f64], target: f64) -> Option<usize> {
+/// Rounds needed to reach `target`: the round of the first row that reaches it (from below
+/// for `Higher`, from above for `Lower`), or None when never reached.
+pub fn rounds_to_target(
+    rounds: &[usize],
+    values: &[f64],
+    target: f64,
+    dir: Direction,
+) -> Option<usize> {
     rounds
         .iter()
         .zip(values)
-        .find(|(_, v)| **v >= target)
-        .map(|(r, _)| r + 1)
+        .find(|(_, v)| dir.reached(**v, target))
+        .map(|(r, _)| *r)
 }
 
 /// Mean and sample standard deviation (n − 1; 0 for one value).
@@ -89,19 +133,33 @@ mod tests {
 
     #[test]
     fn best_final_and_targets() {
-        let r = [0, 1, 2, 3, 4];
+        // rounds count rounds completed, from 1
+        let r = [1, 2, 3, 4, 5];
         let v = [10.0, 30.0, 25.0, 30.0, 28.0];
-        assert_eq!(best(&r, &v), Some((30.0, 1)));
+        let up = Direction::Higher;
+        assert_eq!(best(&r, &v, up), Some((30.0, 2)));
+        assert_eq!(best(&r, &v, Direction::Lower), Some((10.0, 1)));
         assert_eq!(at_round(&r, &v, 3), Some(25.0));
-        assert_eq!(at_round(&r, &v, 100), Some(28.0));
+        assert_eq!(at_round(&r, &v, 5), Some(28.0));
+        // past the run's end there is no value (a 5-round run has no value after 100 rounds)
+        assert_eq!(at_round(&r, &v, 6), None);
+        assert_eq!(at_round(&r, &v, 100), None);
         assert_eq!(at_round(&r, &v, 0), None);
-        assert_eq!(rounds_to_target(&r, &v, 26.0), Some(2));
-        assert_eq!(rounds_to_target(&r, &v, 31.0), None);
-        // rows only every 5 rounds
+        assert_eq!(rounds_to_target(&r, &v, 26.0, up), Some(2));
+        assert_eq!(rounds_to_target(&r, &v, 31.0, up), None);
+        // a loss reaches its target from above
+        assert_eq!(rounds_to_target(&r, &v, 26.0, Direction::Lower), Some(1));
         assert_eq!(
-            rounds_to_target(&[4, 9, 14], &[1.0, 2.0, 3.0], 2.0),
+            rounds_to_target(&[1, 2], &[3.0, 2.0], 2.5, Direction::Lower),
+            Some(2)
+        );
+        // rows only every 5 rounds: the value after 7 rounds is the row of round 5
+        assert_eq!(
+            rounds_to_target(&[5, 10, 15], &[1.0, 2.0, 3.0], 2.0, up),
             Some(10)
         );
+        assert_eq!(at_round(&[5, 10, 15], &[1.0, 2.0, 3.0], 7), Some(1.0));
+        assert_eq!(at_round(&[5, 10, 15], &[1.0, 2.0, 3.0], 4), None);
     }
 
     #[test]

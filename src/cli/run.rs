@@ -29,7 +29,8 @@ pub struct RunArgs {
     /// Discard an existing run folder and start afresh.
     #[arg(long)]
     pub force: bool,
-    /// No progress bar.
+    /// No progress: neither the bar (on a terminal) nor the line per evaluated round (when
+    /// stderr is not a terminal: nohup, Slurm, a sweep's `.log`).
     #[arg(long)]
     pub quiet: bool,
 }

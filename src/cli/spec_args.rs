@@ -4,7 +4,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 use crate::config::{QUICKSTART, Spec};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 #[derive(Args, Debug, Clone)]
 pub struct SpecArgs {
@@ -17,13 +17,29 @@ pub struct SpecArgs {
 }
 
 impl SpecArgs {
-    /// The spec, `--set` applied and validated.
-    pub fn load(&self) -> Result<Spec> {
+    /// The spec's text and its name in messages.
+    pub fn text(&self) -> Result<(String, String)> {
         match &self.config {
-            Some(p) => crate::schema::load(p, &self.set),
-            None => {
-                crate::schema::parse(QUICKSTART, "configs/quickstart.toml (embedded)", &self.set)
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| Error::io(format!("cannot read config {}", p.display()), e))?;
+                Ok((text, p.display().to_string()))
             }
+            None => Ok((
+                QUICKSTART.to_string(),
+                "configs/quickstart.toml (embedded)".into(),
+            )),
         }
+    }
+
+    /// The spec, `--set` applied and validated; a `--set` of a key the run will not read is an
+    /// error, and each key of the file the run will not read gives a warning on stderr.
+    pub fn load(&self) -> Result<Spec> {
+        let (text, origin) = self.text()?;
+        let (spec, warnings) = crate::schema::parse_user(&text, &origin, &self.set)?;
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+        Ok(spec)
     }
 }

@@ -75,5 +75,20 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
         res.len() - bad,
         out.join("sweep.csv").display()
     );
+    for (_, name, s) in res.iter().filter(|r| r.2.status != Status::Complete) {
+        println!("  {name}: {}: {}", s.status, s.message);
+    }
+    // a diverged point is an outcome of the study; a point that failed, was not run or was
+    // stopped is not
+    let failed = res
+        .iter()
+        .filter(|r| !matches!(r.2.status, Status::Complete | Status::Diverged))
+        .count();
+    if failed > 0 {
+        return Err(Error::Run(format!(
+            "sweep: {failed} of {} points did not finish (their errors above; rerun the sweep to retry them)",
+            res.len()
+        )));
+    }
     Ok(())
 }

@@ -9,6 +9,7 @@ use super::keys::{apply_override, parse_spec_str};
 use super::schema::Schema;
 use super::spec::Spec;
 use super::tables::deserialize;
+use super::unread::set_keys;
 use super::validate::validate;
 use crate::error::{Error, Result};
 
@@ -27,6 +28,7 @@ impl Spec {
         for o in overrides {
             apply_override(&mut table, o, &layout)?;
         }
+        resolve_alias(&mut table, schema)?;
         let mut tables = toml::Table::new();
         for t in &schema.tables {
             let given = match table.remove(t.name()) {
@@ -43,6 +45,82 @@ impl Spec {
         validate(&spec, schema)?;
         Ok(spec)
     }
+}
+
+impl Spec {
+    /// A user's spec (a config file or the quickstart, and `--set`): parsed as [`Spec::parse`]
+    /// does, then a `--set` of a key the run will not read is an error that says why, and each
+    /// key the file sets that the run will not read gives a warning line (returned).
+    pub fn parse_user(
+        text: &str,
+        origin: &str,
+        overrides: &[String],
+        schema: &Schema,
+    ) -> Result<(Spec, Vec<String>)> {
+        let spec = Self::parse(text, origin, overrides, schema)?;
+        let unread = schema.unread(&spec);
+        let find = |key: &str| unread.iter().find(|u| u.key == key);
+        let refused: Vec<String> = overrides
+            .iter()
+            .filter_map(|o| {
+                let key = o.split_once('=').map_or(o.as_str(), |(k, _)| k.trim());
+                find(key).map(|u| format!("--set {o}: `{key}` is not read {}", u.why))
+            })
+            .collect();
+        if !refused.is_empty() {
+            return Err(Error::Config(refused.join("\n")));
+        }
+        let file: toml::Table = text.parse().unwrap_or_default();
+        let warnings = set_keys(&file)
+            .iter()
+            .filter_map(|k| find(k).map(|u| format!("{origin}: `{k}` is not read {}", u.why)))
+            .collect();
+        Ok((spec, warnings))
+    }
+}
+
+/// Replace an alias in `fl.algorithm` by its algorithm and set the keys it stands for; a key the
+/// spec sets otherwise is an error.
+fn resolve_alias(table: &mut toml::Table, schema: &Schema) -> Result<()> {
+    let name = table
+        .get("fl")
+        .and_then(|f| f.get("algorithm"))
+        .and_then(|a| a.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let Some(alias) = schema.aliases.iter().find(|a| a.name == name) else {
+        return Ok(());
+    };
+    for (key, value) in alias.sets {
+        let value: toml::Value = format!("v = {value}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .ok_or_else(|| Error::Config(format!("alias {name}: bad value {value}")))?;
+        let (section, k) = key.split_once('.').unwrap_or(("", key));
+        let t = table
+            .entry(section.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let Some(t) = t.as_table_mut() else { continue };
+        match t.get(k) {
+            Some(v) if *v != value => {
+                return Err(Error::Config(format!(
+                    "fl.algorithm = \"{name}\" is `{}` with `{key} = {value}`, but the spec sets `{key} = {v}`",
+                    alias.algorithm
+                )));
+            }
+            _ => {
+                t.insert(k.to_string(), value);
+            }
+        }
+    }
+    if let Some(fl) = table.get_mut("fl").and_then(|f| f.as_table_mut()) {
+        fl.insert(
+            "algorithm".into(),
+            toml::Value::String(alias.algorithm.into()),
+        );
+    }
+    Ok(())
 }
 
 /// Every key a spec may hold, with its default: the sections' and the schema's tables'.

@@ -11,7 +11,8 @@
 //! | `spec.rs` | the [`Spec`]: the sections and the resolved tables, printed and compared |
 //! | `load.rs` | loading a spec: parse, `--set`, resolve the tables, validate |
 //! | `tables.rs` | key tables owned elsewhere ([`Keys`], [`key_table!`]) |
-//! | `schema.rs` | the [`Schema`]: the tables, algorithm names and checks given from outside |
+//! | `schema.rs` | the [`Schema`]: the tables, algorithm names, checks and read rules given from outside |
+//! | `unread.rs` | keys a run does not read ([`Unread`]), named by the schema's rules |
 //! | `choice.rs` | closed sets of names as enums ([`choice!`]) |
 //! | `keys.rs` | key-level checks: unknown keys with "did you mean", types, `--set` |
 //! | `validate.rs` | value checks, and the check functions key tables name |
@@ -23,13 +24,15 @@ mod schema;
 mod sections;
 mod spec;
 mod tables;
+mod unread;
 pub mod validate;
 
 pub use choice::unknown_value;
-pub use schema::Schema;
+pub use schema::{Alias, Schema};
 pub use sections::{
     Aggregation, Augmentation, Backend, DataSpec, Dataset, DirichletVariant, FlSpec, Head,
     KernelChoice, LocalSpec, LocalStep, LrSchedule, ModelKind, ModelSpec, Partition, RunSpec,
 };
 pub use spec::{QUICKSTART, Spec};
 pub use tables::{KeyTable, Keys, table};
+pub use unread::{Unread, set_keys};

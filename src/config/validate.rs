@@ -73,11 +73,7 @@ pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
     validate_data(s)?;
     validate_model(&s.model)?;
     if !schema.algorithms.contains(&s.fl.algorithm.as_str()) {
-        return Err(Error::Config(format!(
-            "key `fl.algorithm`: unknown algorithm \"{}\"; expected one of: {}",
-            s.fl.algorithm,
-            schema.algorithms.join(", ")
-        )));
+        return Err(unknown_algorithm(&s.fl.algorithm, schema));
     }
     validate_fl(s)?;
     validate_local(s)?;
@@ -95,6 +91,26 @@ pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// An unknown algorithm, with the closest name and every name (aliases included).
+fn unknown_algorithm(name: &str, schema: &Schema) -> Error {
+    let names: Vec<&str> = schema
+        .algorithms
+        .iter()
+        .copied()
+        .chain(schema.aliases.iter().map(|a| a.name))
+        .collect();
+    let best = names
+        .iter()
+        .map(|c| (strsim::levenshtein(name, c), *c))
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, _)| *d <= 3.max(name.len() / 3));
+    let hint = best.map_or(String::new(), |(_, c)| format!("; did you mean \"{c}\"?"));
+    Error::Config(format!(
+        "key `fl.algorithm`: unknown algorithm \"{name}\"{hint} (expected one of: {})",
+        names.join(", ")
+    ))
 }
 
 fn validate_data(s: &Spec) -> Result<()> {

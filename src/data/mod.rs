@@ -6,6 +6,8 @@
 //! |---|---|
 //! | `fed.rs` | the data set in memory: splits, features, clients; a batch's input |
 //! | `load.rs` | loading the data set a spec names, and its partition |
+//! | `keys.rs` | which `[data]` keys a spec's data set and partition read |
+//! | `check.rs` | what a spec needs of its data set, checked before anything loads |
 //! | `batch.rs` | gathering a batch, augmented, onto the device |
 //! | `cifar.rs`, `idx.rs`, `leaf.rs`, `plays.rs`, `shakespeare.rs`, `tar.rs` | readers of the real formats |
 //! | `synthetic.rs` | generated data for tests |
@@ -14,9 +16,11 @@
 
 pub mod augment;
 mod batch;
+mod check;
 pub mod cifar;
 mod fed;
 pub mod idx;
+mod keys;
 pub mod leaf;
 mod load;
 pub mod partition;
@@ -26,5 +30,7 @@ pub mod synthetic;
 pub mod tar;
 
 pub use batch::batch;
+pub use check::check_spec;
 pub use fed::{Augment, Features, FedData, Input, Split};
+pub use keys::unread_keys;
 pub use load::{load, path_of};

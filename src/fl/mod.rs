@@ -10,6 +10,7 @@
 //! | `client/` | local training from a plan: batches, the local chain, host and device steps |
 //! | `engine/` | the round loop, the run folder, checkpoints |
 //! | `algorithms/` | one file per algorithm, and the registry |
+//! | `keys.rs` | which `[local]` keys and algorithm tables a spec's run reads |
 //! | `losses.rs` | the local objectives' terms as tensor ops |
 //! | `per_client.rs` | model-sized vectors kept per client |
 //! | `schedule.rs` | the local learning-rate schedules |
@@ -17,6 +18,7 @@
 pub mod algorithms;
 pub mod client;
 pub mod engine;
+pub mod keys;
 pub mod losses;
 pub mod per_client;
 pub mod plan;

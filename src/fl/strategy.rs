@@ -41,6 +41,15 @@ impl Setup<'_> {
 
 /// A strategy built from a [`Setup`] alone: the registry's `alg::<A>` builds it.
 pub trait FromSetup: Strategy + Sized + 'static {
+    /// Keys of the five sections it reads besides those every run reads (for the check that a
+    /// key set by the user takes effect).
+    const READS: &'static [&'static str] = &[];
+
+    /// What it needs of the rest of the spec, checked before anything loads (default: nothing).
+    fn check(_spec: &Spec) -> Result<()> {
+        Ok(())
+    }
+
     fn from_setup(s: &Setup) -> Result<Self>;
 }
 

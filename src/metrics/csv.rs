@@ -5,6 +5,10 @@ use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
+/// The CSV's first round: a row's `round` is the number of rounds completed (the model after
+/// k rounds is row k), as the papers count (FedACG's "rounds to reach", PyTorch's
+/// `MultiStepLR` milestones), in the CSV, the summary, `report` and `plot` alike.
+pub const ROUNDS_FROM: usize = 1;
 pub const HEADER: &str = "round,test_acc,test_loss,train_loss,lr,clipped_steps,mean_clip_norm,update_norm,server_lr,server_state_norm,elapsed_s";
 
 /// One row. Floats are written in Rust's shortest round-trip form, so equal values give

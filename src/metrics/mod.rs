@@ -3,4 +3,5 @@
 
 pub mod csv;
 pub mod eval;
+pub mod provenance;
 pub mod summary;

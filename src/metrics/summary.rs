@@ -7,15 +7,17 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 crate::choice! {
-    /// How a run stands: `complete`, `diverged`, or `interrupted` (running, killed, or stopped
-    /// before the end); a sweep also records a point that it did not run (`not run`) or whose
-    /// process failed before writing a summary (`failed`).
+    /// How a run stands: `complete`, `diverged`, or `interrupted` (killed, or stopped before
+    /// the end); the analysis shows an `interrupted` run whose folder is locked as `running`; a
+    /// sweep also records a point that it did not run (`not run`) or whose process failed
+    /// (`failed`).
     #[derive(Default)]
     pub enum Status {
         Complete = "complete",
         Diverged = "diverged",
         #[default]
         Interrupted = "interrupted",
+        Running = "running",
         NotRun = "not run",
         Failed = "failed",
     }
@@ -37,6 +39,11 @@ pub struct Summary {
     pub diverged_round: Option<usize>,
     pub diverged_client: Option<usize>,
     pub message: String,
+    /// How `rounds.csv` counts: [`ROUNDS_FROM`](crate::metrics::csv::ROUNDS_FROM) (its `round` is
+    /// the number of rounds completed); absent, 0, in folders written before fedrun counted so
+    /// (their CSV counted from 0, and the analysis adds 1).
+    #[serde(default)]
+    pub rounds_from: usize,
 }
 
 impl Summary {

@@ -5,6 +5,7 @@
 
 pub mod cnn;
 pub mod init;
+mod keys;
 pub mod lstm;
 pub mod mnist_cnn;
 pub mod params;
@@ -13,10 +14,12 @@ pub mod resnet;
 pub mod size;
 pub mod transformer;
 
+pub use keys::unread_keys;
+
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 
-use crate::config::{Head, ModelKind, ModelSpec, Spec};
+use crate::config::{Dataset, Head, ModelKind, ModelSpec, Spec};
 use crate::data::Input;
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -66,6 +69,37 @@ pub struct Shape {
     pub classes: usize,
 }
 
+/// Refuse a model whose input the data set does not give (a transformer on images, a CNN on
+/// text, the CIFAR models on MNIST's 28×28, …).
+fn check_input(k: ModelKind, d: Dataset) -> Result<()> {
+    use ModelKind::*;
+    let image = match d {
+        Dataset::Cifar10 | Dataset::Synthetic => Some((3, 32)),
+        Dataset::Mnist | Dataset::FashionMnist => Some((1, 28)),
+        Dataset::Shakespeare | Dataset::Leaf => None,
+    };
+    let want = match k {
+        Cnn | TinyCnn | Resnet18 => Some((3, 32)),
+        MnistCnn => Some((1, 28)),
+        _ => None,
+    };
+    let msg = match (k, image) {
+        (Transformer | Lstm | LstmSmall, None) | (Mlp | Linear, Some(_)) => return Ok(()),
+        (_, Some(i)) if Some(i) == want => return Ok(()),
+        (Transformer | Lstm | LstmSmall, Some(_)) => {
+            "needs a character data set (shakespeare, leaf), not images".to_string()
+        }
+        (_, None) => "needs images, not characters".to_string(),
+        (_, Some((c, s))) => {
+            let (wc, ws) = want.unwrap_or((c, s));
+            format!("needs {wc}×{ws}×{ws} images, not {c}×{s}×{s}")
+        }
+    };
+    Err(Error::Config(format!(
+        "model.kind = \"{k}\" {msg} (data.dataset = \"{d}\")"
+    )))
+}
+
 /// Refuse a data set whose inputs are not `channels`×`side`×`side` images.
 fn needs_images(kind: ModelKind, shape: Shape, channels: usize, side: usize) -> Result<()> {
     if shape.side == side && shape.channels == channels {
@@ -81,9 +115,10 @@ fn needs_images(kind: ModelKind, shape: Shape, channels: usize, side: usize) -> 
     )))
 }
 
-/// The models' check of a whole spec (part of the schema): clients train in parallel only
-/// without dropout.
+/// The models' check of a whole spec (part of the schema), before anything loads: the model
+/// takes the data set's input, and clients train in parallel only without dropout.
 pub fn check_spec(s: &Spec) -> Result<()> {
+    check_input(s.model.kind, s.data.dataset)?;
     if s.run.client_workers > 1 && Model::has_dropout(&s.model) {
         return Err(Error::Config(format!(
             "key `run.client_workers` = {}: parallel clients need `model.dropout` = 0 (dropout draws from the backend's global generator, so parallel clients would not be reproducible)",

@@ -108,7 +108,8 @@ pub struct SweepOptions {
 /// A grid point ready to run: the point, its folder name, its `--set` overrides, its rounds.
 type Named = (Point, String, Vec<String>, usize);
 
-/// Every point of the grid, each validated (so a typo fails before anything runs).
+/// Every point of the grid, each validated (so a typo, or a key the run does not read, fails
+/// before anything runs); two points that are the same run are refused.
 fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
     let points = expand(&o.axes);
     let text = match &o.config {
@@ -117,13 +118,22 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
         None => crate::config::QUICKSTART.to_string(),
     };
     let mut named = Vec::new();
+    let mut seen: Vec<(String, String)> = Vec::new();
     for p in &points {
         let name = p.name(&base.run.name);
         let mut sets = o.set.clone();
         sets.extend(p.sets());
         sets.push(format!("run.name={name}"));
-        // validate now: an unknown key or bad value stops the sweep before any run
-        let rounds = crate::schema::parse(&text, "sweep point", &sets)?.fl.rounds;
+        let (mut spec, _) = crate::schema::parse_user(&text, "sweep point", &sets)?;
+        let rounds = spec.fl.rounds;
+        spec.run.name.clear();
+        let resolved = spec.to_toml();
+        if let Some((other, _)) = seen.iter().find(|(_, r)| *r == resolved) {
+            return Err(Error::Config(format!(
+                "sweep points `{other}` and `{name}` are the same run (an axis repeats a value, or sets a key to what it already is); remove the repeat"
+            )));
+        }
+        seen.push((name.clone(), resolved));
         named.push((p.clone(), name, sets, rounds));
     }
     Ok(named)
@@ -204,7 +214,7 @@ fn command_line(o: &SweepOptions, sets: &[String]) -> Result<String> {
             .display()
             .to_string())
     };
-    let mut args = vec![abs(&o.exe)?, "--quiet".into(), "--out".into(), abs(&o.out)?];
+    let mut args = vec![abs(&o.exe)?, "--out".into(), abs(&o.out)?];
     if let Some(c) = &o.config {
         args.extend(["--config".into(), abs(c)?]);
     }
@@ -235,8 +245,8 @@ pub fn emit(base: &Spec, o: &SweepOptions, file: &Path) -> Result<usize> {
 
 fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir: &Path) -> Summary {
     let mut cmd = Command::new(&o.exe);
-    cmd.arg("--quiet")
-        .arg("--out")
+    // not `--quiet`: the point's progress lines go to its `.log`
+    cmd.arg("--out")
         .arg(&o.out)
         .env("RAYON_NUM_THREADS", threads.to_string());
     if let Some(c) = &o.config {
@@ -249,18 +259,27 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
         cmd.arg("--set").arg(s);
     }
     eprintln!("[sweep] {name}: running");
-    // `<name>.log` beside the folder (not `with_extension`: names hold dots, `wd=0.001`)
+    // `<name>.log` beside the folder (not `with_extension`: names hold dots, `wd=0.001`); the
+    // point writes into it as it runs
     let log = o.out.join(format!("{name}.log"));
-    let res = cmd.output();
+    let res = std::fs::File::create(&log)
+        .and_then(|f| Ok((f.try_clone()?, f)))
+        .and_then(|(out, err)| cmd.stdout(out).stderr(err).status());
     match res {
-        Ok(out) => {
-            let _ = std::fs::write(&log, [out.stdout, out.stderr].concat());
-            Summary::read(dir).unwrap_or_else(|_| Summary {
+        Ok(status) => {
+            let error = error_line(&std::fs::read(&log).unwrap_or_default());
+            let failed = |message: String| Summary {
                 status: Status::Failed,
                 name: name.to_string(),
-                message: format!("exit status {}; see {}", out.status, log.display()),
+                message,
                 ..Default::default()
-            })
+            };
+            match (Summary::read(dir), status.success(), error) {
+                // a run that stopped with an error before or after its summary
+                (_, false, Some(e)) => failed(format!("{e} (log: {})", log.display())),
+                (Ok(s), _, _) => s,
+                (Err(_), _, _) => failed(format!("exit status {status}; see {}", log.display())),
+            }
         }
         Err(e) => Summary {
             status: Status::Failed,
@@ -269,6 +288,15 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
             ..Default::default()
         },
     }
+}
+
+/// The last `error: …` line a point's process printed.
+fn error_line(stderr: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error:"))
+        .map(str::to_string)
 }
 
 fn write_csv(path: &Path, axes: &[Axis], rows: &[(Point, String, Summary)]) -> Result<()> {

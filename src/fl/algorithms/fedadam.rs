@@ -50,6 +50,10 @@ impl AdaptiveServer {
     }
 }
 
+/// Keys of the five sections the adaptive servers read: the `fedexp` form's ε decays with the
+/// learning-rate decay.
+pub const READS: &[&str] = &["local.lr_decay"];
+
 /// FedAdam.
 pub fn adam(s: &Setup) -> Result<Box<dyn Strategy>> {
     Ok(Box::new(AdaptiveServer::new(AdaptiveRule::Adam, s)?))

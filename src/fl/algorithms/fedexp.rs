@@ -83,6 +83,9 @@ impl FedExP {
 }
 
 impl FromSetup for FedExP {
+    /// ε_t decays with the learning-rate decay.
+    const READS: &'static [&'static str] = &["local.lr_decay"];
+
     fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
         Ok(FedExP {

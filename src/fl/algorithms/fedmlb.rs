@@ -9,8 +9,8 @@
 
 use burn::tensor::Tensor;
 
-use crate::config::ModelKind;
 use crate::config::validate::{non_negative, positive};
+use crate::config::{ModelKind, Spec};
 use crate::error::{Error, Result};
 use crate::fl::losses::{cross_entropy, kl_divergence};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
@@ -68,13 +68,18 @@ impl LocalLoss for FedMlb {
 }
 
 impl FromSetup for FedMlb {
-    fn from_setup(s: &Setup) -> Result<Self> {
-        if s.spec.model.kind != ModelKind::Resnet18 {
+    fn check(spec: &Spec) -> Result<()> {
+        if spec.model.kind != ModelKind::Resnet18 {
             return Err(Error::Config(format!(
                 "fl.algorithm = \"fedmlb\" needs model.kind = \"resnet18\" (its hybrid branches run ResNet-18's stages), not \"{}\"",
-                s.spec.model.kind
+                spec.model.kind
             )));
         }
+        Ok(())
+    }
+
+    fn from_setup(s: &Setup) -> Result<Self> {
+        Self::check(s.spec)?;
         Ok(FedMlb { keys: s.keys()? })
     }
 }

@@ -22,16 +22,31 @@ pub mod moon;
 pub mod scaffold;
 
 use super::strategy::{FromSetup, Setup, Strategy};
-use crate::config::KeyTable;
+use crate::config::{Alias, KeyTable, Spec};
 use crate::error::Result;
 
 type Build = fn(&Setup) -> Result<Box<dyn Strategy>>;
 
-/// One algorithm: its `fl.algorithm` name, the key tables it reads, and how to build it.
+/// One algorithm: its `fl.algorithm` name, the key tables it reads, the keys of the five
+/// sections it reads besides those every run reads (FedExP's `local.lr_decay`), and how to
+/// build it.
 pub struct Entry {
     pub name: &'static str,
     pub tables: &'static [&'static dyn KeyTable],
+    pub reads: &'static [&'static str],
+    /// What it needs of the rest of the spec (FedMLB: ResNet-18), checked before anything loads.
+    pub check: fn(&Spec) -> Result<()>,
     pub build: Build,
+}
+
+impl Entry {
+    /// The same line, reading `keys` of the five sections besides the common ones.
+    const fn reading(self, keys: &'static [&'static str]) -> Entry {
+        Entry {
+            reads: keys,
+            ..self
+        }
+    }
 }
 
 /// Every algorithm, in the order `fedrun check` lists them.
@@ -40,9 +55,9 @@ pub const REGISTRY: &[Entry] = &[
     alg::<fedprox::FedProx>("fedprox", &[fedprox::KEYS]),
     alg::<scaffold::Scaffold>("scaffold", &[]),
     alg::<fedexp::FedExP>("fedexp", &[fedexp::KEYS]),
-    with("fedadam", &[fedadam::KEYS], fedadam::adam),
-    with("fedadagrad", &[fedadam::KEYS], fedadam::adagrad),
-    with("fedyogi", &[fedadam::KEYS], fedadam::yogi),
+    with("fedadam", &[fedadam::KEYS], fedadam::adam).reading(fedadam::READS),
+    with("fedadagrad", &[fedadam::KEYS], fedadam::adagrad).reading(fedadam::READS),
+    with("fedyogi", &[fedadam::KEYS], fedadam::yogi).reading(fedadam::READS),
     alg::<fedavgm::FedAvgM>("fedavgm", &[fedavgm::KEYS]),
     alg::<fedacg::FedAcg>("fedacg", &[fedacg::KEYS]),
     alg::<feddyn::FedDyn>("feddyn", &[feddyn::KEYS]),
@@ -59,9 +74,31 @@ pub const REGISTRY: &[Entry] = &[
     with("mime", &[mime::KEYS, fedlamb::KEYS], mime::build),
 ];
 
+/// Other names of algorithms: the papers' names for a variant chosen by a key.
+pub const ALIASES: &[Alias] = &[
+    Alias {
+        name: "fedsgd",
+        algorithm: "fedavg",
+        sets: &[],
+    },
+    Alias {
+        name: "adpfed",
+        algorithm: "fedadam",
+        sets: &[("fedadam.variant", "\"adpfed\"")],
+    },
+    Alias {
+        name: "mimelite",
+        algorithm: "mime",
+        sets: &[("mime.base", "\"sgdm\""), ("mime.lite", "true")],
+    },
+];
+
 /// A registry line: the algorithm `A` under `name`, reading `tables`.
 const fn alg<A: FromSetup>(name: &'static str, tables: &'static [&'static dyn KeyTable]) -> Entry {
-    with(name, tables, build_boxed::<A>)
+    Entry {
+        check: A::check,
+        ..with(name, tables, build_boxed::<A>).reading(A::READS)
+    }
 }
 
 /// A registry line with its own builder (the variants of one strategy type).
@@ -69,6 +106,8 @@ const fn with(name: &'static str, tables: &'static [&'static dyn KeyTable], buil
     Entry {
         name,
         tables,
+        reads: &[],
+        check: |_| Ok(()),
         build,
     }
 }
@@ -114,11 +153,14 @@ fn entry(algorithm: &str) -> Option<&'static Entry> {
     REGISTRY.iter().find(|e| e.name == algorithm)
 }
 
-/// Whether `table` is an algorithm's table that a run of `algorithm` does not read, so that its
-/// keys cannot change the run (the analysis leaves them out of labels and grouping).
-pub fn ignores_table(algorithm: &str, table: &str) -> bool {
-    is_algorithm_table(table)
-        && !entry(algorithm).is_some_and(|e| e.tables.iter().any(|t| t.name() == table))
+/// The names of the tables `algorithm` reads.
+pub fn tables_of(algorithm: &str) -> Vec<&'static str> {
+    entry(algorithm).map_or(Vec::new(), |e| e.tables.iter().map(|t| t.name()).collect())
+}
+
+/// Whether `algorithm` reads `key` of the five sections beyond what every run reads.
+pub fn reads_key(algorithm: &str, key: &str) -> bool {
+    entry(algorithm).is_some_and(|e| e.reads.contains(&key))
 }
 
 /// Whether `table` is one of the algorithms' tables.
@@ -127,6 +169,11 @@ pub fn is_algorithm_table(table: &str) -> bool {
         .iter()
         .flat_map(|e| e.tables)
         .any(|t| t.name() == table)
+}
+
+/// The spec's algorithm's check of the rest of the spec (part of the schema).
+pub fn check_spec(spec: &Spec) -> Result<()> {
+    entry(&spec.fl.algorithm).map_or(Ok(()), |e| (e.check)(spec))
 }
 
 /// Build the algorithm a spec names.

@@ -30,6 +30,10 @@ pub struct Header {
     pub last: Option<(f64, f64)>,
     pub spec: String,
     pub vectors: Vec<(String, usize)>,
+    /// How the CSV it resumes counts rounds ([`ROUNDS_FROM`](crate::metrics::csv::ROUNDS_FROM));
+    /// 0 (absent) in checkpoints of fedrun before it counted rounds completed.
+    #[serde(default)]
+    pub rounds_from: usize,
 }
 
 /// Named vectors of a checkpoint.

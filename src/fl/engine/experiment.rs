@@ -110,11 +110,12 @@ impl Experiment {
         Schedule::new(&self.spec.local).lr(t, 0)
     }
 
-    /// Run round t; returns the CSV row (without evaluation fields), or why it stopped.
+    /// Run round t (counted from 0); returns the CSV row (without evaluation fields), whose
+    /// `round` is the number of rounds completed, t + 1, or why it stopped.
     pub fn round(&mut self, t: usize) -> std::result::Result<Row, Stop> {
         let st = self.round_stats(t)?;
         Ok(Row {
-            round: t,
+            round: t + 1,
             test_acc: f64::NAN,
             test_loss: f64::NAN,
             train_loss: st.loss_sum / st.steps.max(1) as f64,

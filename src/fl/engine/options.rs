@@ -52,6 +52,25 @@ impl Default for RunOptions {
     }
 }
 
+/// The backend's check of a whole spec (part of the schema): it is compiled into this binary.
+pub fn check_backend(s: &Spec) -> Result<()> {
+    match s.run.backend {
+        Backend::Flex => Ok(()),
+        #[cfg(feature = "wgpu")]
+        Backend::Wgpu => Ok(()),
+        #[cfg(not(feature = "wgpu"))]
+        other => Err(not_compiled(other)),
+    }
+}
+
+/// The error of a backend this binary was built without.
+#[cfg(not(feature = "wgpu"))]
+fn not_compiled(b: Backend) -> Error {
+    Error::Config(format!(
+        "key `run.backend`: \"{b}\" is not compiled into this binary (build with `--features {b}`); available: flex"
+    ))
+}
+
 /// The device a backend name stands for, with autodiff (training) and without (evaluation).
 pub fn devices(backend: Backend) -> Result<(Device, Device)> {
     let base = match backend {
@@ -59,11 +78,7 @@ pub fn devices(backend: Backend) -> Result<(Device, Device)> {
         #[cfg(feature = "wgpu")]
         Backend::Wgpu => wgpu_device()?,
         #[cfg(not(feature = "wgpu"))]
-        other => {
-            return Err(Error::Config(format!(
-                "key `run.backend`: \"{other}\" is not compiled into this binary (build with `--features {other}`); available: flex"
-            )));
-        }
+        other => return Err(not_compiled(other)),
     };
     Ok((base.clone().autodiff(), base))
 }

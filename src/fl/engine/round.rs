@@ -12,7 +12,8 @@ use crate::rng::{Rng, Stream};
 /// Why a round did not finish.
 #[derive(Debug)]
 pub enum Stop {
-    /// A non-finite loss or model: the round, the client if one is to blame, and what.
+    /// A non-finite loss or model: the round (counted from 1, as in the CSV), the client if one
+    /// is to blame, and what.
     Diverged {
         round: usize,
         client: Option<usize>,
@@ -156,10 +157,11 @@ pub fn run_round(
         for (k, (&c, ls)) in chunk.iter().zip(stats).enumerate() {
             if let Some(s) = ls.diverged_at {
                 return Err(Stop::Diverged {
-                    round: t,
+                    round: t + 1,
                     client: Some(c),
                     message: format!(
-                        "non-finite training loss in round {t}, client {c}, local step {s}"
+                        "non-finite training loss in round {}, client {c}, local step {s}",
+                        t + 1
                     ),
                 });
             }
@@ -199,9 +201,9 @@ fn server_step(
     });
     if global.iter().any(|v| !v.is_finite()) {
         return Err(Stop::Diverged {
-            round: t,
+            round: t + 1,
             client: None,
-            message: format!("the global model became non-finite in round {t}"),
+            message: format!("the global model became non-finite in round {}", t + 1),
         });
     }
     st.update_norm = global

@@ -12,6 +12,7 @@ use crate::config::Spec;
 use crate::data;
 use crate::error::Result;
 use crate::metrics::csv::{CsvWriter, Row};
+use crate::metrics::provenance::{Invocation, Phases, Record};
 use crate::metrics::summary::{Status, Summary};
 
 /// The message of a run that has not ended (yet).
@@ -27,6 +28,7 @@ pub fn stopped_message(round: usize) -> String {
 /// spec must match); `force` starts afresh. Nothing is written before the spec and the data
 /// have been checked.
 pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
+    let started = Instant::now();
     let mut dir = RunDir::open(&opts.out, &spec.run.name)?;
     if let Some(s) = dir.finished(spec, opts.force)? {
         eprintln!(
@@ -41,12 +43,15 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     if let Some(b) = budget {
         check_spec(spec, b)?;
     }
+    let mut phases = Phases::default();
     let data = data::load(spec, opts.data_dir.as_deref())?;
+    phases.load_data_s = started.elapsed().as_secs_f64();
     eprintln!("{}", data.describe());
     if let Some(b) = budget {
         check_batches(spec, &data, b)?;
     }
     let mut ex = Experiment::new(spec, data)?;
+    phases.build_s = started.elapsed().as_secs_f64() - phases.load_data_s;
     if let Some(b) = budget {
         let (clients, vectors) = (ex.data.clients.len(), ex.alg.per_client_vectors());
         check_state(spec, clients, vectors, ex.layout.total, b)?;
@@ -77,9 +82,15 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
         status: Status::Interrupted,
         name: spec.run.name.clone(),
         message: RUNNING.into(),
+        rounds_from: crate::metrics::csv::ROUNDS_FROM,
         ..Default::default()
     })?;
-    rounds(&mut ex, &dir, &mut csv, progress, opts)
+    let data_dir = data::path_of(spec, opts.data_dir.as_deref());
+    let inv = Invocation::start(&data_dir, spec.run.backend.as_str(), progress.next + 1);
+    let mut record = Record::start(dir.path(), inv, started)?;
+    let s = rounds(&mut ex, &dir, &mut csv, progress, opts, &mut phases)?;
+    record.finish(dir.path(), s.rounds, phases)?;
+    Ok(s)
 }
 
 /// Round t, and the test evaluation when `evaluate`: the CSV row and (accuracy, loss). A
@@ -88,19 +99,24 @@ fn round_and_eval(
     ex: &mut Experiment,
     t: usize,
     evaluate: bool,
+    phases: &mut Phases,
 ) -> std::result::Result<(Row, Option<(f64, f64)>), Stop> {
+    let clock = Instant::now();
     let row = ex.round(t)?;
+    phases.train_s += clock.elapsed().as_secs_f64();
     if !evaluate {
         return Ok((row, None));
     }
+    let clock = Instant::now();
     let (acc, loss) = ex.evaluate();
+    phases.eval_s += clock.elapsed().as_secs_f64();
     if loss.is_finite() {
         Ok((row, Some((acc, loss))))
     } else {
         Err(Stop::Diverged {
-            round: t,
+            round: t + 1,
             client: None,
-            message: format!("non-finite test loss in round {t}"),
+            message: format!("non-finite test loss in round {}", t + 1),
         })
     }
 }
@@ -112,6 +128,7 @@ fn rounds(
     csv: &mut CsvWriter,
     mut p: Progress,
     opts: &RunOptions,
+    phases: &mut Phases,
 ) -> Result<Summary> {
     let (total, eval_every, every) = (
         ex.spec.fl.rounds,
@@ -120,7 +137,7 @@ fn rounds(
     );
     let name = ex.spec.run.name.clone();
     let start = p.next;
-    let bar = Bar::new(opts.progress, total, start);
+    let bar = Bar::new(opts.progress, &name, total, start);
     let (t0, elapsed0) = (Instant::now(), p.elapsed_s);
     let now = || elapsed0 + t0.elapsed().as_secs_f64();
     let stop_at = opts
@@ -130,7 +147,7 @@ fn rounds(
     for t in start..stop_at {
         let is_last = t + 1 == total;
         let evaluate = (t + 1) % eval_every == 0 || is_last;
-        let (mut row, eval) = match round_and_eval(ex, t, evaluate) {
+        let (mut row, eval) = match round_and_eval(ex, t, evaluate, phases) {
             Ok(r) => r,
             Err(Stop::Failed(e)) => return Err(e),
             Err(Stop::Diverged {
@@ -141,7 +158,7 @@ fn rounds(
                 bar.abandon();
                 p.elapsed_s = now();
                 let mut s = p.summary(&name, Status::Diverged, message.clone());
-                s.rounds = round;
+                s.rounds = round - 1;
                 s.diverged_round = Some(round);
                 s.diverged_client = client;
                 dir.write_summary(&s)?;
@@ -152,14 +169,16 @@ fn rounds(
         p.next = t + 1;
         if let Some((acc, loss)) = eval {
             (row.test_acc, row.test_loss, row.elapsed_s) = (acc, loss, now());
-            p.evaluated(t, acc, loss);
+            p.evaluated(t + 1, acc, loss);
             csv.write(&row)?;
-            bar.accuracy(acc);
+            bar.evaluated(t + 1, acc, loss, row.elapsed_s);
         }
         bar.position(p.next);
         if is_last || (every > 0 && p.next.is_multiple_of(every)) {
             p.elapsed_s = now();
+            let clock = Instant::now();
             dir.save(ex, csv, &p)?;
+            phases.checkpoint_s += clock.elapsed().as_secs_f64();
         }
         if opts.stopping() {
             break;
@@ -189,43 +208,61 @@ fn rounds(
     Ok(s)
 }
 
-/// The progress bar, when asked for.
-struct Bar(Option<indicatif::ProgressBar>);
+/// Progress, when asked for: a bar on a terminal; elsewhere (nohup, Slurm, a sweep's `.log`)
+/// one line per evaluated round on stderr.
+enum Bar {
+    None,
+    Terminal(indicatif::ProgressBar),
+    Lines { name: String, total: usize },
+}
 
 impl Bar {
-    fn new(show: bool, rounds: usize, start: usize) -> Self {
-        Bar(show.then(|| {
-            let b = indicatif::ProgressBar::new(rounds as u64);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} rounds [{elapsed_precise} < {eta_precise}] {msg}",
-            ) {
-                b.set_style(style);
-            }
-            b.set_position(start as u64);
-            b
-        }))
+    fn new(show: bool, name: &str, rounds: usize, start: usize) -> Self {
+        use std::io::IsTerminal;
+        if !show {
+            return Bar::None;
+        }
+        if !std::io::stderr().is_terminal() {
+            return Bar::Lines {
+                name: name.to_string(),
+                total: rounds,
+            };
+        }
+        let b = indicatif::ProgressBar::new(rounds as u64);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} rounds [{elapsed_precise} < {eta_precise}] {msg}",
+        ) {
+            b.set_style(style);
+        }
+        b.set_position(start as u64);
+        Bar::Terminal(b)
     }
 
-    fn accuracy(&self, acc: f64) {
-        if let Some(b) = &self.0 {
-            b.set_message(format!("test acc {acc:.2}%"));
+    /// The evaluation after `round` rounds.
+    fn evaluated(&self, round: usize, acc: f64, loss: f64, elapsed_s: f64) {
+        match self {
+            Bar::None => {}
+            Bar::Terminal(b) => b.set_message(format!("test acc {acc:.2}%")),
+            Bar::Lines { name, total } => eprintln!(
+                "{name}: round {round}/{total}: test acc {acc:.2}%, test loss {loss:.4}, {elapsed_s:.1} s"
+            ),
         }
     }
 
     fn position(&self, done: usize) {
-        if let Some(b) = &self.0 {
+        if let Bar::Terminal(b) = self {
             b.set_position(done as u64);
         }
     }
 
     fn abandon(&self) {
-        if let Some(b) = &self.0 {
+        if let Bar::Terminal(b) = self {
             b.abandon();
         }
     }
 
     fn finish(&self) {
-        if let Some(b) = &self.0 {
+        if let Bar::Terminal(b) = self {
             b.finish_and_clear();
         }
     }

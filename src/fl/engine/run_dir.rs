@@ -26,10 +26,10 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Record an evaluation of round `t`.
-    pub fn evaluated(&mut self, t: usize, acc: f64, loss: f64) {
+    /// Record the evaluation after `round` rounds.
+    pub fn evaluated(&mut self, round: usize, acc: f64, loss: f64) {
         if self.best.is_none_or(|b| acc > b.0) {
-            self.best = Some((acc, t));
+            self.best = Some((acc, round));
         }
         self.last = Some((acc, loss));
     }
@@ -46,6 +46,7 @@ impl Progress {
             final_test_loss: self.last.map(|l| l.1),
             elapsed_s: self.elapsed_s,
             message,
+            rounds_from: crate::metrics::csv::ROUNDS_FROM,
             ..Default::default()
         }
     }
@@ -112,6 +113,14 @@ impl RunDir {
             return Ok(None);
         }
         let (h, v) = checkpoint::read(&self.checkpoint())?;
+        if h.rounds_from != crate::metrics::csv::ROUNDS_FROM {
+            return Err(Error::Run(format!(
+                "{}: its rounds.csv counts rounds from {} (an older fedrun); this fedrun counts rounds completed, from {}, and will not mix the two in one file: run with --force to start afresh, or keep the folder and use another run.name",
+                self.checkpoint().display(),
+                h.rounds_from,
+                crate::metrics::csv::ROUNDS_FROM
+            )));
+        }
         let next = h.next_round;
         self.check_same_spec(spec, Some(next))?;
         self.pending = Some((h, v));
@@ -211,6 +220,7 @@ impl RunDir {
             last: progress.last,
             spec: ex.spec.to_toml(),
             vectors: vectors.iter().map(|(n, v)| (n.clone(), v.len())).collect(),
+            rounds_from: crate::metrics::csv::ROUNDS_FROM,
         };
         checkpoint::write(&self.checkpoint(), &header, &vectors)
     }

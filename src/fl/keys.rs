@@ -1,0 +1,64 @@
+//! Which `[local]` keys and algorithm tables a spec's run reads (the others are named, with
+//! why): the tables the run's algorithm does not read, the schedule's keys, and `local.steps`
+//! when `local.epochs` sets the steps.
+
+use super::algorithms::{reads_key, tables, tables_of};
+use crate::config::{LrSchedule, Spec, Unread};
+
+/// The algorithm tables a spec's run does not read, key by key.
+fn tables_unread(s: &Spec) -> Vec<Unread> {
+    let alg = s.fl.algorithm.as_str();
+    let own = tables_of(alg);
+    let reads = match own.as_slice() {
+        [] => "no table".to_string(),
+        t => t
+            .iter()
+            .map(|n| format!("`[{n}]`"))
+            .collect::<Vec<_>>()
+            .join(" and "),
+    };
+    tables()
+        .into_iter()
+        .filter(|t| !own.contains(&t.name()))
+        .flat_map(|t| {
+            let why = format!("by `fl.algorithm = \"{alg}\"` (it reads {reads})");
+            t.defaults()
+                .keys()
+                .map(|k| Unread::new(format!("{}.{k}", t.name()), why.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The `[local]` keys a spec's run does not read.
+fn local_unread(s: &Spec) -> Vec<Unread> {
+    let l = &s.local;
+    let mut out = Vec::new();
+    let schedule = format!("because `local.lr_schedule = \"{}\"`", l.lr_schedule);
+    if l.lr_schedule == LrSchedule::Step {
+        if !reads_key(&s.fl.algorithm, "local.lr_decay") {
+            let why =
+                format!("{schedule} (it uses `local.lr_milestones` and `local.lr_step_factor`)");
+            out.push(Unread::new("local.lr_decay", why));
+        }
+    } else {
+        for k in ["local.lr_milestones", "local.lr_step_factor"] {
+            out.push(Unread::new(k, format!("{schedule} (only `step` reads it)")));
+        }
+    }
+    if l.epochs > 0 {
+        let why = format!(
+            "because `local.epochs = {}` sets the number of steps; set `local.epochs = 0` to run `local.steps` steps",
+            l.epochs
+        );
+        out.push(Unread::new("local.steps", why));
+    }
+    out
+}
+
+/// The algorithm tables and `[local]` keys a spec's run does not read.
+pub fn unread_keys(s: &Spec) -> Vec<Unread> {
+    let mut out = tables_unread(s);
+    out.extend(local_unread(s));
+    out
+}

@@ -1,0 +1,416 @@
+//! The researcher's workflow: no setting ignored in silence, combinations that cannot run
+//! refused before anything loads, algorithm aliases and "did you mean", reports that cannot
+//! mislead, sweeps that say what failed.
+
+mod common;
+
+use common::{TempDir, synthetic_spec};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fedrun");
+
+fn config(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("configs")
+        .join(rel)
+}
+
+fn fedrun(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `fedrun check --config CFG --set ...`.
+fn check(cfg: &Path, sets: &[&str]) -> Output {
+    let mut c = Command::new(BIN);
+    c.arg("check").arg("--config").arg(cfg);
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn a_set_key_the_run_will_not_read_is_refused_with_the_reason() {
+    // the three settings of the issue, each of which took no effect in silence
+    let cfg = config("fedlamb/mnist_fedsgd.toml");
+    let o = check(
+        &cfg,
+        &["local.steps=2", "fedprox.mu=5", "local.lr_decay=0.5"],
+    );
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("`local.steps` is not read because `local.epochs = 1`")
+            && e.contains("set `local.epochs = 0`"),
+        "{e}"
+    );
+    assert!(
+        e.contains("`fedprox.mu` is not read by `fl.algorithm = \"fedavg\"`"),
+        "{e}"
+    );
+    assert!(
+        e.contains("`local.lr_decay` is not read because `local.lr_schedule = \"step\"`"),
+        "{e}"
+    );
+    // with the key that makes them read, the same overrides pass
+    let ok = check(
+        &cfg,
+        &[
+            "local.epochs=0",
+            "local.steps=2",
+            "fl.algorithm=\"fedprox\"",
+        ],
+    );
+    assert!(ok.status.success(), "{}", stderr(&ok));
+}
+
+#[test]
+fn a_file_key_the_run_will_not_read_is_a_warning() {
+    let d = TempDir::new("wf-warn");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("[fedprox]\nmu = 0.5\n")).unwrap();
+    let o = check(&cfg, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("warning:") && e.contains("`fedprox.mu` is not read"),
+        "{e}"
+    );
+    // the same key under the algorithm that reads it: no warning
+    let o = check(&cfg, &["fl.algorithm=\"fedprox\""]);
+    assert!(o.status.success());
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}
+
+#[test]
+fn check_refuses_every_combination_that_cannot_run() {
+    let cifar = config("cifar_fedavg.toml");
+    let mut cases = vec![
+        (
+            cifar.clone(),
+            "model.kind=\"transformer\"",
+            "needs a character data set",
+        ),
+        (
+            cifar.clone(),
+            "model.kind=\"lstm\"",
+            "needs a character data set",
+        ),
+        (
+            cifar.clone(),
+            "model.kind=\"mnist-cnn\"",
+            "model.kind = \"mnist-cnn\"",
+        ),
+        (
+            cifar.clone(),
+            "fl.algorithm=\"fedmlb\"",
+            "needs model.kind = \"resnet18\"",
+        ),
+        (
+            config("fedlamb/mnist_fedsgd.toml"),
+            "data.partition=\"natural\"",
+            "needs a data set with users",
+        ),
+        (
+            config("shakespeare_fedavg.toml"),
+            "model.kind=\"resnet18\"",
+            "model.kind = \"resnet18\"",
+        ),
+    ];
+    if !cfg!(feature = "wgpu") {
+        cases.push((
+            cifar.clone(),
+            "run.backend=\"wgpu\"",
+            "not compiled into this binary",
+        ));
+    }
+    for (cfg, set, expect) in cases {
+        let o = check(&cfg, &[set]);
+        assert!(!o.status.success(), "{set} passed check");
+        assert!(stderr(&o).contains(expect), "{set}: {}", stderr(&o));
+    }
+    // and `sweep --emit` hands none of them to a scheduler
+    let d = TempDir::new("wf-emit");
+    let cmds = d.path().join("cmds.txt");
+    let o = Command::new(BIN)
+        .args(["sweep", "--config"])
+        .arg(&cifar)
+        .args(["--grid", "model.kind=cnn,transformer", "--emit"])
+        .arg(&cmds)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(!cmds.exists());
+}
+
+#[test]
+fn every_algorithm_name_of_the_configs_is_accepted_and_typos_get_a_suggestion() {
+    for (cfg, alias) in [
+        ("fedlamb/mnist_fedsgd.toml", "fedsgd"),
+        ("fedlamb/mnist_adpfed.toml", "adpfed"),
+        ("fedlamb/mnist_mimelite.toml", "mimelite"),
+    ] {
+        let o = check(&config(cfg), &[&format!("fl.algorithm=\"{alias}\"")]);
+        assert!(o.status.success(), "{alias}: {}", stderr(&o));
+    }
+    // an alias stands for keys; setting one of them otherwise is an error
+    let o = check(
+        &config("fedlamb/mnist_mimelite.toml"),
+        &["fl.algorithm=\"mimelite\"", "mime.lite=false"],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("mime.lite"), "{}", stderr(&o));
+    let o = check(&config("cifar_fedavg.toml"), &["fl.algorithm=\"fedavgg\""]);
+    assert!(
+        stderr(&o).contains("did you mean \"fedavg\""),
+        "{}",
+        stderr(&o)
+    );
+    let o = fedrun(&["reprot"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("'report'"), "{}", stderr(&o));
+}
+
+/// A run folder written by hand: the synthetic spec with `sets`, a CSV with `values` of the
+/// metric column `col` (0: test_acc, 1: test_loss) at rounds 1, 2, …, and a summary.
+fn fake_run(dir: &Path, sets: &[&str], values: &[f64], loss: bool, status: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &sets).unwrap();
+    std::fs::write(dir.join("spec.toml"), spec.to_toml()).unwrap();
+    let mut csv = String::from(fedrun::metrics::csv::HEADER);
+    csv.push('\n');
+    for (i, v) in values.iter().enumerate() {
+        let (acc, l) = if loss { (50.0, *v) } else { (*v, 1.0) };
+        csv.push_str(&format!("{},{acc},{l},1,0.1,0,1,1,1,,0.0\n", i + 1));
+    }
+    std::fs::write(dir.join("rounds.csv"), csv).unwrap();
+    let s = fedrun::metrics::summary::Summary {
+        status: fedrun::metrics::summary::Status::from_name(status).unwrap(),
+        name: "t".into(),
+        rounds_from: fedrun::metrics::csv::ROUNDS_FROM,
+        ..Default::default()
+    };
+    s.write(dir).unwrap();
+}
+
+fn report(dirs: &[PathBuf], extra: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("report")
+        .args(dirs)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_round_past_a_runs_end_is_a_dash_not_the_last_value() {
+    let d = TempDir::new("wf-past");
+    let a = d.path().join("a");
+    fake_run(&a, &[], &[10.0, 20.0, 30.0, 40.0], false, "complete");
+    let o = report(&[a], &["--at", "4,10", "--format", "csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout).into_owned();
+    let row: Vec<&str> = t.lines().nth(1).unwrap().split(',').collect();
+    let header: Vec<&str> = t.lines().next().unwrap().split(',').collect();
+    let at = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    // EMA(0.9) of 10, 20, 30, 40 after 4 rounds: 1, 2.9, 5.61, 9.049
+    assert_eq!(at("EMA@4"), "9.05", "{t}");
+    assert_eq!(at("EMA@10"), "", "{t}");
+    let md = report(&[d.path().join("a")], &["--at", "4,10"]);
+    let md = String::from_utf8_lossy(&md.stdout).into_owned();
+    assert!(md.contains("| 9.05 | – |"), "{md}");
+    assert!(md.contains("fewer rounds than asked"), "{md}");
+}
+
+#[test]
+fn a_loss_is_better_lower_in_best_and_targets() {
+    let d = TempDir::new("wf-loss");
+    let a = d.path().join("a");
+    fake_run(&a, &[], &[2.0, 1.0, 1.5], true, "complete");
+    let o = report(
+        &[a],
+        &[
+            "--metric",
+            "test_loss",
+            "--ema",
+            "0",
+            "--targets",
+            "1.2",
+            "--format",
+            "csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout).into_owned();
+    let header = t.lines().next().unwrap();
+    assert!(header.contains("best (min) test_loss"), "{t}");
+    let row = t.lines().nth(1).unwrap();
+    // final 1.5, best 1.0; with β = 0 the EMA is the curve: 1.2 is first reached at round 2
+    assert!(row.starts_with("fedavg,1,complete,1.50,,1.00,,"), "{t}");
+    assert!(row.ends_with(",2"), "{t}");
+}
+
+#[test]
+fn an_ema_outside_zero_one_is_refused_and_statuses_are_shown() {
+    let d = TempDir::new("wf-ema");
+    let a = d.path().join("a");
+    fake_run(&a, &[], &[10.0, 20.0], false, "diverged");
+    let o = report(std::slice::from_ref(&a), &["--ema", "1.5"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--ema"), "{}", stderr(&o));
+    let o = report(&[a], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("| 1 diverged |"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+#[test]
+fn a_run_in_progress_is_reported_as_running() {
+    let d = TempDir::new("wf-running");
+    let a = d.path().join("a");
+    fake_run(&a, &[], &[10.0], false, "interrupted");
+    let lock = fedrun::fl::engine::RunLock::acquire(&a).unwrap();
+    let o = report(std::slice::from_ref(&a), &[]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("| 1 running |"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    drop(lock);
+    let o = report(&[a], &[]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("| 1 interrupted |"));
+}
+
+#[test]
+fn a_sweep_whose_points_fail_exits_non_zero_and_prints_their_errors() {
+    let d = TempDir::new("wf-fail");
+    let cfg = d.path().join("spec.toml");
+    // the CIFAR-10 files are missing: check passes, each run fails when it loads the data
+    let text = synthetic_spec("").replace(
+        "dataset = \"synthetic\"",
+        "dataset = \"cifar10\"\npath = \"/nonexistent/cifar\"",
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let o = Command::new(BIN)
+        .args(["sweep", "--config"])
+        .arg(&cfg)
+        .args(["--grid", "run.seed=0,1", "--out"])
+        .arg(d.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let all = String::from_utf8_lossy(&o.stdout).into_owned() + &stderr(&o);
+    assert!(all.contains("2 of 2 points did not finish"), "{all}");
+    assert!(all.matches("/nonexistent/cifar").count() >= 2, "{all}");
+}
+
+#[test]
+fn a_sweep_axis_that_repeats_a_run_is_refused() {
+    let d = TempDir::new("wf-repeat");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    for grid in ["run.seed=0,0", "local.lr=0.1,0.10"] {
+        let o = Command::new(BIN)
+            .args(["sweep", "--config"])
+            .arg(&cfg)
+            .args(["--grid", grid, "--emit"])
+            .arg(d.path().join("cmds.txt"))
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{grid}");
+        assert!(stderr(&o).contains("are the same run"), "{}", stderr(&o));
+    }
+}
+
+/// The `run.json` of a run folder.
+fn provenance(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn run_json_records_what_ran_and_progress_lines_go_to_a_non_terminal() {
+    let d = TempDir::new("wf-prov");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let out = d.path().join("out");
+    let data = d.path().join("my-data");
+    let go = |rounds: &str| {
+        Command::new(BIN)
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--set", rounds])
+            .output()
+            .unwrap()
+    };
+    // stderr is a pipe here, as under nohup or Slurm: one line per evaluated round
+    let o = go("fl.rounds=2");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("t: round 1/2: test acc "), "{e}");
+    assert!(e.contains("t: round 2/2: test acc "), "{e}");
+    let p = provenance(&out.join("t"));
+    assert!(p["rounds_convention"].as_str().unwrap().contains("from 1"));
+    let inv = &p["invocations"][0];
+    let cmd: Vec<&str> = inv["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        cmd.contains(&"--data-dir") && cmd.contains(&"fl.rounds=2"),
+        "{cmd:?}"
+    );
+    // the data folder actually used, not the spec's
+    assert_eq!(
+        inv["data_dir"].as_str().unwrap(),
+        std::path::absolute(&data).unwrap().to_str().unwrap()
+    );
+    assert_eq!(inv["fedrun_version"], env!("CARGO_PKG_VERSION"));
+    assert!(!inv["git_commit"].as_str().unwrap().is_empty());
+    assert!(!inv["machine"]["cpu_model"].as_str().unwrap().is_empty());
+    assert!(inv["machine"]["threads"].as_u64().unwrap() >= 1);
+    assert!(inv["machine"]["cpu_features"].is_array());
+    assert_eq!(
+        (inv["first_round"].as_u64(), inv["last_round"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let ph = &inv["phases"];
+    assert!(ph["train_s"].as_f64().unwrap() > 0.0);
+    assert!(ph["eval_s"].as_f64().unwrap() > 0.0);
+    assert!(ph["total_s"].as_f64().unwrap() >= ph["train_s"].as_f64().unwrap());
+    // a resumed run adds its own invocation
+    let o = go("fl.rounds=3");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = provenance(&out.join("t"));
+    let inv = &p["invocations"][1];
+    assert_eq!(
+        (inv["first_round"].as_u64(), inv["last_round"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert!(stderr(&o).contains("t: round 3/3"), "{}", stderr(&o));
+    // --quiet prints no progress
+    let o = Command::new(BIN)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .args(["--quiet", "--force"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(!stderr(&o).contains("round 1/"), "{}", stderr(&o));
+}
