@@ -392,3 +392,91 @@ fn labels_and_groups_ignore_tables_the_algorithm_does_not_read() {
         ]
     );
 }
+
+/// The text elements of an SVG (plotters writes each on a line of its own).
+fn svg_texts(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn figures_are_fit_for_a_paper() {
+    let d = TempDir::new("plot_style");
+    for (name, wd, nar, acc) in [
+        ("a", "0.001", "false", 30.0),
+        ("b", "0.003", "false", 32.0),
+        ("c", "0.03", "false", 28.0),
+        ("e", "0.001", "true", 31.0),
+    ] {
+        fake_run(
+            &d.path().join("r").join(name),
+            &[
+                &format!("local.weight_decay={wd}"),
+                &format!("local.nar={nar}"),
+            ],
+            &[10.0, acc],
+        );
+    }
+    let plot = |args: &[&str], out: &Path| {
+        Command::new(BIN)
+            .arg("plot")
+            .args(args)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let r = d.path().join("r");
+    let r = r.to_str().unwrap();
+    // a log axis labels the swept values themselves, not only decades
+    let svg = d.path().join("wd.svg");
+    let o = plot(&[r, "--x", "weight_decay"], &svg);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let texts = svg_texts(&svg);
+    for want in ["0.001", "0.003", "0.03", "final test accuracy (%)"] {
+        assert!(texts.iter().any(|t| t == want), "no `{want}` in the SVG");
+    }
+    // the Okabe–Ito palette, not plotters' default red/green; a second line dashed
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("#0072B2"), "Okabe–Ito blue");
+    assert!(text.contains("#D55E00"), "Okabe–Ito vermillion");
+    assert!(!text.contains("#FF0000") && !text.contains("#00FF00"));
+    // curves: the x axis counts rounds completed, the y axis has its unit
+    let curve = d.path().join("curve.svg");
+    let a = d.path().join("r/e");
+    let o = plot(&[a.to_str().unwrap()], &curve);
+    assert!(o.status.success());
+    let texts = svg_texts(&curve);
+    assert!(texts.iter().any(|t| t == "rounds completed"));
+    assert!(texts.iter().any(|t| t == "test accuracy (%)"));
+    // the legend names NAR when the one configuration plotted has it
+    assert!(
+        texts.iter().any(|t| t == "fedavg + NAR (n=1)"),
+        "{:?}",
+        texts
+            .iter()
+            .filter(|t| t.contains("fedavg"))
+            .collect::<Vec<_>>()
+    );
+    // PDF beside PNG and SVG: a vector PDF with the font embedded
+    let pdf = d.path().join("wd.pdf");
+    let o = plot(&[r, "--x", "weight_decay"], &pdf);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bytes = std::fs::read(&pdf).unwrap();
+    assert!(bytes.starts_with(b"%PDF-"));
+    assert!(
+        bytes.windows(8).any(|w| w == b"FontFile"),
+        "the font is embedded"
+    );
+    // --x on a key that never varied is an error
+    let o = plot(&[r, "--x", "local.lr"], &d.path().join("bad.png"));
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("needs a key that varies"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

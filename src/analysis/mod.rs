@@ -1,7 +1,9 @@
 //! From many run folders to tables and figures: load runs, group seeds, compute the papers'
 //! summary statistics, and plot.
 
+pub mod pdf;
 pub mod plot;
 pub mod report;
 pub mod runs;
 pub mod stats;
+pub mod style;

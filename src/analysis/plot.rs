@@ -8,12 +8,15 @@ use std::path::Path;
 use std::sync::Once;
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, KeyPointWeight, Ranged};
 use plotters::coord::types::RangedCoordf64;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 use super::runs::Run;
 use super::runs::{Group, differing_keys, group, resolve_key, short};
 use super::stats::mean_sd;
+use super::style;
 use crate::error::{Error, Result};
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
@@ -185,10 +188,36 @@ struct Frame<'a> {
     logx: bool,
     /// Category names when x is a non-numeric key.
     categories: Option<&'a [String]>,
+    /// The swept values on a log axis, as the specs write them: the ticks and their labels.
+    log_ticks: &'a [(f64, String)],
     corner: SeriesLabelPosition,
 }
 
-type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticked, RangedCoordf64>>;
+
+/// An x axis with its ticks given (one per category, the swept values of a log axis, round
+/// numbers of a curve) and no minor ones.
+struct Ticked {
+    axis: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        self.axis.map(v, limit)
+    }
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        match hint.weight() {
+            KeyPointWeight::Bold => self.ticks.clone(),
+            KeyPointWeight::Any => Vec::new(),
+        }
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        self.axis.range()
+    }
+}
 
 /// The x and y ranges that hold every point (x through `fx`), and the distinct x values.
 #[allow(clippy::type_complexity)]
@@ -218,15 +247,16 @@ fn bounds(lines: &[Line], fx: impl Fn(f64) -> f64) -> Option<((f64, f64), (f64, 
     Some((xr, yr, xs))
 }
 
-/// One line's values against categories: points with ±sd bars, no line between them.
-fn draw_points<DB: DrawingBackend>(
-    chart: &mut Chart<DB>,
+/// Line `i`'s values against categories: its marker with ±sd bars, no line between them.
+fn draw_points<'c, DB: DrawingBackend + 'c>(
+    chart: &mut Chart<'c, DB>,
     l: &Line,
-    color: RGBAColor,
+    i: usize,
 ) -> std::result::Result<(), String>
 where
     DB::ErrorType: 'static,
 {
+    let (color, m) = (style::color(i), style::marker(i));
     chart
         .draw_series(l.x.iter().zip(l.y.iter().zip(&l.sd)).map(|(&x, (&y, &s))| {
             ErrorBar::new_vertical(x, y - s, y, y + s, color.stroke_width(2), 8)
@@ -236,16 +266,16 @@ where
         .draw_series(
             l.x.iter()
                 .zip(&l.y)
-                .map(|(&x, &y)| Circle::new((x, y), 5, color.filled())),
+                .map(|(&x, &y)| EmptyElement::at((x, y)) + m.shape(11, color.filled())),
         )
         .map_err(|e| e.to_string())?
         .label(l.label.clone())
-        .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
+        .legend(move |(x, y)| EmptyElement::at((x + 16, y)) + m.shape(11, color.filled()));
     Ok(())
 }
 
-/// One line as a curve (x through `fx`) with its ±sd band, and markers when it has few points.
-fn draw_curve<DB: DrawingBackend>(
+/// The ±sd band of a line (x through `fx`), when it has one.
+fn draw_band<DB: DrawingBackend>(
     chart: &mut Chart<DB>,
     l: &Line,
     color: RGBAColor,
@@ -254,39 +284,62 @@ fn draw_curve<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    if l.sd.iter().any(|&s| s > 0.0) {
-        let upper =
-            l.x.iter()
-                .zip(l.y.iter().zip(&l.sd))
-                .map(|(&x, (&y, &s))| (fx(x), y + s));
-        let lower: Vec<(f64, f64)> =
-            l.x.iter()
-                .zip(l.y.iter().zip(&l.sd))
-                .rev()
-                .map(|(&x, (&y, &s))| (fx(x), y - s))
-                .collect();
-        let poly: Vec<(f64, f64)> = upper.chain(lower).collect();
-        chart
-            .draw_series(std::iter::once(Polygon::new(poly, color.mix(0.2).filled())))
-            .map_err(|e| e.to_string())?;
+    if l.sd.iter().all(|&s| s <= 0.0) {
+        return Ok(());
     }
-    let pts: Vec<(f64, f64)> = l.x.iter().zip(&l.y).map(|(&x, &y)| (fx(x), y)).collect();
-    let style = ShapeStyle::from(&color).stroke_width(2);
+    let upper =
+        l.x.iter()
+            .zip(l.y.iter().zip(&l.sd))
+            .map(|(&x, (&y, &s))| (fx(x), y + s));
+    let lower: Vec<(f64, f64)> =
+        l.x.iter()
+            .zip(l.y.iter().zip(&l.sd))
+            .rev()
+            .map(|(&x, (&y, &s))| (fx(x), y - s))
+            .collect();
+    let poly: Vec<(f64, f64)> = upper.chain(lower).collect();
     chart
-        .draw_series(LineSeries::new(pts.clone(), style))
+        .draw_series(std::iter::once(Polygon::new(poly, color.mix(0.2).filled())))
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Line `i` as a curve (x through `fx`) in its colour, dash and marker, with its ±sd band;
+/// markers at every point when it has few, else at about 12 of them.
+fn draw_curve<'c, DB: DrawingBackend + 'c>(
+    chart: &mut Chart<'c, DB>,
+    l: &Line,
+    i: usize,
+    fx: impl Fn(f64) -> f64,
+) -> std::result::Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let (color, m, dash) = (style::color(i), style::marker(i), style::dash(i));
+    draw_band(chart, l, color, &fx)?;
+    let pts: Vec<(f64, f64)> = l.x.iter().zip(&l.y).map(|(&x, &y)| (fx(x), y)).collect();
+    let line = ShapeStyle::from(&color).stroke_width(2);
+    let drawn = match dash {
+        None => chart.draw_series(LineSeries::new(pts.clone(), line)),
+        Some((d, g)) => chart.draw_series(DashedLineSeries::new(pts.clone(), d, g, line)),
+    };
+    drawn
         .map_err(|e| e.to_string())?
         .label(l.label.clone())
         .legend(move |(x, y)| {
-            PathElement::new(
-                vec![(x, y), (x + 20, y)],
-                ShapeStyle::from(&color).stroke_width(2),
-            )
+            // the dash at half scale; a solid line is one dash longer than the sample
+            let (d, g) = dash.map_or((40, 1), |(d, g)| (d / 2 + 1, g / 2 + 1));
+            let sample = DashedPathElement::new(vec![(-14, 0), (14, 0)], d, g, line);
+            EmptyElement::at((x + 16, y)) + m.shape(9, color.filled()) + sample
         });
-    if pts.len() <= 30 {
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| e.to_string())?;
-    }
+    let every = pts.len().div_ceil(12).max(1);
+    chart
+        .draw_series(
+            pts.iter()
+                .step_by(every)
+                .map(|&p| EmptyElement::at(p) + m.shape(9, color.filled())),
+        )
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -299,7 +352,10 @@ fn x_label(v: f64, f: &Frame) -> String {
             _ => String::new(),
         }
     } else if f.logx {
-        format!("{:.0e}", 10f64.powf(v))
+        f.log_ticks
+            .iter()
+            .find(|(x, _)| (x.log10() - v).abs() < 1e-9)
+            .map_or_else(|| format!("{:.0e}", 10f64.powf(v)), |(_, s)| s.clone())
     } else {
         format!("{v}")
     }
@@ -319,24 +375,38 @@ where
     let ((x0, x1), (y0, y1), xs) =
         bounds(lines, fx).ok_or_else(|| "nothing to plot: no finite values".to_string())?;
     let pad = ((y1 - y0) * 0.05).max(1e-3);
-    let xr = match f.categories {
+    let xr: RangedCoordf64 = match f.categories {
         Some(c) => -0.5..c.len() as f64 - 0.5,
         None if x1 > x0 => x0..x1,
         None => x0 - 0.5..x1 + 0.5,
+    }
+    .into();
+    // ticks: one per category, the swept values on a log axis, else at most 10 round numbers
+    // (no more than distinct x values: no half rounds)
+    let keys: Vec<f64> = match f.categories {
+        Some(c) => (0..c.len()).map(|i| i as f64).collect(),
+        None if logx => xs.clone(),
+        None => xr.key_points(xs.len().clamp(2, 10)),
     };
     let mut chart = ChartBuilder::on(&root)
         .caption(f.title, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(60)
-        .build_cartesian_2d(xr, (y0 - pad)..(y1 + pad))
+        .build_cartesian_2d(
+            Ticked {
+                axis: xr,
+                ticks: keys,
+            },
+            (y0 - pad)..(y1 + pad),
+        )
         .map_err(|e| e.to_string())?;
     let xfmt = |v: &f64| x_label(*v, f);
-    // a category axis: one tick per category (n + 1 lets plotters' tick search settle on 1)
-    let ticks = f.categories.map_or(xs.len().clamp(2, 10), |c| c.len() + 1);
+    // a light major grid and no minor one
     chart
         .configure_mesh()
-        .x_labels(ticks)
+        .bold_line_style(BLACK.mix(0.12))
+        .light_line_style(TRANSPARENT)
         .x_desc(f.xlabel)
         .y_desc(f.ylabel)
         .x_label_formatter(&xfmt)
@@ -345,15 +415,15 @@ where
         .draw()
         .map_err(|e| e.to_string())?;
     for (i, l) in lines.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
         if f.categories.is_some() {
-            draw_points(&mut chart, l, color)?;
+            draw_points(&mut chart, l, i)?;
         } else {
-            draw_curve(&mut chart, l, color, fx)?;
+            draw_curve(&mut chart, l, i, fx)?;
         }
     }
     chart
         .configure_series_labels()
+        .legend_area_size(38)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 14))
@@ -363,40 +433,97 @@ where
     root.present().map_err(|e| e.to_string())
 }
 
-/// Plot `runs` into `out` (`.png` or `.svg`).
+/// The values of `key` across `groups`: an error unless it varies, and whether they are all
+/// positive numbers (a log axis), with their texts.
+fn swept(groups: &[Group], key: &str) -> Result<(bool, Vec<(f64, String)>)> {
+    let values: Vec<String> = groups
+        .iter()
+        .map(|g| g.keys.get(key).cloned().unwrap_or_else(|| "-".into()))
+        .collect();
+    if values.iter().all(|v| *v == values[0]) {
+        return Err(Error::Config(format!(
+            "plot --x {key}: every run has {key} = {}; --x needs a key that varies between the runs",
+            values[0]
+        )));
+    }
+    let nums: Vec<Option<f64>> = values.iter().map(|v| v.parse::<f64>().ok()).collect();
+    let logx = nums.iter().all(|v| v.is_some_and(|v| v > 0.0));
+    let mut ticks: Vec<(f64, String)> = nums
+        .iter()
+        .zip(&values)
+        .filter_map(|(n, v)| n.map(|n| (n, v.clone())))
+        .collect();
+    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ticks.dedup_by(|a, b| a.0 == b.0);
+    Ok((logx, ticks))
+}
+
+/// Write `lines` in `frame` to `out`: PNG, SVG, or PDF (the SVG, converted by svg2pdf).
+fn render(out: &Path, lines: &[Line], frame: &Frame, size: (u32, u32)) -> Result<()> {
+    let ext = out
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let cannot = |e: String| Error::Run(format!("cannot draw {}: {e}", out.display()));
+    match ext.as_str() {
+        "svg" => draw(SVGBackend::new(out, size).into_drawing_area(), lines, frame),
+        "png" => draw(
+            BitMapBackend::new(out, size).into_drawing_area(),
+            lines,
+            frame,
+        ),
+        "pdf" => {
+            let mut svg = String::new();
+            draw(
+                SVGBackend::with_string(&mut svg, size).into_drawing_area(),
+                lines,
+                frame,
+            )
+            .map_err(cannot)?;
+            let pdf = super::pdf::from_svg(&svg, FONT).map_err(cannot)?;
+            return crate::io::write_atomic(out, &pdf);
+        }
+        _ => {
+            return Err(Error::Config(format!(
+                "{}: the output must end in .png, .svg or .pdf",
+                out.display()
+            )));
+        }
+    }
+    .map_err(cannot)
+}
+
+/// Plot `runs` into `out` (`.png`, `.svg` or `.pdf`).
 pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
     register_font();
     let groups = group(runs);
-    let (lines, xlabel, logx, categories) = match &o.x {
+    let metric = style::metric_label(&o.metric);
+    let (lines, xlabel, logx, categories, log_ticks) = match &o.x {
         Some(k) => {
             let key = resolve_key(&groups, k)?;
-            let logx = groups.iter().all(|g| {
-                g.keys
-                    .get(&key)
-                    .and_then(|v| v.parse::<f64>().ok())
-                    .is_some_and(|v| v > 0.0)
-            });
+            let (logx, ticks) = swept(&groups, &key)?;
             let (lines, categories) = against_key(&groups, &o.metric, k)?;
-            (lines, short(&key).to_string(), logx, categories)
+            (lines, short(&key).to_string(), logx, categories, ticks)
         }
-        None => (
-            curves(&groups, &o.metric)?,
-            "round".to_string(),
-            false,
-            None,
-        ),
-    };
-    let ylabel = if o.x.is_some() {
-        format!("final {}", o.metric)
-    } else {
-        o.metric.clone()
-    };
-    let title = o.title.clone().unwrap_or_else(|| {
-        if o.x.is_some() {
-            format!("final {} against {xlabel}", o.metric)
-        } else {
-            format!("{} per round", o.metric)
+        None => {
+            let lines = curves(&groups, &o.metric)?;
+            (
+                lines,
+                style::ROUNDS_LABEL.to_string(),
+                false,
+                None,
+                Vec::new(),
+            )
         }
+    };
+    let ylabel = match o.x {
+        Some(_) => format!("final {metric}"),
+        None => metric.clone(),
+    };
+    let title = o.title.clone().unwrap_or_else(|| match o.x {
+        Some(_) => format!("final {metric} against {xlabel}"),
+        None => format!("{metric} per round"),
     });
     let corner = match o.legend {
         Corner::LowerRight => SeriesLabelPosition::LowerRight,
@@ -410,31 +537,8 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
         title: &title,
         logx,
         categories: categories.as_deref(),
+        log_ticks: &log_ticks,
         corner,
     };
-    let size = (o.width, o.height);
-    let ext = out
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let res = match ext.as_str() {
-        "svg" => draw(
-            SVGBackend::new(out, size).into_drawing_area(),
-            &lines,
-            &frame,
-        ),
-        "png" => draw(
-            BitMapBackend::new(out, size).into_drawing_area(),
-            &lines,
-            &frame,
-        ),
-        _ => {
-            return Err(Error::Config(format!(
-                "{}: the output must end in .png or .svg",
-                out.display()
-            )));
-        }
-    };
-    res.map_err(|e| Error::Run(format!("cannot draw {}: {e}", out.display())))
+    render(out, &lines, &frame, (o.width, o.height))
 }
