@@ -414,3 +414,85 @@ fn run_json_records_what_ran_and_progress_lines_go_to_a_non_terminal() {
     assert!(o.status.success());
     assert!(!stderr(&o).contains("round 1/"), "{}", stderr(&o));
 }
+
+/// `fedrun partition` of a mini CIFAR-10 (40 images a file, 200 in training) with `sets`: the
+/// CSV's rows, and the label skew printed.
+fn partition(sets: &[&str]) -> (Vec<Vec<usize>>, f64) {
+    let d = TempDir::new("wf-part");
+    let data = d.path().join("cifar");
+    std::fs::create_dir_all(&data).unwrap();
+    common::write_mini_cifar(&data, 40);
+    let cfg = d.path().join("spec.toml");
+    let text = synthetic_spec("").replace("dataset = \"synthetic\"", "dataset = \"cifar10\"");
+    std::fs::write(&cfg, text).unwrap();
+    let csv = d.path().join("split.csv");
+    let svg = d.path().join("split.svg");
+    let mut c = Command::new(BIN);
+    c.arg("partition")
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--data-dir")
+        .arg(&data);
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    let o = c
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--plot")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("class 9"));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let skew: f64 = out
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(
+                "label skew (mean total-variation distance to the global label distribution): ",
+            )
+        })
+        .unwrap()
+        .parse()
+        .unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("client,size,class_0,"));
+    let rows = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').skip(1).map(|v| v.parse().unwrap()).collect())
+        .collect();
+    (rows, skew)
+}
+
+#[test]
+fn partition_shows_each_clients_labels_as_a_run_splits_them() {
+    let (iid, iid_skew) = partition(&["data.num_clients=10"]);
+    assert_eq!(iid.len(), 10);
+    // every training sample is somewhere, once; a row's classes add up to its size
+    assert_eq!(iid.iter().map(|r| r[0]).sum::<usize>(), 200);
+    assert!(iid.iter().all(|r| r[1..].iter().sum::<usize>() == r[0]));
+    // McMahan's shards: two shards of one class each → at most two classes a client
+    let (shards, shard_skew) = partition(&[
+        "data.num_clients=10",
+        "data.partition=\"shards\"",
+        "data.shards_per_client=2",
+    ]);
+    assert!(
+        shards
+            .iter()
+            .all(|r| r[1..].iter().filter(|&&n| n > 0).count() <= 2)
+    );
+    // a Dirichlet split with a small α is skewed, an IID one barely
+    let (_, dir_skew) = partition(&[
+        "data.num_clients=10",
+        "data.partition=\"dirichlet\"",
+        "data.alpha=0.1",
+    ]);
+    assert!(iid_skew < 0.3, "{iid_skew}");
+    assert!(
+        dir_skew > iid_skew + 0.2 && shard_skew > 0.6,
+        "{dir_skew} {shard_skew}"
+    );
+}

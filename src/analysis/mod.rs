@@ -1,6 +1,8 @@
 //! From many run folders to tables and figures: load runs, group seeds, compute the papers'
 //! summary statistics, and plot.
 
+pub mod figure;
+pub mod partition;
 pub mod pdf;
 pub mod plot;
 pub mod report;

@@ -1,11 +1,9 @@
 //! `fedrun plot`: curves of a CSV column against the round (seed groups as a mean line with a
 //! ±sd band), or the final value against a swept key: a numeric key as an axis (FedNAR Figure 2),
-//! any other (`fl.algorithm`) as categories with ±sd bars (Table 1). PNG or SVG, chosen by
-//! the output's extension. Text is drawn with the bundled DejaVu Sans, so no system fonts are
-//! needed.
+//! any other (`fl.algorithm`) as categories with ±sd bars (Table 1). PNG, SVG or PDF, chosen by
+//! the output's extension ([`figure`]).
 
 use std::path::Path;
-use std::sync::Once;
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, KeyPointWeight, Ranged};
@@ -13,20 +11,12 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
+use super::figure::{self, Figure};
 use super::runs::Run;
 use super::runs::{Group, differing_keys, group, resolve_key, short};
 use super::stats::mean_sd;
 use super::style;
 use crate::error::{Error, Result};
-
-static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
-
-fn register_font() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
-    });
-}
 
 pub struct PlotOptions {
     pub metric: String,
@@ -458,45 +448,26 @@ fn swept(groups: &[Group], key: &str) -> Result<(bool, Vec<(f64, String)>)> {
     Ok((logx, ticks))
 }
 
-/// Write `lines` in `frame` to `out`: PNG, SVG, or PDF (the SVG, converted by svg2pdf).
-fn render(out: &Path, lines: &[Line], frame: &Frame, size: (u32, u32)) -> Result<()> {
-    let ext = out
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let cannot = |e: String| Error::Run(format!("cannot draw {}: {e}", out.display()));
-    match ext.as_str() {
-        "svg" => draw(SVGBackend::new(out, size).into_drawing_area(), lines, frame),
-        "png" => draw(
-            BitMapBackend::new(out, size).into_drawing_area(),
-            lines,
-            frame,
-        ),
-        "pdf" => {
-            let mut svg = String::new();
-            draw(
-                SVGBackend::with_string(&mut svg, size).into_drawing_area(),
-                lines,
-                frame,
-            )
-            .map_err(cannot)?;
-            let pdf = super::pdf::from_svg(&svg, FONT).map_err(cannot)?;
-            return crate::io::write_atomic(out, &pdf);
-        }
-        _ => {
-            return Err(Error::Config(format!(
-                "{}: the output must end in .png, .svg or .pdf",
-                out.display()
-            )));
-        }
+/// The lines in their frame, as a figure.
+struct Curves<'a> {
+    lines: &'a [Line],
+    frame: &'a Frame<'a>,
+}
+
+impl Figure for Curves<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+    ) -> std::result::Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(root, self.lines, self.frame)
     }
-    .map_err(cannot)
 }
 
 /// Plot `runs` into `out` (`.png`, `.svg` or `.pdf`).
 pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
-    register_font();
     let groups = group(runs);
     let metric = style::metric_label(&o.metric);
     let (lines, xlabel, logx, categories, log_ticks) = match &o.x {
@@ -540,5 +511,9 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
         log_ticks: &log_ticks,
         corner,
     };
-    render(out, &lines, &frame, (o.width, o.height))
+    let fig = Curves {
+        lines: &lines,
+        frame: &frame,
+    };
+    figure::write(out, (o.width, o.height), &fig)
 }

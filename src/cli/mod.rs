@@ -7,12 +7,14 @@
 //! | `sweep.rs` | `fedrun sweep`: a grid of runs, or `--emit` one command per point |
 //! | `plot.rs` | `fedrun plot`: curves, or a final value against a key |
 //! | `report.rs` | `fedrun report`: a table of runs, seeds aggregated |
+//! | `partition.rs` | `fedrun partition`: how a spec splits the data among clients |
 //! | `bench.rs`, `bench_ops.rs` | `fedrun bench`: time rounds, the gemm ceiling, each convolution |
 //! | `spec_args.rs` | `--config` and `--set`, shared |
 
 mod bench;
 mod bench_ops;
 mod check;
+mod partition;
 mod plot;
 mod report;
 mod run;
@@ -52,6 +54,9 @@ pub enum Cmd {
     Plot(plot::PlotArgs),
     /// A table of runs, seeds aggregated: final, best, EMA at rounds, rounds to targets.
     Report(report::ReportArgs),
+    /// How a spec splits the training data among clients: sizes and samples per class, printed,
+    /// as CSV (--csv) and drawn (--plot).
+    Partition(partition::PartitionArgs),
 }
 
 pub fn main_with(cli: Cli) -> Result<()> {
@@ -61,6 +66,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
         Some(Cmd::Sweep(a)) => sweep::sweep(&a),
         Some(Cmd::Plot(a)) => plot::plot(&a),
         Some(Cmd::Report(a)) => report::report(&a),
+        Some(Cmd::Partition(a)) => partition::partition(&a),
         None => run::run(&cli.run),
     }
 }

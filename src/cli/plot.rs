@@ -12,7 +12,7 @@ pub struct PlotArgs {
     /// Run folders (or folders of run folders, e.g. a sweep).
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
-    /// Output file, .png or .svg.
+    /// Output file: .png, .svg or .pdf.
     #[arg(short, long)]
     pub output: PathBuf,
     /// CSV column to plot.
