@@ -3,7 +3,7 @@
 # FedNAR, for one config. Then a Figure-2 style plot and a markdown report.
 #
 #   scripts/sweep_wd.sh configs/cifar_fedavg.toml [any fedrun sweep option...]
-#   scripts/sweep_wd.sh configs/cifar_fedavg.toml --set fl.rounds=20 --data-dir ../shared/data/cifar10 --jobs 2
+#   scripts/sweep_wd.sh configs/cifar_fedavg.toml --set fl.rounds=20 --data-dir data/cifar10 --jobs 2
 #
 # Environment: FEDRUN (the binary; default target/release/fedrun, built if missing),
 # SEEDS (default "0"), WDS (default "1e-4,1e-3,1e-2,5e-2,1e-1"), OUT (default results/sweep_wd_<config>).

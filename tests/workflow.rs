@@ -496,3 +496,77 @@ fn partition_shows_each_clients_labels_as_a_run_splits_them() {
         "{dir_skew} {shard_skew}"
     );
 }
+
+/// A data set of one's own in the IDX layout: `n` 3×8×8 images of 4 classes (each class its
+/// own brightness, so that a model can learn it) per split.
+fn write_own_idx(dir: &Path, n: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (images, labels) in [
+        (
+            fedrun::data::idx::TRAIN_IMAGES,
+            fedrun::data::idx::TRAIN_LABELS,
+        ),
+        (
+            fedrun::data::idx::TEST_IMAGES,
+            fedrun::data::idx::TEST_LABELS,
+        ),
+    ] {
+        let y: Vec<u8> = (0..n).map(|i| (i % 4) as u8).collect();
+        let x: Vec<u8> = y
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &l)| (0..192).map(move |p| l * 60 + ((i * 7 + p) % 20) as u8))
+            .collect();
+        fedrun::data::idx::write(&dir.join(images), &[n, 3, 8, 8], &x).unwrap();
+        fedrun::data::idx::write(&dir.join(labels), &[n], &y).unwrap();
+    }
+}
+
+#[test]
+fn your_own_data_in_the_idx_layout_runs_and_splits_like_the_others() {
+    let d = TempDir::new("wf-own");
+    let data = d.path().join("own");
+    write_own_idx(&data, 80);
+    let cfg = d.path().join("spec.toml");
+    let text = synthetic_spec("")
+        .replace(
+            "dataset = \"synthetic\"",
+            "dataset = \"idx\"\nmean = 0.5\nstd = 0.25",
+        )
+        .replace("kind = \"tiny-cnn\"", "kind = \"mlp\"")
+        .replace("rounds = 2", "rounds = 8");
+    std::fs::write(&cfg, text).unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(BIN)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4 classes"), "{}", stderr(&o));
+    let rows = common::columns(&out.join("t/rounds.csv"));
+    let last = rows.last().unwrap()[1];
+    assert!(last > 50.0, "4 separable classes, test accuracy {last}");
+    // the same partitions as any image data set: shards give at most two classes a client
+    let o = Command::new(BIN)
+        .args(["partition", "--config"])
+        .arg(&cfg)
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--set", "data.partition=\"shards\""])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("classes per client: mean"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // a sequence model on images is refused before anything loads
+    let o = check(&cfg, &["model.kind=\"lstm\""]);
+    assert!(!o.status.success());
+}

@@ -5,13 +5,15 @@ use serde::{Deserialize, Serialize};
 
 crate::choice! {
     /// `data.dataset`: `cifar10` | `mnist` | `fashion-mnist` | `shakespeare` (from the plays) |
-    /// `leaf` (LEAF JSON) | `synthetic` (tests).
+    /// `leaf` (LEAF JSON) | `idx` (your own images and labels in the IDX format) | `synthetic`
+    /// (tests).
     pub enum Dataset {
         Cifar10 = "cifar10",
         Mnist = "mnist",
         FashionMnist = "fashion-mnist",
         Shakespeare = "shakespeare",
         Leaf = "leaf",
+        Idx = "idx",
         Synthetic = "synthetic",
     }
 }
@@ -123,6 +125,9 @@ pub struct DataSpec {
     /// Synthetic data (tests): samples per client and test samples.
     pub synthetic_train: usize,
     pub synthetic_test: usize,
+    /// Your own data (`idx`): pixels are normalised as (p/255 − mean)/std.
+    pub mean: f64,
+    pub std: f64,
 }
 
 impl Default for DataSpec {
@@ -144,6 +149,8 @@ impl Default for DataSpec {
             crop_test: 400,
             synthetic_train: 64,
             synthetic_test: 128,
+            mean: 0.0,
+            std: 1.0,
         }
     }
 }

@@ -2,6 +2,10 @@
 //! labels, `0x0803` for images, then the dimensions as u32) followed by the bytes, often
 //! gzip-compressed. A directory holds `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`,
 //! `t10k-images-idx3-ubyte` and `t10k-labels-idx1-ubyte`, each as is or with `.gz`.
+//!
+//! The same layout holds a user's own data set (`data.dataset = "idx"`): images N×H×W (magic
+//! `0x0803`, one channel) or N×C×H×W (`0x0804`), labels 0..255; the classes are the labels
+//! seen.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -16,6 +20,8 @@ pub const TEST_LABELS: &str = "t10k-labels-idx1-ubyte";
 
 const LABELS: u32 = 0x0801;
 const IMAGES: u32 = 0x0803;
+/// Images with channels: N×C×H×W.
+const IMAGES4: u32 = 0x0804;
 
 /// `<dir>/<name>.gz`, else `<dir>/<name>`.
 fn find(dir: &Path, name: &str) -> Result<PathBuf> {
@@ -84,13 +90,23 @@ fn parse<'a>(
     Ok((shape, &bytes[head..]))
 }
 
-/// One split: images normalised with `(p/255 − mean)/std`, labels checked against the count.
-fn load_split(dir: &Path, images: &str, labels: &str, mean: f32, std: f32) -> Result<Split> {
-    let ip = find(dir, images)?;
-    let lp = find(dir, labels)?;
+/// One split: images normalised with `(p/255 − mean)/std`, labels below `classes` and as many
+/// as the images.
+fn load_split(dir: &Path, names: (&str, &str), norm: (f32, f32), classes: usize) -> Result<Split> {
+    let ip = find(dir, names.0)?;
+    let lp = find(dir, names.1)?;
     let ib = read_bytes(&ip)?;
     let lb = read_bytes(&lp)?;
-    let (ishape, pixels) = parse(&ib, &ip, IMAGES, 3)?;
+    // N×H×W, or N×C×H×W where a data set of one's own has channels
+    let four = ib.len() >= 4 && be32(&ib, 0) == IMAGES4;
+    let (ishape, pixels) = match four {
+        true => parse(&ib, &ip, IMAGES4, 4)?,
+        false => parse(&ib, &ip, IMAGES, 3)?,
+    };
+    let (c, h, w) = match four {
+        true => (ishape[1], ishape[2], ishape[3]),
+        false => (1, ishape[1], ishape[2]),
+    };
     let (lshape, y) = parse(&lb, &lp, LABELS, 1)?;
     if ishape[0] != lshape[0] {
         return Err(Error::Data(format!(
@@ -101,18 +117,20 @@ fn load_split(dir: &Path, images: &str, labels: &str, mean: f32, std: f32) -> Re
             lshape[0]
         )));
     }
-    if let Some(i) = y.iter().position(|&l| l >= 10) {
+    if let Some(i) = y.iter().position(|&l| l as usize >= classes) {
         return Err(Error::Data(format!(
-            "{}: label {i} is {} (expected 0..9)",
+            "{}: label {i} is {} (expected 0..{})",
             lp.display(),
-            y[i]
+            y[i],
+            classes - 1
         )));
     }
+    let (mean, std) = norm;
     Ok(Split {
         x: Features::Images {
-            c: 1,
-            h: ishape[1],
-            w: ishape[2],
+            c,
+            h,
+            w,
             data: pixels
                 .iter()
                 .map(|&p| (p as f32 / 255.0 - mean) / std)
@@ -122,23 +140,56 @@ fn load_split(dir: &Path, images: &str, labels: &str, mean: f32, std: f32) -> Re
     })
 }
 
-/// The train and test splits of an MNIST-layout directory.
-pub fn load_dir(dir: &Path, mean: f32, std: f32) -> Result<(Split, Split)> {
+fn check_dir(dir: &Path) -> Result<()> {
     if !dir.is_dir() {
         return Err(Error::Data(format!(
             "IDX data directory {} does not exist (pass --data-dir DIR with {TRAIN_IMAGES}.gz and the other three files)",
             dir.display()
         )));
     }
+    Ok(())
+}
+
+/// The train and test splits of an MNIST-layout directory (ten classes, one channel).
+pub fn load_dir(dir: &Path, mean: f32, std: f32) -> Result<(Split, Split)> {
+    check_dir(dir)?;
     Ok((
-        load_split(dir, TRAIN_IMAGES, TRAIN_LABELS, mean, std)?,
-        load_split(dir, TEST_IMAGES, TEST_LABELS, mean, std)?,
+        load_split(dir, (TRAIN_IMAGES, TRAIN_LABELS), (mean, std), 10)?,
+        load_split(dir, (TEST_IMAGES, TEST_LABELS), (mean, std), 10)?,
     ))
+}
+
+/// A user's own data set in the MNIST layout: images with or without channels, any labels
+/// 0..255; the train and test splits, and the classes (the largest label seen, plus one).
+pub fn load_own(dir: &Path, mean: f32, std: f32) -> Result<(Split, Split, usize)> {
+    check_dir(dir)?;
+    let train = load_split(dir, (TRAIN_IMAGES, TRAIN_LABELS), (mean, std), 256)?;
+    let test = load_split(dir, (TEST_IMAGES, TEST_LABELS), (mean, std), 256)?;
+    let dims = |x: &Features| match x {
+        Features::Images { c, h, w, .. } => Some((*c, *h, *w)),
+        _ => None,
+    };
+    if dims(&train.x) != dims(&test.x) {
+        return Err(Error::Data(format!(
+            "{}: the training images are {:?} but the test images {:?} (channels, height, width)",
+            dir.display(),
+            dims(&train.x),
+            dims(&test.x)
+        )));
+    }
+    let classes = train
+        .y
+        .iter()
+        .chain(&test.y)
+        .max()
+        .map_or(1, |&m| m as usize + 1);
+    Ok((train, test, classes))
 }
 
 /// Write an IDX file (tests build small real-format data sets with it).
 pub fn write(path: &Path, shape: &[usize], body: &[u8]) -> std::io::Result<()> {
-    let magic = if shape.len() == 1 { LABELS } else { IMAGES };
+    // 0x0801 labels, 0x0803 images, 0x0804 images with channels
+    let magic = 0x0800 + shape.len() as u32;
     let mut out = magic.to_be_bytes().to_vec();
     for &d in shape {
         out.extend_from_slice(&(d as u32).to_be_bytes());

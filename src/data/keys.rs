@@ -49,6 +49,11 @@ pub fn unread_keys(s: &Spec) -> Vec<Unread> {
             &format!("{set} (only `synthetic` reads it)"),
         );
     }
+    if d.dataset != Dataset::Idx {
+        for k in ["data.mean", "data.std"] {
+            not(k, &format!("{set} (only `idx` reads it)"));
+        }
+    }
     if d.dataset != Dataset::Shakespeare {
         not(
             "data.train_fraction",

@@ -61,6 +61,18 @@ pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
                 augment: Augment::None,
             }
         }
+        Dataset::Idx => {
+            let (train, test, classes) = idx::load_own(&path, d.mean as f32, d.std as f32)?;
+            let clients = partition::partition(spec, &train.y, classes, &mut part_rng)?;
+            FedData {
+                name: format!("idx ({})", path.display()),
+                train,
+                test,
+                clients,
+                num_classes: classes,
+                augment: Augment::None,
+            }
+        }
         Dataset::Synthetic => synthetic::build(spec, &mut part_rng)?,
         Dataset::Shakespeare => shakespeare::from_plays(spec, &path)?,
         Dataset::Leaf => leaf::load(spec, &path)?,

@@ -73,10 +73,19 @@ pub struct Shape {
 /// text, the CIFAR models on MNIST's 28×28, …).
 fn check_input(k: ModelKind, d: Dataset) -> Result<()> {
     use ModelKind::*;
+    if d == Dataset::Idx {
+        // images whose shape is known only once loaded (checked then)
+        return match k {
+            Transformer | Lstm | LstmSmall => Err(Error::Config(format!(
+                "model.kind = \"{k}\" needs a character data set (shakespeare, leaf), not images (data.dataset = \"{d}\")"
+            ))),
+            _ => Ok(()),
+        };
+    }
     let image = match d {
         Dataset::Cifar10 | Dataset::Synthetic => Some((3, 32)),
         Dataset::Mnist | Dataset::FashionMnist => Some((1, 28)),
-        Dataset::Shakespeare | Dataset::Leaf => None,
+        Dataset::Shakespeare | Dataset::Leaf | Dataset::Idx => None,
     };
     let want = match k {
         Cnn | TinyCnn | Resnet18 => Some((3, 32)),

@@ -52,6 +52,8 @@ fn input_of(d: Dataset) -> (u128, u128) {
     match d {
         Dataset::Cifar10 | Dataset::Synthetic => (3 * 32 * 32, 10),
         Dataset::Mnist | Dataset::FashionMnist => (28 * 28, 10),
+        // unknown before loading: a CIFAR-sized guess (the real size is checked once loaded)
+        Dataset::Idx => (3 * 32 * 32, 256),
         Dataset::Shakespeare | Dataset::Leaf => (80, VOCAB as u128),
     }
 }
