@@ -268,6 +268,40 @@ fn leaf_test_file_as_leaf_writes_it_loads() {
     );
 }
 
+/// `dir/<inner>` packed as the official archives are (`<inner>/*.bin` in a .tar.gz), and its md5.
+fn archive_of(dir: &Path, inner: &str) -> (std::path::PathBuf, String) {
+    let archive = dir.join(format!("{inner}.tar.gz"));
+    let st = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(dir)
+        .arg(inner)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = std::process::Command::new("md5sum")
+        .arg(&archive)
+        .output()
+        .unwrap();
+    let md5 = String::from_utf8(out.stdout).unwrap()[..32].to_string();
+    (archive, md5)
+}
+
+/// Run `scripts/<script> dest` on a local archive with the expected `md5`.
+fn fetch_with(script: &str, dest: &Path, archive: &Path, md5: &str) -> std::process::Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(script);
+    std::process::Command::new("bash")
+        .arg(&script)
+        .arg(dest)
+        .env("FEDRUN_CIFAR_URL", archive)
+        .env("FEDRUN_CIFAR_MD5", md5)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn fetch_script_checks_the_md5_and_unpacks_the_archive_layout() {
     let d = TempDir::new("fetch");
@@ -275,35 +309,8 @@ fn fetch_script_checks_the_md5_and_unpacks_the_archive_layout() {
     let inner = d.path().join("cifar-10-batches-bin");
     std::fs::create_dir_all(&inner).unwrap();
     write_mini_cifar(&inner, 20);
-    let archive = d.path().join("mini.tar.gz");
-    let st = std::process::Command::new("tar")
-        .arg("-czf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(d.path())
-        .arg("cifar-10-batches-bin")
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let md5 = String::from_utf8(
-        std::process::Command::new("md5sum")
-            .arg(&archive)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()[..32]
-        .to_string();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch_cifar10.sh");
-    let fetch = |dest: &Path, md5: &str| {
-        std::process::Command::new("bash")
-            .arg(&script)
-            .arg(dest)
-            .env("FEDRUN_CIFAR_URL", &archive)
-            .env("FEDRUN_CIFAR_MD5", md5)
-            .output()
-            .unwrap()
-    };
+    let (archive, md5) = archive_of(d.path(), "cifar-10-batches-bin");
+    let fetch = |dest: &Path, md5: &str| fetch_with("fetch_cifar10.sh", dest, &archive, md5);
     // a wrong checksum: refused, nothing unpacked
     let bad = d.path().join("bad");
     let out = fetch(&bad, "0123456789abcdef0123456789abcdef");
@@ -321,6 +328,7 @@ fn fetch_script_checks_the_md5_and_unpacks_the_archive_layout() {
     let (train, test) = fedrun::data::cifar::load_dir(&good).unwrap();
     assert_eq!((train.len(), test.len()), (100, 20));
     // the default checksum is the official archive's
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch_cifar10.sh");
     let text = std::fs::read_to_string(&script).unwrap();
     assert!(text.contains("c32a1d4ab5d03f1284b67883e8d87530"));
 }
@@ -463,4 +471,116 @@ fn real_mnist_and_fashion_mnist_load_where_present() {
             dir.display()
         );
     }
+}
+
+/// A mini CIFAR-100 in the binary layout: `train` and `test` records, fine label `i % 100`,
+/// coarse label `fine / 5`, each fine class its own colour.
+fn write_mini_cifar100(dir: &Path, train: usize, test: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (f, n) in [
+        (fedrun::data::cifar100::TRAIN_FILE, train),
+        (fedrun::data::cifar100::TEST_FILE, test),
+    ] {
+        let fine: Vec<u8> = (0..n).map(|i| (i % 100) as u8).collect();
+        let coarse: Vec<u8> = fine.iter().map(|l| l / 5).collect();
+        let pixels: Vec<u8> = fine
+            .iter()
+            .flat_map(|&l| (0..3072).map(move |p| l.wrapping_mul(37).wrapping_add((p % 7) as u8)))
+            .collect();
+        fedrun::data::cifar100::write_file(&dir.join(f), &coarse, &fine, &pixels).unwrap();
+    }
+}
+
+#[test]
+fn cifar100_reads_fine_or_coarse_labels_and_refuses_damage() {
+    use fedrun::config::Cifar100Labels;
+    use fedrun::data::cifar100;
+    let d = TempDir::new("cifar100");
+    write_mini_cifar100(d.path(), 200, 100);
+    let (train, test) = cifar100::load_dir(d.path(), Cifar100Labels::Fine).unwrap();
+    assert_eq!((train.len(), test.len()), (200, 100));
+    assert_eq!(train.y[..3], [0, 1, 2]);
+    assert_eq!(*train.y.iter().max().unwrap(), 99);
+    let (coarse, _) = cifar100::load_dir(d.path(), Cifar100Labels::Coarse).unwrap();
+    assert_eq!(coarse.y[..12], [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2]);
+    // the pixels after the two label bytes, normalised with FedACG's constants
+    let Features::Images { c, h, w, data } = &train.x else {
+        panic!("images")
+    };
+    assert_eq!((*c, *h, *w), (3, 32, 32));
+    let want = (37.0 / 255.0 - cifar100::MEAN[0]) / cifar100::STD[0];
+    assert!((data[3072] - want).abs() < 1e-6, "{} vs {want}", data[3072]);
+    // a fine label of 100 is refused, naming the file and the record
+    let bad = d.path().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    cifar100::write_file(&bad.join("train.bin"), &[0], &[100], &[0; 3072]).unwrap();
+    cifar100::write_file(&bad.join("test.bin"), &[0], &[1], &[0; 3072]).unwrap();
+    let e = cifar100::load_dir(&bad, Cifar100Labels::Fine)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("train.bin") && e.contains("record 0 has label 100"),
+        "{e}"
+    );
+    // a truncated file
+    let bytes = std::fs::read(d.path().join("test.bin")).unwrap();
+    std::fs::write(bad.join("test.bin"), &bytes[..bytes.len() - 1]).unwrap();
+    std::fs::write(bad.join("train.bin"), &bytes).unwrap();
+    let e = cifar100::load_dir(&bad, Cifar100Labels::Fine)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("test.bin") && e.contains("not a whole number"),
+        "{e}"
+    );
+}
+
+#[test]
+fn cifar100_runs_with_a_hundred_classes_and_its_fetch_script_checks_the_md5() {
+    let d = TempDir::new("cifar100-run");
+    let data = d.path().join("c100");
+    write_mini_cifar100(&data, 400, 100);
+    let spec = common::synthetic_spec("").replace(
+        "dataset = \"synthetic\"",
+        &format!("dataset = \"cifar100\"\npath = \"{}\"", data.display()),
+    );
+    let spec = fedrun::schema::parse(&spec, "t", &[]).unwrap();
+    let opts = fedrun::fl::engine::RunOptions {
+        out: d.path().join("out"),
+        ..Default::default()
+    };
+    let s = fedrun::fl::engine::run(&spec, &opts).unwrap();
+    assert_eq!(s.status, Status::Complete, "{}", s.message);
+    // `data.cifar100_labels` is read by cifar100 only
+    let e = fedrun::schema::parse_user(
+        &common::synthetic_spec(""),
+        "t",
+        &["data.cifar100_labels=\"coarse\"".into()],
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("only `cifar100` reads it"), "{e}");
+    // the fetch script: the archive's layout, checked, unpacked whole
+    let inner = d.path().join("cifar-100-binary");
+    write_mini_cifar100(&inner, 100, 20);
+    let (archive, md5) = archive_of(d.path(), "cifar-100-binary");
+    let fetch = |dest: &Path, md5: &str| fetch_with("fetch_cifar100.sh", dest, &archive, md5);
+    let bad = d.path().join("bad");
+    assert!(
+        !fetch(&bad, "0123456789abcdef0123456789abcdef")
+            .status
+            .success()
+    );
+    assert!(!bad.join("train.bin").exists());
+    let good = d.path().join("good");
+    let out = fetch(&good, &md5);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (train, _) =
+        fedrun::data::cifar100::load_dir(&good, fedrun::config::Cifar100Labels::Fine).unwrap();
+    assert_eq!(train.len(), 100);
 }

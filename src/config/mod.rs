@@ -30,8 +30,9 @@ pub mod validate;
 pub use choice::unknown_value;
 pub use schema::{Alias, Schema};
 pub use sections::{
-    Aggregation, Augmentation, Backend, DataSpec, Dataset, DirichletVariant, FlSpec, Head,
-    KernelChoice, LocalSpec, LocalStep, LrSchedule, ModelKind, ModelSpec, Partition, RunSpec,
+    Aggregation, Augmentation, Backend, Cifar100Labels, DataSpec, Dataset, DirichletVariant,
+    FlSpec, Head, KernelChoice, LocalSpec, LocalStep, LrSchedule, ModelKind, ModelSpec, Partition,
+    RunSpec,
 };
 pub use spec::{QUICKSTART, Spec};
 pub use tables::{KeyTable, Keys, table};

@@ -4,11 +4,12 @@
 use serde::{Deserialize, Serialize};
 
 crate::choice! {
-    /// `data.dataset`: `cifar10` | `mnist` | `fashion-mnist` | `shakespeare` (from the plays) |
+    /// `data.dataset`: `cifar10` | `cifar100` | `mnist` | `fashion-mnist` | `shakespeare` (from the plays) |
     /// `leaf` (LEAF JSON) | `idx` (your own images and labels in the IDX format) | `synthetic`
     /// (tests).
     pub enum Dataset {
         Cifar10 = "cifar10",
+        Cifar100 = "cifar100",
         Mnist = "mnist",
         FashionMnist = "fashion-mnist",
         Shakespeare = "shakespeare",
@@ -28,6 +29,11 @@ crate::choice! {
         Natural = "natural",
         File = "file",
     }
+}
+
+crate::choice! {
+    /// `data.cifar100_labels`: `fine` (100 classes) | `coarse` (20 superclasses).
+    pub enum Cifar100Labels { Fine = "fine", Coarse = "coarse" }
 }
 
 crate::choice! {
@@ -125,6 +131,8 @@ pub struct DataSpec {
     /// Synthetic data (tests): samples per client and test samples.
     pub synthetic_train: usize,
     pub synthetic_test: usize,
+    /// CIFAR-100: fine (100 classes) or coarse (20) labels.
+    pub cifar100_labels: Cifar100Labels,
     /// Your own data (`idx`): pixels are normalised as (p/255 − mean)/std.
     pub mean: f64,
     pub std: f64,
@@ -149,6 +157,7 @@ impl Default for DataSpec {
             crop_test: 400,
             synthetic_train: 64,
             synthetic_test: 128,
+            cifar100_labels: Cifar100Labels::Fine,
             mean: 0.0,
             std: 1.0,
         }

@@ -39,24 +39,46 @@ fn read_file(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Decode and normalise records into a split.
-fn decode(bytes: &[u8], path: &Path) -> Result<Split> {
-    let n = bytes.len() / RECORD;
+/// How records of a CIFAR binary file are laid out: label bytes before the pixels, which of
+/// them is the label, its bound, and the normalisation.
+pub struct Layout {
+    pub labels: usize,
+    pub label_at: usize,
+    pub classes: u8,
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+}
+
+/// CIFAR-10: one label byte, FedNAR's normalisation.
+const CIFAR10: Layout = Layout {
+    labels: 1,
+    label_at: 0,
+    classes: 10,
+    mean: MEAN,
+    std: STD,
+};
+
+/// Decode and normalise records of `layout` into a split.
+pub fn decode_records(bytes: &[u8], path: &Path, layout: &Layout) -> Result<Split> {
+    let record = layout.labels + 3072;
+    let n = bytes.len() / record;
     let mut x = Vec::with_capacity(n * 3072);
     let mut y = Vec::with_capacity(n);
-    for (r, rec) in bytes.chunks_exact(RECORD).enumerate() {
-        if rec[0] >= 10 {
+    for (r, rec) in bytes.chunks_exact(record).enumerate() {
+        let label = rec[layout.label_at];
+        if label >= layout.classes {
             return Err(Error::Data(format!(
-                "{}: record {r} has label {} (expected 0..9)",
+                "{}: record {r} has label {label} (expected 0..{})",
                 path.display(),
-                rec[0]
+                layout.classes - 1
             )));
         }
-        y.push(rec[0]);
+        y.push(label);
+        let pixels = &rec[layout.labels..];
         for c in 0..3 {
-            let (m, s) = (MEAN[c], STD[c]);
+            let (m, s) = (layout.mean[c], layout.std[c]);
             x.extend(
-                rec[1 + c * 1024..1 + (c + 1) * 1024]
+                pixels[c * 1024..(c + 1) * 1024]
                     .iter()
                     .map(|&p| (p as f32 / 255.0 - m) / s),
             );
@@ -108,8 +130,8 @@ pub fn load_dir(dir: &Path) -> Result<(Split, Split)> {
     let test_bytes = read_file(&tp)?;
     check(&tp, test_bytes.len())?;
     Ok((
-        decode(&train_bytes, &dir.join("data_batch_*.bin"))?,
-        decode(&test_bytes, &tp)?,
+        decode_records(&train_bytes, &dir.join("data_batch_*.bin"), &CIFAR10)?,
+        decode_records(&test_bytes, &tp, &CIFAR10)?,
     ))
 }
 

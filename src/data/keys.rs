@@ -2,82 +2,98 @@
 
 use crate::config::{Dataset, Partition, Spec, Unread};
 
+use Dataset::*;
+
+/// Keys that only some data sets read: the key, the data sets, and how to say which.
+const ONLY: &[(&str, &[Dataset], &str)] = &[
+    (
+        "data.synthetic_train",
+        &[Synthetic],
+        "only `synthetic` reads it",
+    ),
+    (
+        "data.synthetic_test",
+        &[Synthetic],
+        "only `synthetic` reads it",
+    ),
+    (
+        "data.train_fraction",
+        &[Shakespeare],
+        "only `shakespeare` reads it",
+    ),
+    (
+        "data.min_train_samples",
+        &[Shakespeare, Leaf],
+        "only `shakespeare` and `leaf` read it",
+    ),
+    (
+        "data.min_test_samples",
+        &[Shakespeare, Leaf],
+        "only `shakespeare` and `leaf` read it",
+    ),
+    (
+        "data.crop_train",
+        &[Shakespeare, Leaf],
+        "only `shakespeare` and `leaf` read it",
+    ),
+    (
+        "data.crop_test",
+        &[Shakespeare, Leaf],
+        "only `shakespeare` and `leaf` read it",
+    ),
+    (
+        "data.augmentation",
+        &[Cifar10, Cifar100, Synthetic],
+        "only `cifar10`, `cifar100` and `synthetic` are augmented",
+    ),
+    (
+        "data.cifar100_labels",
+        &[Cifar100],
+        "only `cifar100` reads it",
+    ),
+    ("data.mean", &[Idx], "only `idx` reads it"),
+    ("data.std", &[Idx], "only `idx` reads it"),
+];
+
+/// The partition's keys a spec does not read: a data set with users reads none (its users are
+/// the clients); each split reads its own.
+fn partition_unread(s: &Spec, out: &mut Vec<Unread>) {
+    let d = &s.data;
+    let text = matches!(d.dataset, Shakespeare | Leaf);
+    if text && d.partition != Partition::Natural {
+        let why = format!(
+            "by `data.dataset = \"{}\"`: its users are the clients (`natural`)",
+            d.dataset
+        );
+        out.push(Unread::new("data.partition", why));
+    }
+    let why = |only: &str| {
+        format!(
+            "because `data.partition = \"{}\"` (only `{only}` reads it)",
+            d.partition
+        )
+    };
+    for (keys, p) in [
+        (&["data.alpha", "data.variant"][..], Partition::Dirichlet),
+        (&["data.partition_file"][..], Partition::File),
+        (&["data.shards_per_client"][..], Partition::Shards),
+    ] {
+        if text || d.partition != p {
+            out.extend(keys.iter().map(|k| Unread::new(*k, why(p.as_str()))));
+        }
+    }
+}
+
 /// The `[data]` keys a spec's run does not read.
 pub fn unread_keys(s: &Spec) -> Vec<Unread> {
     let d = &s.data;
-    let set = format!("by `data.dataset = \"{}\"`", d.dataset);
     let mut out = Vec::new();
-    let mut not = |key: &str, why: &str| out.push(Unread::new(key, why.to_string()));
-    let text = matches!(d.dataset, Dataset::Shakespeare | Dataset::Leaf);
-    if text && d.partition != Partition::Natural {
-        not(
-            "data.partition",
-            &format!("{set}: its users are the clients (`natural`)"),
-        );
-    }
-    let partition = format!("because `data.partition = \"{}\"`", d.partition);
-    let split = |p: Partition| !text && d.partition == p;
-    if !split(Partition::Dirichlet) {
-        not(
-            "data.alpha",
-            &format!("{partition} (only `dirichlet` reads it)"),
-        );
-        not(
-            "data.variant",
-            &format!("{partition} (only `dirichlet` reads it)"),
-        );
-    }
-    if !split(Partition::File) {
-        not(
-            "data.partition_file",
-            &format!("{partition} (only `file` reads it)"),
-        );
-    }
-    if !split(Partition::Shards) {
-        not(
-            "data.shards_per_client",
-            &format!("{partition} (only `shards` reads it)"),
-        );
-    }
-    if d.dataset != Dataset::Synthetic {
-        not(
-            "data.synthetic_train",
-            &format!("{set} (only `synthetic` reads it)"),
-        );
-        not(
-            "data.synthetic_test",
-            &format!("{set} (only `synthetic` reads it)"),
-        );
-    }
-    if d.dataset != Dataset::Idx {
-        for k in ["data.mean", "data.std"] {
-            not(k, &format!("{set} (only `idx` reads it)"));
+    partition_unread(s, &mut out);
+    for (key, sets, only) in ONLY {
+        if !sets.contains(&d.dataset) {
+            let why = format!("by `data.dataset = \"{}\"` ({only})", d.dataset);
+            out.push(Unread::new(*key, why));
         }
-    }
-    if d.dataset != Dataset::Shakespeare {
-        not(
-            "data.train_fraction",
-            &format!("{set} (only `shakespeare` reads it)"),
-        );
-    }
-    if !text {
-        for k in [
-            "min_train_samples",
-            "min_test_samples",
-            "crop_train",
-            "crop_test",
-        ] {
-            not(
-                &format!("data.{k}"),
-                &format!("{set} (only `shakespeare` and `leaf` read it)"),
-            );
-        }
-    }
-    if !matches!(d.dataset, Dataset::Cifar10 | Dataset::Synthetic) {
-        not(
-            "data.augmentation",
-            &format!("{set} (only `cifar10` and `synthetic` are augmented)"),
-        );
     }
     out
 }

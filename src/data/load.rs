@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::fed::{Augment, FedData};
-use super::{cifar, idx, leaf, partition, shakespeare, synthetic};
+use super::{cifar, cifar100, idx, leaf, partition, shakespeare, synthetic};
 use crate::config::{Dataset, Spec};
 use crate::error::{Error, Result};
 use crate::rng::{Rng, Stream};
@@ -40,6 +40,19 @@ pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
                 test,
                 clients,
                 num_classes: 10,
+                augment: d.augmentation,
+            }
+        }
+        Dataset::Cifar100 => {
+            let (train, test) = cifar100::load_dir(&path, d.cifar100_labels)?;
+            let classes = cifar100::classes(d.cifar100_labels);
+            let clients = partition::partition(spec, &train.y, classes, &mut part_rng)?;
+            FedData {
+                name: format!("cifar100 ({} labels)", d.cifar100_labels),
+                train,
+                test,
+                clients,
+                num_classes: classes,
                 augment: d.augmentation,
             }
         }

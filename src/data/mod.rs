@@ -9,7 +9,7 @@
 //! | `keys.rs` | which `[data]` keys a spec's data set and partition read |
 //! | `check.rs` | what a spec needs of its data set, checked before anything loads |
 //! | `batch.rs` | gathering a batch, augmented, onto the device |
-//! | `cifar.rs`, `idx.rs`, `leaf.rs`, `plays.rs`, `shakespeare.rs`, `tar.rs` | readers of the real formats |
+//! | `cifar.rs`, `cifar100.rs`, `idx.rs`, `leaf.rs`, `plays.rs`, `shakespeare.rs`, `tar.rs` | readers of the real formats |
 //! | `synthetic.rs` | generated data for tests |
 //! | `partition.rs` | IID, Dirichlet, shards and published index files |
 //! | `augment.rs` | random crop and flip |
@@ -18,6 +18,7 @@ pub mod augment;
 mod batch;
 mod check;
 pub mod cifar;
+pub mod cifar100;
 mod fed;
 pub mod idx;
 mod keys;

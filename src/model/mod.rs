@@ -83,7 +83,7 @@ fn check_input(k: ModelKind, d: Dataset) -> Result<()> {
         };
     }
     let image = match d {
-        Dataset::Cifar10 | Dataset::Synthetic => Some((3, 32)),
+        Dataset::Cifar10 | Dataset::Cifar100 | Dataset::Synthetic => Some((3, 32)),
         Dataset::Mnist | Dataset::FashionMnist => Some((1, 28)),
         Dataset::Shakespeare | Dataset::Leaf | Dataset::Idx => None,
     };

@@ -51,6 +51,7 @@ fn fits(bytes: u128, budget: u64, keys: &str, what: &str) -> Result<()> {
 fn input_of(d: Dataset) -> (u128, u128) {
     match d {
         Dataset::Cifar10 | Dataset::Synthetic => (3 * 32 * 32, 10),
+        Dataset::Cifar100 => (3 * 32 * 32, 100),
         Dataset::Mnist | Dataset::FashionMnist => (28 * 28, 10),
         // unknown before loading: a CIFAR-sized guess (the real size is checked once loaded)
         Dataset::Idx => (3 * 32 * 32, 256),
