@@ -570,3 +570,29 @@ fn your_own_data_in_the_idx_layout_runs_and_splits_like_the_others() {
     let o = check(&cfg, &["model.kind=\"lstm\""]);
     assert!(!o.status.success());
 }
+
+#[test]
+fn small_values_are_labelled_as_a_paper_writes_them() {
+    let d = TempDir::new("wf-label");
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    fake_run(
+        &a,
+        &["fl.algorithm=\"fedadam\"", "fedadam.eps=1e-8"],
+        &[10.0],
+        false,
+        "complete",
+    );
+    fake_run(
+        &b,
+        &["fl.algorithm=\"fedadam\"", "fedadam.eps=0.01"],
+        &[12.0],
+        false,
+        "complete",
+    );
+    let o = report(&[a, b], &[]);
+    let t = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        t.contains("| eps=1e-8 |") && t.contains("| eps=0.01 |"),
+        "{t}"
+    );
+}

@@ -118,6 +118,10 @@ fn flatten(v: &toml::Value, prefix: &str, out: &mut BTreeMap<String, String>) {
         toml::Value::String(s) => {
             out.insert(prefix.to_string(), s.clone());
         }
+        // small values as a paper writes them (`1e-8`, not `0.00000001`)
+        toml::Value::Float(f) if *f != 0.0 && f.abs() < 1e-3 => {
+            out.insert(prefix.to_string(), format!("{f:e}"));
+        }
         other => {
             out.insert(prefix.to_string(), other.to_string());
         }
