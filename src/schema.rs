@@ -37,6 +37,12 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<Spec> {
     Spec::parse(text, origin, overrides, schema())
 }
 
+/// A run folder's `spec.toml` read back with every check and default (for
+/// [`RunOptions::parse_spec`](crate::fl::engine::RunOptions)).
+pub fn parse_resolved(text: &str, origin: &str) -> Result<Spec> {
+    parse(text, origin, &[])
+}
+
 /// Load a spec file, apply `--set` overrides, and validate.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Spec> {
     Spec::load(path, overrides, schema())

@@ -82,6 +82,23 @@ fn curves(groups: &[Group], metric: &str) -> Result<Vec<Line>> {
     Ok(out)
 }
 
+/// The keys other than `key` that vary between groups with the same value of `key`: the
+/// legend names these (a key fixed by x adds nothing a reader does not see on the axis).
+fn varying_within(groups: &[Group], key: &str) -> Vec<String> {
+    let value = |g: &Group| g.keys.get(key).cloned().unwrap_or_else(|| "-".into());
+    differing_keys(groups)
+        .into_iter()
+        .filter(|k| k != key)
+        .filter(|k| {
+            groups.iter().any(|a| {
+                groups
+                    .iter()
+                    .any(|b| value(a) == value(b) && a.keys.get(k) != b.keys.get(k))
+            })
+        })
+        .collect()
+}
+
 /// The final metric of each group against `key`'s value. A key whose values are all numbers is a
 /// numeric axis; otherwise (an algorithm, a model) its values are categories, placed at 0, 1, …
 /// in the groups' order, and returned so the axis can name them. Legend entries name only the
@@ -103,17 +120,7 @@ fn against_key(
             }
         }
     }
-    let others: Vec<String> = differing_keys(groups)
-        .into_iter()
-        .filter(|k| *k != key)
-        .filter(|k| {
-            groups.iter().any(|a| {
-                groups
-                    .iter()
-                    .any(|b| value(a) == value(b) && a.keys.get(k) != b.keys.get(k))
-            })
-        })
-        .collect();
+    let others = varying_within(groups, &key);
     let mut lines: Vec<Line> = Vec::new();
     for g in groups {
         let xv: f64 = if numeric {

@@ -147,23 +147,7 @@ pub fn ops(reps: usize) {
             ph: p,
             pw: p,
         };
-        let x = data(BATCH * cin * h * h, 3);
-        let w = data(cout * cin * k * k, 4);
-        let b = data(cout, 5);
-        let dy = data(BATCH * cout * g.oh() * g.ow(), 6);
-        let fwd = time(reps, || {
-            std::hint::black_box(conv::forward(&g, &x, &w, bias.then_some(&b[..])));
-        });
-        let dx = if first {
-            0.0
-        } else {
-            time(reps, || {
-                std::hint::black_box(conv::input_grad(&g, &w, &dy));
-            })
-        };
-        let dw = time(reps, || {
-            std::hint::black_box(conv::weight_grad(&g, &x, &dy));
-        });
+        let (fwd, dx, dw) = time_fedrun(&g, reps, first, bias);
         let fr = fwd + dx + dw;
         let flops = 2.0 * g.macs() as f64 * if first { 2.0 } else { 3.0 };
         // burn's reference: forward and backward through autodiff
@@ -203,6 +187,29 @@ pub fn ops(reps: usize) {
         tot_burn * 1e3
     );
     pools(reps, &dev);
+}
+
+/// fedrun's convolution of `g`: forward, input gradient (none for a first layer) and weight
+/// gradient, seconds each.
+fn time_fedrun(g: &Geom, reps: usize, first: bool, bias: bool) -> (f64, f64, f64) {
+    let x = data(g.n * g.cin * g.h * g.w, 3);
+    let w = data(g.cout * g.cin * g.kh * g.kw, 4);
+    let b = data(g.cout, 5);
+    let dy = data(g.n * g.cout * g.oh() * g.ow(), 6);
+    let fwd = time(reps, || {
+        std::hint::black_box(conv::forward(g, &x, &w, bias.then_some(&b[..])));
+    });
+    let dx = if first {
+        0.0
+    } else {
+        time(reps, || {
+            std::hint::black_box(conv::input_grad(g, &w, &dy));
+        })
+    };
+    let dw = time(reps, || {
+        std::hint::black_box(conv::weight_grad(g, &x, &dy));
+    });
+    (fwd, dx, dw)
 }
 
 /// The CNN's two 2×2 max-pools, fedrun's kernel against burn's op.

@@ -49,6 +49,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         max_rounds_this_call: None,
         stop: Some(stop_on_signals()?),
         memory_budget: None,
+        parse_spec: crate::schema::parse_resolved,
     };
     let s = run_spec(&spec, &opts)?;
     println!("{}", s.line());

@@ -43,6 +43,15 @@ impl Spec {
         toml::to_string(self).expect("spec serialises")
     }
 
+    /// A resolved spec as `spec.toml` holds it (every key written), read without the schema:
+    /// a key missing from the text takes the section's default, and the tables are taken as
+    /// they are. (`schema::parse` reads the same text with every check and default.)
+    pub fn from_resolved(text: &str, origin: &str) -> Result<Spec> {
+        toml::from_str(text).map_err(|e: toml::de::Error| {
+            Error::Config(format!("{origin}: not a resolved spec ({})", e.message()))
+        })
+    }
+
     /// Keys whose values differ between two specs (for resume checks), in sorted order.
     pub fn diff_keys(&self, other: &Spec) -> Vec<String> {
         let a = toml::Value::try_from(self).expect("spec");

@@ -29,6 +29,10 @@ pub struct RunOptions {
     pub stop: Option<Arc<AtomicBool>>,
     /// Bytes the run may use; None: the machine's available memory.
     pub memory_budget: Option<u64>,
+    /// How the run folder's `spec.toml` is read back, to compare it with the spec: the command
+    /// line passes `schema::parse_resolved` (every default filled in, so a folder written by an
+    /// older fedrun compares equal); the default reads the text as written.
+    pub parse_spec: fn(&str, &str) -> Result<Spec>,
 }
 
 impl RunOptions {
@@ -48,6 +52,7 @@ impl Default for RunOptions {
             max_rounds_this_call: None,
             stop: None,
             memory_budget: None,
+            parse_spec: Spec::from_resolved,
         }
     }
 }

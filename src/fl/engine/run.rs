@@ -29,7 +29,7 @@ pub fn stopped_message(round: usize) -> String {
 /// have been checked.
 pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     let started = Instant::now();
-    let mut dir = RunDir::open(&opts.out, &spec.run.name)?;
+    let mut dir = RunDir::open(&opts.out, &spec.run.name, opts.parse_spec)?;
     if let Some(s) = dir.finished(spec, opts.force)? {
         eprintln!(
             "{} is already {} (use --force to run it again)",
@@ -149,21 +149,10 @@ fn rounds(
         let evaluate = (t + 1) % eval_every == 0 || is_last;
         let (mut row, eval) = match round_and_eval(ex, t, evaluate, phases) {
             Ok(r) => r,
-            Err(Stop::Failed(e)) => return Err(e),
-            Err(Stop::Diverged {
-                round,
-                client,
-                message,
-            }) => {
+            Err(stop) => {
                 bar.abandon();
                 p.elapsed_s = now();
-                let mut s = p.summary(&name, Status::Diverged, message.clone());
-                s.rounds = round - 1;
-                s.diverged_round = Some(round);
-                s.diverged_client = client;
-                dir.write_summary(&s)?;
-                eprintln!("diverged: {message}");
-                return Ok(s);
+                return diverged(&p, &name, dir, stop);
             }
         };
         p.next = t + 1;
@@ -192,16 +181,47 @@ fn rounds(
     } else {
         p.elapsed_s / p.next.max(1) as f64
     };
-    let complete = p.next == total;
-    let mut s = if complete {
-        p.summary(&name, Status::Complete, String::new())
+    finish(ex, dir, csv, &p, opts, pace)
+}
+
+/// The summary of a run stopped by `stop` (a divergence, reported as such; a failure, returned).
+fn diverged(p: &Progress, name: &str, dir: &RunDir, stop: Stop) -> Result<Summary> {
+    let Stop::Diverged {
+        round,
+        client,
+        message,
+    } = stop
+    else {
+        return Err(stop.into());
+    };
+    let mut s = p.summary(name, Status::Diverged, message.clone());
+    s.rounds = round - 1;
+    s.diverged_round = Some(round);
+    s.diverged_client = client;
+    dir.write_summary(&s)?;
+    eprintln!("diverged: {message}");
+    Ok(s)
+}
+
+/// The summary at the end of this call: complete, or interrupted with a checkpoint.
+fn finish(
+    ex: &Experiment,
+    dir: &RunDir,
+    csv: &mut CsvWriter,
+    p: &Progress,
+    opts: &RunOptions,
+    pace: f64,
+) -> Result<Summary> {
+    let name = &ex.spec.run.name;
+    let mut s = if p.next == ex.spec.fl.rounds {
+        p.summary(name, Status::Complete, String::new())
     } else {
-        dir.save(ex, csv, &p)?;
+        dir.save(ex, csv, p)?;
         let message = match opts.stopping() {
             true => stopped_message(p.next),
             false => RUNNING.into(),
         };
-        p.summary(&name, Status::Interrupted, message)
+        p.summary(name, Status::Interrupted, message)
     };
     s.seconds_per_round = pace;
     dir.write_summary(&s)?;

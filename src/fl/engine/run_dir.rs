@@ -58,12 +58,18 @@ pub struct RunDir {
     lock: Option<RunLock>,
     /// The checked checkpoint to resume from (read by `resume_point`, used by `restore`).
     pending: Option<(checkpoint::Header, checkpoint::Vectors)>,
+    /// How `spec.toml` is read back ([`RunOptions::parse_spec`](super::RunOptions)).
+    parse_spec: fn(&str, &str) -> Result<Spec>,
 }
 
 impl RunDir {
     /// The folder `<out>/<name>`; if it exists, its lock is taken at once (another process in
     /// it is an error), so that nothing in it is read while another run writes it.
-    pub fn open(out: &Path, name: &str) -> Result<Self> {
+    pub fn open(
+        out: &Path,
+        name: &str,
+        parse_spec: fn(&str, &str) -> Result<Spec>,
+    ) -> Result<Self> {
         let dir = out.join(name);
         let lock = match dir.is_dir() {
             true => Some(RunLock::acquire(&dir)?),
@@ -73,6 +79,7 @@ impl RunDir {
             dir,
             lock,
             pending: None,
+            parse_spec,
         })
     }
 
@@ -135,7 +142,7 @@ impl RunDir {
         let Ok(text) = std::fs::read_to_string(&p) else {
             return Ok(());
         };
-        let old = crate::schema::parse(&text, &p.display().to_string(), &[])?;
+        let old = (self.parse_spec)(&text, &p.display().to_string())?;
         let mut diff = old.diff_keys(spec);
         if let Some(next) = next
             && spec.fl.rounds >= next
