@@ -9,25 +9,10 @@ use fedrun::metrics::summary::Status;
 use std::path::Path;
 use std::process::Command;
 
-/// A run folder written by hand: spec with the given overrides, a CSV of accuracies.
+/// A complete run folder written by hand: spec with the given overrides, a CSV of accuracies.
 fn fake_run(dir: &Path, sets: &[&str], accs: &[f64]) -> Run {
-    std::fs::create_dir_all(dir).unwrap();
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &sets).unwrap();
-    std::fs::write(dir.join("spec.toml"), spec.to_toml()).unwrap();
-    let mut csv = String::from(fedrun::metrics::csv::HEADER);
-    csv.push('\n');
-    for (r, a) in accs.iter().enumerate() {
-        csv.push_str(&format!("{},{a},1,1,0.1,0,1,1,1,,0.0\n", r + 1));
-    }
-    std::fs::write(dir.join("rounds.csv"), csv).unwrap();
-    let s = fedrun::metrics::summary::Summary {
-        status: Status::Complete,
-        name: "t".into(),
-        rounds_from: fedrun::metrics::csv::ROUNDS_FROM,
-        ..Default::default()
-    };
-    s.write(dir).unwrap();
+    let rows: Vec<(f64, f64)> = accs.iter().map(|&a| (a, 1.0)).collect();
+    common::write_run(dir, sets, &rows, Status::Complete, 1);
     Run::load(dir).unwrap()
 }
 

@@ -78,3 +78,36 @@ pub fn columns(path: &std::path::Path) -> Vec<Vec<f64>> {
         })
         .collect()
 }
+
+/// A run folder written by hand: the synthetic spec with `sets`, a CSV whose rows are
+/// (test accuracy, test loss) at rounds `first_round`, `first_round + 1`, …, and a summary of
+/// `status` that records `first_round` as the CSV's convention (0: a folder written before
+/// fedrun counted rounds completed).
+pub fn write_run(
+    dir: &Path,
+    sets: &[&str],
+    rows: &[(f64, f64)],
+    status: fedrun::metrics::summary::Status,
+    first_round: usize,
+) {
+    std::fs::create_dir_all(dir).unwrap();
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &sets).unwrap();
+    std::fs::write(dir.join("spec.toml"), spec.to_toml()).unwrap();
+    let mut csv = String::from(fedrun::metrics::csv::HEADER);
+    csv.push('\n');
+    for (i, (acc, loss)) in rows.iter().enumerate() {
+        csv.push_str(&format!(
+            "{},{acc},{loss},1,0.1,0,1,1,1,,0.0\n",
+            i + first_round
+        ));
+    }
+    std::fs::write(dir.join("rounds.csv"), csv).unwrap();
+    let s = fedrun::metrics::summary::Summary {
+        status,
+        name: "t".into(),
+        rounds_from: first_round,
+        ..Default::default()
+    };
+    s.write(dir).unwrap();
+}

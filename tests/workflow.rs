@@ -179,24 +179,12 @@ fn every_algorithm_name_of_the_configs_is_accepted_and_typos_get_a_suggestion() 
 /// A run folder written by hand: the synthetic spec with `sets`, a CSV with `values` of the
 /// metric column `col` (0: test_acc, 1: test_loss) at rounds 1, 2, …, and a summary.
 fn fake_run(dir: &Path, sets: &[&str], values: &[f64], loss: bool, status: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &sets).unwrap();
-    std::fs::write(dir.join("spec.toml"), spec.to_toml()).unwrap();
-    let mut csv = String::from(fedrun::metrics::csv::HEADER);
-    csv.push('\n');
-    for (i, v) in values.iter().enumerate() {
-        let (acc, l) = if loss { (50.0, *v) } else { (*v, 1.0) };
-        csv.push_str(&format!("{},{acc},{l},1,0.1,0,1,1,1,,0.0\n", i + 1));
-    }
-    std::fs::write(dir.join("rounds.csv"), csv).unwrap();
-    let s = fedrun::metrics::summary::Summary {
-        status: fedrun::metrics::summary::Status::from_name(status).unwrap(),
-        name: "t".into(),
-        rounds_from: fedrun::metrics::csv::ROUNDS_FROM,
-        ..Default::default()
-    };
-    s.write(dir).unwrap();
+    let rows: Vec<(f64, f64)> = values
+        .iter()
+        .map(|&v| if loss { (50.0, v) } else { (v, 1.0) })
+        .collect();
+    let status = fedrun::metrics::summary::Status::from_name(status).unwrap();
+    common::write_run(dir, sets, &rows, status, 1);
 }
 
 fn report(dirs: &[PathBuf], extra: &[&str]) -> Output {
@@ -226,6 +214,19 @@ fn a_round_past_a_runs_end_is_a_dash_not_the_last_value() {
     let md = String::from_utf8_lossy(&md.stdout).into_owned();
     assert!(md.contains("| 9.05 | – |"), "{md}");
     assert!(md.contains("fewer rounds than asked"), "{md}");
+    // a folder of a fedrun that counted rounds from 0 reads the same
+    let legacy = d.path().join("legacy");
+    let rows: Vec<(f64, f64)> = [10.0, 20.0, 30.0, 40.0].iter().map(|&a| (a, 1.0)).collect();
+    common::write_run(
+        &legacy,
+        &[],
+        &rows,
+        fedrun::metrics::summary::Status::Complete,
+        0,
+    );
+    let o = report(&[legacy], &["--at", "4,5"]);
+    let t = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(t.contains("| 9.05 | – |"), "{t}");
 }
 
 #[test]
