@@ -332,6 +332,55 @@ fn a_sweep_axis_that_repeats_a_run_is_refused() {
     }
 }
 
+#[test]
+fn a_common_set_goes_to_the_sweep_points_that_read_it() {
+    let d = TempDir::new("wf-common-set");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let cmds = d.path().join("cmds.txt");
+    let emit = |set: &str| {
+        Command::new(BIN)
+            .args(["sweep", "--config"])
+            .arg(&cfg)
+            .args([
+                "--set",
+                set,
+                "--grid",
+                "fl.algorithm=fedavg,fedavgm",
+                "--emit",
+            ])
+            .arg(&cmds)
+            .output()
+            .unwrap()
+    };
+    // FedAvgM reads its momentum, FedAvg does not: the FedACG check's own command line
+    let o = emit("fedavgm.momentum=0.4");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("applies to 1 of 2 points"),
+        "{}",
+        stderr(&o)
+    );
+    let text = std::fs::read_to_string(&cmds).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    for l in lines {
+        assert_eq!(
+            l.contains("fedavgm.momentum=0.4"),
+            l.contains("algorithm=fedavgm"),
+            "{l}"
+        );
+    }
+    // a key no point reads is still refused, with the reason
+    let o = emit("fedprox.mu=5");
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no point of the sweep reads it"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// The `run.json` of a run folder.
 fn provenance(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()

@@ -34,7 +34,10 @@ pub struct SweepArgs {
 }
 
 pub fn sweep(a: &SweepArgs) -> Result<()> {
-    let base = a.spec.load()?;
+    // the common `--set`s go to the points that read them (`named_points`), so they are not
+    // refused against the config's own algorithm here
+    let (text, origin) = a.spec.text()?;
+    let base = crate::schema::parse(&text, &origin, &a.spec.set)?;
     let axes = a
         .grid
         .iter()

@@ -108,8 +108,11 @@ pub struct SweepOptions {
 /// A grid point ready to run: the point, its folder name, its `--set` overrides, its rounds.
 type Named = (Point, String, Vec<String>, usize);
 
-/// Every point of the grid, each validated (so a typo, or a key the run does not read, fails
-/// before anything runs); two points that are the same run are refused.
+/// Every point of the grid, each validated (so a typo, or an axis key the run does not read,
+/// fails before anything runs); two points that are the same run are refused. A common `--set`
+/// goes to the points that read it (one config and `--set fedavgm.momentum=0.4` across
+/// `--grid fl.algorithm=fedacg,fedavgm` is a legitimate study); one that no point reads is an
+/// error, and one that only some read is said once.
 fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
     let points = expand(&o.axes);
     let text = match &o.config {
@@ -119,9 +122,11 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
     };
     let mut named = Vec::new();
     let mut seen: Vec<(String, String)> = Vec::new();
+    // per common `--set`: the points that leave it unread, and the first reason
+    let mut skipped: Vec<(Vec<String>, String)> = vec![(Vec::new(), String::new()); o.set.len()];
     for p in &points {
         let name = p.name(&base.run.name);
-        let mut sets = o.set.clone();
+        let mut sets = common_sets_read(&text, o, p, &name, &mut skipped)?;
         sets.extend(p.sets());
         sets.push(format!("run.name={name}"));
         let (mut spec, _) = crate::schema::parse_user(&text, "sweep point", &sets)?;
@@ -136,7 +141,51 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
         seen.push((name.clone(), resolved));
         named.push((p.clone(), name, sets, rounds));
     }
+    for (set, (names, why)) in o.set.iter().zip(&skipped) {
+        if names.len() == points.len() {
+            return Err(Error::Config(format!(
+                "--set {set}: no point of the sweep reads it (it is not read {why})"
+            )));
+        }
+        if !names.is_empty() {
+            eprintln!(
+                "[sweep] --set {set} applies to {} of {} points; not to {} (`{}`: not read {why})",
+                points.len() - names.len(),
+                points.len(),
+                names.join(", "),
+                names[0]
+            );
+        }
+    }
     Ok(named)
+}
+
+/// The common `--set`s that point `p` reads; each one it does not read is recorded in `skipped`.
+fn common_sets_read(
+    text: &str,
+    o: &SweepOptions,
+    p: &Point,
+    name: &str,
+    skipped: &mut [(Vec<String>, String)],
+) -> Result<Vec<String>> {
+    let mut all = o.set.clone();
+    all.extend(p.sets());
+    let spec = crate::schema::parse(text, "sweep point", &all)?;
+    let unread = crate::schema::schema().unread(&spec);
+    let mut sets = Vec::new();
+    for (i, set) in o.set.iter().enumerate() {
+        let key = set.split_once('=').map_or(set.as_str(), |(k, _)| k.trim());
+        match unread.iter().find(|u| u.key == key) {
+            Some(u) => {
+                skipped[i].0.push(name.to_string());
+                if skipped[i].1.is_empty() {
+                    skipped[i].1 = u.why.clone();
+                }
+            }
+            None => sets.push(set.clone()),
+        }
+    }
+    Ok(sets)
 }
 
 /// Validate every point first, then run them.
