@@ -397,7 +397,7 @@ fn the_idx_reader_never_panics_on_damaged_files() {
 #[test]
 fn the_leaf_reader_never_panics_on_damaged_files() {
     let d = TempDir::new("adversarial-leaf");
-    let f = leaf::LeafFile {
+    let f: leaf::LeafFile = leaf::LeafFile {
         users: vec!["a".into(), "b".into()],
         num_samples: vec![2, 1],
         user_data: [

@@ -111,3 +111,42 @@ pub fn write_run(
     };
     s.write(dir).unwrap();
 }
+
+/// A `.tar.gz` of folder `inner` under `dir`, and its md5.
+pub fn archive_of(dir: &Path, inner: &str) -> (std::path::PathBuf, String) {
+    let archive = dir.join(format!("{inner}.tar.gz"));
+    let st = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(dir)
+        .arg(inner)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let md5 = md5_of(&archive);
+    (archive, md5)
+}
+
+/// Run `scripts/<script> dest` on a local archive with the expected `md5`.
+pub fn fetch_with(script: &str, dest: &Path, archive: &Path, md5: &str) -> std::process::Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(script);
+    std::process::Command::new("bash")
+        .arg(&script)
+        .arg(dest)
+        .env("FEDRUN_FETCH_URL", archive)
+        .env("FEDRUN_FETCH_MD5", md5)
+        .output()
+        .unwrap()
+}
+
+/// The md5 of a file, as `md5sum` prints it.
+pub fn md5_of(path: &Path) -> String {
+    let out = std::process::Command::new("md5sum")
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()[..32].to_string()
+}

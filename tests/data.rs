@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{TempDir, write_mini_cifar};
+use common::{TempDir, archive_of, fetch_with, write_mini_cifar};
 use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file, shards};
 use fedrun::data::{Features, cifar, idx, leaf};
 use fedrun::metrics::summary::Status;
@@ -269,39 +269,6 @@ fn leaf_test_file_as_leaf_writes_it_loads() {
 }
 
 /// `dir/<inner>` packed as the official archives are (`<inner>/*.bin` in a .tar.gz), and its md5.
-fn archive_of(dir: &Path, inner: &str) -> (std::path::PathBuf, String) {
-    let archive = dir.join(format!("{inner}.tar.gz"));
-    let st = std::process::Command::new("tar")
-        .arg("-czf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(dir)
-        .arg(inner)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let out = std::process::Command::new("md5sum")
-        .arg(&archive)
-        .output()
-        .unwrap();
-    let md5 = String::from_utf8(out.stdout).unwrap()[..32].to_string();
-    (archive, md5)
-}
-
-/// Run `scripts/<script> dest` on a local archive with the expected `md5`.
-fn fetch_with(script: &str, dest: &Path, archive: &Path, md5: &str) -> std::process::Output {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scripts")
-        .join(script);
-    std::process::Command::new("bash")
-        .arg(&script)
-        .arg(dest)
-        .env("FEDRUN_CIFAR_URL", archive)
-        .env("FEDRUN_CIFAR_MD5", md5)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn fetch_script_checks_the_md5_and_unpacks_the_archive_layout() {
     let d = TempDir::new("fetch");

@@ -4,12 +4,16 @@
 use serde::{Deserialize, Serialize};
 
 crate::choice! {
-    /// `data.dataset`: `cifar10` | `cifar100` | `mnist` | `fashion-mnist` | `shakespeare` (from the plays) |
-    /// `leaf` (LEAF JSON) | `idx` (your own images and labels in the IDX format) | `synthetic`
+    /// `data.dataset`: `cifar10` | `cifar100` | `tiny-imagenet` | `mnist` | `fashion-mnist` |
+    /// `femnist`, `celeba` (LEAF JSON) | `shakespeare` (from the plays) | `leaf` (LEAF
+    /// Shakespeare JSON) | `idx` (your own images and labels in the IDX format) | `synthetic`
     /// (tests).
     pub enum Dataset {
         Cifar10 = "cifar10",
         Cifar100 = "cifar100",
+        TinyImagenet = "tiny-imagenet",
+        Femnist = "femnist",
+        Celeba = "celeba",
         Mnist = "mnist",
         FashionMnist = "fashion-mnist",
         Shakespeare = "shakespeare",
@@ -61,6 +65,12 @@ crate::choice! {
         TinyCnn = "tiny-cnn",
         /// The Fed-LAMB MNIST CNN (1×28×28 input).
         MnistCnn = "mnist-cnn",
+        /// LEAF's FEMNIST CNN (1×28×28).
+        FemnistCnn = "femnist-cnn",
+        /// LEAF's CelebA CNN (3×84×84).
+        CelebaCnn = "celeba-cnn",
+        /// The FedExP code's EMNIST CNN (1×28×28).
+        EmnistCnn = "emnist-cnn",
     }
 }
 

@@ -19,43 +19,18 @@ pub fn batch(
     let y = Tensor::<1, Int>::from_data(TensorData::new(y, [b]), device);
     let x = match &split.x {
         Features::Images { c, h, w, data } => {
-            let per = c * h * w;
-            let mut out = vec![0f32; b * per];
-            match (aug, rng) {
-                (Augment::None, _) | (_, None) => {
-                    for (k, &i) in idx.iter().enumerate() {
-                        out[k * per..(k + 1) * per].copy_from_slice(&data[i * per..(i + 1) * per]);
-                    }
-                }
-                (Augment::Batch, Some(rng)) => {
-                    let t = augment::CropFlip::draw(rng);
-                    for (k, &i) in idx.iter().enumerate() {
-                        t.apply(
-                            &data[i * per..(i + 1) * per],
-                            &mut out[k * per..(k + 1) * per],
-                            *c,
-                            *h,
-                            *w,
-                        );
-                    }
-                }
-                (Augment::Sample, Some(rng)) => {
-                    for (k, &i) in idx.iter().enumerate() {
-                        let t = augment::CropFlip::draw(rng);
-                        t.apply(
-                            &data[i * per..(i + 1) * per],
-                            &mut out[k * per..(k + 1) * per],
-                            *c,
-                            *h,
-                            *w,
-                        );
-                    }
-                }
-            }
-            Input::Images(Tensor::<4>::from_data(
-                TensorData::new(out, [b, *c, *h, *w]),
-                device,
-            ))
+            images(idx, (*c, *h, *w), &Rows::Floats(data), aug, rng, device)
+        }
+        Features::Pixels {
+            c,
+            h,
+            w,
+            data,
+            mean,
+            std,
+        } => {
+            let rows = Rows::Bytes { data, mean, std };
+            images(idx, (*c, *h, *w), &rows, aug, rng, device)
         }
         Features::Tokens { len, data } => {
             let mut out = Vec::with_capacity(b * len);
@@ -69,4 +44,75 @@ pub fn batch(
         }
     };
     (x, y)
+}
+
+/// Where image rows come from: floats already normalised (read in place), or bytes
+/// normalised per channel as `(p/255 − mean)/std` into a scratch row.
+enum Rows<'a> {
+    Floats(&'a [f32]),
+    Bytes {
+        data: &'a [u8],
+        mean: &'a [f32],
+        std: &'a [f32],
+    },
+}
+
+impl Rows<'_> {
+    /// Row `i` of `per` values (`plane` per channel), normalised.
+    fn row<'s>(&'s self, i: usize, per: usize, plane: usize, scratch: &'s mut [f32]) -> &'s [f32] {
+        match self {
+            Rows::Floats(data) => &data[i * per..(i + 1) * per],
+            Rows::Bytes { data, mean, std } => {
+                let src = &data[i * per..(i + 1) * per];
+                for (ch, (d, s)) in scratch.chunks_mut(plane).zip(src.chunks(plane)).enumerate() {
+                    let (m, sd) = (mean[ch], std[ch]);
+                    for (o, &p) in d.iter_mut().zip(s) {
+                        *o = (p as f32 / 255.0 - m) / sd;
+                    }
+                }
+                scratch
+            }
+        }
+    }
+}
+
+/// Image rows `idx` gathered into one batch, augmented when asked.
+fn images(
+    idx: &[usize],
+    (c, h, w): (usize, usize, usize),
+    rows: &Rows,
+    aug: Augment,
+    rng: Option<&mut Rng>,
+    device: &Device,
+) -> Input {
+    let (b, per, plane) = (idx.len(), c * h * w, h * w);
+    let mut out = vec![0f32; b * per];
+    let mut scratch = match rows {
+        Rows::Floats(_) => Vec::new(),
+        Rows::Bytes { .. } => vec![0f32; per],
+    };
+    let dst_rows = out.chunks_mut(per).zip(idx);
+    match (aug, rng) {
+        (Augment::None, _) | (_, None) => {
+            for (dst, &i) in dst_rows {
+                dst.copy_from_slice(rows.row(i, per, plane, &mut scratch));
+            }
+        }
+        (Augment::Batch, Some(rng)) => {
+            let t = augment::CropFlip::draw(rng);
+            for (dst, &i) in dst_rows {
+                t.apply(rows.row(i, per, plane, &mut scratch), dst, c, h, w);
+            }
+        }
+        (Augment::Sample, Some(rng)) => {
+            for (dst, &i) in dst_rows {
+                let t = augment::CropFlip::draw(rng);
+                t.apply(rows.row(i, per, plane, &mut scratch), dst, c, h, w);
+            }
+        }
+    }
+    Input::Images(Tensor::<4>::from_data(
+        TensorData::new(out, [b, c, h, w]),
+        device,
+    ))
 }

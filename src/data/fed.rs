@@ -14,8 +14,31 @@ pub enum Features {
         w: usize,
         data: Vec<f32>,
     },
+    /// `n × c × h × w` bytes, normalised per channel as `(p/255 − mean)/std` when a batch is
+    /// gathered: the large image sets (Tiny-ImageNet, CelebA) held at a quarter of the
+    /// memory of floats.
+    Pixels {
+        c: usize,
+        h: usize,
+        w: usize,
+        data: Vec<u8>,
+        mean: Vec<f32>,
+        std: Vec<f32>,
+    },
     /// `n × len` token indices (Shakespeare characters).
     Tokens { len: usize, data: Vec<u8> },
+}
+
+impl Features {
+    /// `(channels, height, width)` of image features; None for tokens.
+    pub fn image_shape(&self) -> Option<(usize, usize, usize)> {
+        match self {
+            Features::Images { c, h, w, .. } | Features::Pixels { c, h, w, .. } => {
+                Some((*c, *h, *w))
+            }
+            Features::Tokens { .. } => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -165,10 +165,7 @@ pub fn load_own(dir: &Path, mean: f32, std: f32) -> Result<(Split, Split, usize)
     check_dir(dir)?;
     let train = load_split(dir, (TRAIN_IMAGES, TRAIN_LABELS), (mean, std), 256)?;
     let test = load_split(dir, (TEST_IMAGES, TEST_LABELS), (mean, std), 256)?;
-    let dims = |x: &Features| match x {
-        Features::Images { c, h, w, .. } => Some((*c, *h, *w)),
-        _ => None,
-    };
+    let dims = |x: &Features| x.image_shape();
     if dims(&train.x) != dims(&test.x) {
         return Err(Error::Data(format!(
             "{}: the training images are {:?} but the test images {:?} (channels, height, width)",

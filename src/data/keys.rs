@@ -43,8 +43,8 @@ const ONLY: &[(&str, &[Dataset], &str)] = &[
     ),
     (
         "data.augmentation",
-        &[Cifar10, Cifar100, Synthetic],
-        "only `cifar10`, `cifar100` and `synthetic` are augmented",
+        &[Cifar10, Cifar100, TinyImagenet, Synthetic],
+        "only `cifar10`, `cifar100`, `tiny-imagenet` and `synthetic` are augmented",
     ),
     (
         "data.cifar100_labels",
@@ -59,7 +59,7 @@ const ONLY: &[(&str, &[Dataset], &str)] = &[
 /// the clients); each split reads its own.
 fn partition_unread(s: &Spec, out: &mut Vec<Unread>) {
     let d = &s.data;
-    let text = matches!(d.dataset, Shakespeare | Leaf);
+    let text = super::info(d).users;
     if text && d.partition != Partition::Natural {
         let why = format!(
             "by `data.dataset = \"{}\"`: its users are the clients (`natural`)",

@@ -12,20 +12,23 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// One user's samples. Shakespeare: x holds 80-character strings and y single characters;
+/// FEMNIST: x holds 784 floats and y a class; CelebA: x holds an image file name and y a class.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct UserData {
-    pub x: Vec<String>,
-    pub y: Vec<String>,
+pub struct UserData<X = String, Y = String> {
+    pub x: Vec<X>,
+    pub y: Vec<Y>,
 }
 
+/// One LEAF JSON file as LEAF's scripts write it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LeafFile {
+pub struct LeafFile<X = String, Y = String> {
     pub users: Vec<String>,
     pub num_samples: Vec<usize>,
-    pub user_data: BTreeMap<String, UserData>,
+    pub user_data: BTreeMap<String, UserData<X, Y>>,
 }
 
-impl LeafFile {
+impl<X, Y> LeafFile<X, Y> {
     /// Users whose `num_samples` entry differs from the length of their arrays, and the sum of
     /// `num_samples − len(x)` over them. LEAF's `split_data.py` records a Shakespeare user's
     /// test count before dropping the first `80 − 1` windows (they overlap the training
@@ -46,15 +49,19 @@ impl LeafFile {
     }
 }
 
-/// Read and check one LEAF JSON file: every listed user has data, x and y agree in length, x
-/// holds 80-character strings and y single characters. `num_samples` is not checked against
-/// the arrays ([`LeafFile::stale_counts`]).
-pub fn read_file(path: &Path) -> Result<LeafFile> {
-    let text = std::fs::read_to_string(path)
+/// Read one LEAF JSON file of any kind and check its structure: every listed user has data,
+/// and x and y agree in length. `num_samples` is not checked against the arrays
+/// ([`LeafFile::stale_counts`]).
+pub fn read_json<X, Y>(path: &Path) -> Result<LeafFile<X, Y>>
+where
+    X: serde::de::DeserializeOwned,
+    Y: serde::de::DeserializeOwned,
+{
+    let file = std::fs::File::open(path)
         .map_err(|e| Error::Data(format!("cannot read LEAF file {}: {e}", path.display())))?;
-    let f: LeafFile = serde_json::from_str(&text).map_err(|e| {
+    let f: LeafFile<X, Y> = serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| {
         Error::Data(format!(
-            "{}: not a LEAF JSON file ({e}); expected {{\"users\", \"num_samples\", \"user_data\"}}",
+            "{}: not a LEAF JSON file of this data set ({e}); expected {{\"users\", \"num_samples\", \"user_data\": {{user: {{\"x\", \"y\"}}}}}}",
             path.display()
         ))
     })?;
@@ -75,6 +82,15 @@ pub fn read_file(path: &Path) -> Result<LeafFile> {
                 d.y.len()
             )));
         }
+    }
+    Ok(f)
+}
+
+/// Read and check one LEAF Shakespeare JSON file ([`read_json`]): x holds 80-character
+/// strings and y single characters.
+pub fn read_file(path: &Path) -> Result<LeafFile> {
+    let f: LeafFile = read_json(path)?;
+    for (u, d) in &f.user_data {
         if let Some(bad) = d.x.iter().find(|s| s.chars().count() != SEQ_LEN) {
             return Err(Error::Data(format!(
                 "{}: user {u:?} has an x of {} characters (expected {SEQ_LEN})",
@@ -92,12 +108,12 @@ pub fn read_file(path: &Path) -> Result<LeafFile> {
     Ok(f)
 }
 
-pub fn write_file(path: &Path, f: &LeafFile) -> Result<()> {
+pub fn write_file<X: Serialize, Y: Serialize>(path: &Path, f: &LeafFile<X, Y>) -> Result<()> {
     let s = serde_json::to_string(f).expect("json");
     std::fs::write(path, s).map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
 }
 
-fn json_files(dir: &Path, part: &str) -> Result<Vec<PathBuf>> {
+pub fn json_files(dir: &Path, part: &str) -> Result<Vec<PathBuf>> {
     let sub = dir.join(part);
     let (base, need_name) = if sub.is_dir() {
         (sub, false)

@@ -2,8 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::fed::{Augment, FedData};
-use super::{cifar, cifar100, idx, leaf, partition, shakespeare, synthetic};
+use super::fed::{Augment, FedData, Split};
+use super::{
+    cifar, cifar100, idx, leaf, leaf_images, partition, shakespeare, synthetic, tiny_imagenet,
+};
 use crate::config::{Dataset, Spec};
 use crate::error::{Error, Result};
 use crate::rng::{Rng, Stream};
@@ -27,69 +29,7 @@ pub fn path_of(spec: &Spec, data_dir: Option<&Path>) -> PathBuf {
 
 /// Load the data set a spec names and partition it.
 pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
-    let path = path_of(spec, data_dir);
-    let d = &spec.data;
-    let mut part_rng = Rng::derive(spec.run.seed, Stream::Partition, &[]);
-    let fed = match d.dataset {
-        Dataset::Cifar10 => {
-            let (train, test) = cifar::load_dir(&path)?;
-            let clients = partition::partition(spec, &train.y, 10, &mut part_rng)?;
-            FedData {
-                name: "cifar10".into(),
-                train,
-                test,
-                clients,
-                num_classes: 10,
-                augment: d.augmentation,
-            }
-        }
-        Dataset::Cifar100 => {
-            let (train, test) = cifar100::load_dir(&path, d.cifar100_labels)?;
-            let classes = cifar100::classes(d.cifar100_labels);
-            let clients = partition::partition(spec, &train.y, classes, &mut part_rng)?;
-            FedData {
-                name: format!("cifar100 ({} labels)", d.cifar100_labels),
-                train,
-                test,
-                clients,
-                num_classes: classes,
-                augment: d.augmentation,
-            }
-        }
-        Dataset::Mnist | Dataset::FashionMnist => {
-            // normalisation of the FedExP code (§8.3): MNIST (0.1307, 0.3081), Fashion (0.5, 0.5)
-            let (mean, std) = if d.dataset == Dataset::Mnist {
-                (0.1307, 0.3081)
-            } else {
-                (0.5, 0.5)
-            };
-            let (train, test) = idx::load_dir(&path, mean, std)?;
-            let clients = partition::partition(spec, &train.y, 10, &mut part_rng)?;
-            FedData {
-                name: d.dataset.to_string(),
-                train,
-                test,
-                clients,
-                num_classes: 10,
-                augment: Augment::None,
-            }
-        }
-        Dataset::Idx => {
-            let (train, test, classes) = idx::load_own(&path, d.mean as f32, d.std as f32)?;
-            let clients = partition::partition(spec, &train.y, classes, &mut part_rng)?;
-            FedData {
-                name: format!("idx ({})", path.display()),
-                train,
-                test,
-                clients,
-                num_classes: classes,
-                augment: Augment::None,
-            }
-        }
-        Dataset::Synthetic => synthetic::build(spec, &mut part_rng)?,
-        Dataset::Shakespeare => shakespeare::from_plays(spec, &path)?,
-        Dataset::Leaf => leaf::load(spec, &path)?,
-    };
+    let fed = read(spec, &path_of(spec, data_dir))?;
     if fed.clients.len() < spec.fl.clients_per_round {
         return Err(Error::Config(format!(
             "key `fl.clients_per_round` ({}) exceeds the {} clients of the data set",
@@ -101,4 +41,60 @@ pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
         return Err(Error::Data(format!("client {i} has no training samples")));
     }
     Ok(fed)
+}
+
+/// The data set at `path`: the data sets with users bring their clients, the others are
+/// partitioned by the spec.
+fn read(spec: &Spec, path: &Path) -> Result<FedData> {
+    let d = &spec.data;
+    let mut part_rng = Rng::derive(spec.run.seed, Stream::Partition, &[]);
+    let mut split = |name: String, (train, test): (Split, Split), classes, augment| {
+        let clients = partition::partition(spec, &train.y, classes, &mut part_rng)?;
+        Ok(FedData {
+            name,
+            train,
+            test,
+            clients,
+            num_classes: classes,
+            augment,
+        })
+    };
+    match d.dataset {
+        Dataset::Cifar10 => split("cifar10".into(), cifar::load_dir(path)?, 10, d.augmentation),
+        Dataset::Cifar100 => {
+            let l = d.cifar100_labels;
+            let name = format!("cifar100 ({l} labels)");
+            let classes = cifar100::classes(l);
+            split(name, cifar100::load_dir(path, l)?, classes, d.augmentation)
+        }
+        Dataset::TinyImagenet => {
+            let (train, test, classes) = tiny_imagenet::load_dir(path)?;
+            split(
+                "tiny-imagenet".into(),
+                (train, test),
+                classes,
+                d.augmentation,
+            )
+        }
+        Dataset::Mnist | Dataset::FashionMnist => {
+            // normalisation of the FedExP code (§8.3): MNIST (0.1307, 0.3081), Fashion (0.5, 0.5)
+            let (mean, std) = if d.dataset == Dataset::Mnist {
+                (0.1307, 0.3081)
+            } else {
+                (0.5, 0.5)
+            };
+            let name = d.dataset.to_string();
+            split(name, idx::load_dir(path, mean, std)?, 10, Augment::None)
+        }
+        Dataset::Idx => {
+            let (train, test, classes) = idx::load_own(path, d.mean as f32, d.std as f32)?;
+            let name = format!("idx ({})", path.display());
+            split(name, (train, test), classes, Augment::None)
+        }
+        Dataset::Synthetic => synthetic::build(spec, &mut part_rng),
+        Dataset::Shakespeare => shakespeare::from_plays(spec, path),
+        Dataset::Leaf => leaf::load(spec, path),
+        Dataset::Femnist => leaf_images::load_femnist(spec, path),
+        Dataset::Celeba => leaf_images::load_celeba(spec, path),
+    }
 }

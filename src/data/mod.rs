@@ -9,7 +9,9 @@
 //! | `keys.rs` | which `[data]` keys a spec's data set and partition read |
 //! | `check.rs` | what a spec needs of its data set, checked before anything loads |
 //! | `batch.rs` | gathering a batch, augmented, onto the device |
-//! | `cifar.rs`, `cifar100.rs`, `idx.rs`, `leaf.rs`, `plays.rs`, `shakespeare.rs`, `tar.rs` | readers of the real formats |
+//! | `info.rs` | what each data set gives (input, classes, users) before it loads |
+//! | `cifar.rs`, `cifar100.rs`, `tiny_imagenet.rs`, `idx.rs`, `leaf.rs`, `leaf_images.rs`, `plays.rs`, `shakespeare.rs`, `tar.rs` | readers of the real formats |
+//! | `jpeg.rs`, `image_cache.rs` | JPEG decoding, and the decoded images cached beside the data |
 //! | `synthetic.rs` | generated data for tests |
 //! | `partition.rs` | IID, Dirichlet, shards and published index files |
 //! | `augment.rs` | random crop and flip |
@@ -21,17 +23,23 @@ pub mod cifar;
 pub mod cifar100;
 mod fed;
 pub mod idx;
+pub mod image_cache;
+mod info;
+pub mod jpeg;
 mod keys;
 pub mod leaf;
+pub mod leaf_images;
 mod load;
 pub mod partition;
 pub mod plays;
 pub mod shakespeare;
 pub mod synthetic;
 pub mod tar;
+pub mod tiny_imagenet;
 
 pub use batch::batch;
 pub use check::check_spec;
 pub use fed::{Augment, Features, FedData, Input, Split};
+pub use info::{Info, Sample, info};
 pub use keys::unread_keys;
 pub use load::{load, path_of};

@@ -51,7 +51,7 @@ pub fn partition(
         }
         Partition::File => read_index_file(Path::new(&d.partition_file), n),
         Partition::Natural => Err(Error::Config(format!(
-            "data.partition = \"natural\" needs a data set with users (shakespeare, leaf), not {}",
+            "data.partition = \"natural\" needs a data set with users (shakespeare, leaf, femnist, celeba), not {}",
             d.dataset
         ))),
     }

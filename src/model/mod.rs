@@ -4,8 +4,10 @@
 //! initial model is the same on every backend.
 
 pub mod cnn;
+pub mod emnist_cnn;
 pub mod init;
 mod keys;
+pub mod leaf_cnn;
 pub mod lstm;
 pub mod mnist_cnn;
 pub mod params;
@@ -19,8 +21,8 @@ pub use keys::unread_keys;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 
-use crate::config::{Dataset, Head, ModelKind, ModelSpec, Spec};
-use crate::data::Input;
+use crate::config::{DataSpec, Head, ModelKind, ModelSpec, Spec};
+use crate::data::{Input, Sample};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 
@@ -28,6 +30,9 @@ use crate::kernels::Kernels;
 pub enum Model {
     Cnn(cnn::Cnn),
     MnistCnn(mnist_cnn::MnistCnn),
+    EmnistCnn(emnist_cnn::EmnistCnn),
+    FemnistCnn(leaf_cnn::FemnistCnn),
+    CelebaCnn(leaf_cnn::CelebaCnn),
     Mlp(cnn::Mlp),
     /// Softmax regression on the flattened input (closed-form tests).
     Linear(burn::nn::Linear),
@@ -69,43 +74,46 @@ pub struct Shape {
     pub classes: usize,
 }
 
+/// The image sides a model takes: `(channels, sides)`; None for the character models, and
+/// an empty list for the models of any input (MLP, linear).
+fn takes(k: ModelKind) -> Option<(usize, &'static [usize])> {
+    use ModelKind::*;
+    match k {
+        Cnn | TinyCnn => Some((3, &[32])),
+        // 32×32 (CIFAR) and Tiny-ImageNet's 64×64 (with the global pool)
+        Resnet18 => Some((3, &[32, 64])),
+        MnistCnn | EmnistCnn | FemnistCnn => Some((1, &[28])),
+        CelebaCnn => Some((3, &[84])),
+        Mlp | Linear => Some((0, &[])),
+        Transformer | Lstm | LstmSmall => None,
+    }
+}
+
 /// Refuse a model whose input the data set does not give (a transformer on images, a CNN on
 /// text, the CIFAR models on MNIST's 28×28, …).
-fn check_input(k: ModelKind, d: Dataset) -> Result<()> {
-    use ModelKind::*;
-    if d == Dataset::Idx {
-        // images whose shape is known only once loaded (checked then)
-        return match k {
-            Transformer | Lstm | LstmSmall => Err(Error::Config(format!(
-                "model.kind = \"{k}\" needs a character data set (shakespeare, leaf), not images (data.dataset = \"{d}\")"
-            ))),
-            _ => Ok(()),
-        };
-    }
-    let image = match d {
-        Dataset::Cifar10 | Dataset::Cifar100 | Dataset::Synthetic => Some((3, 32)),
-        Dataset::Mnist | Dataset::FashionMnist => Some((1, 28)),
-        Dataset::Shakespeare | Dataset::Leaf | Dataset::Idx => None,
-    };
-    let want = match k {
-        Cnn | TinyCnn | Resnet18 => Some((3, 32)),
-        MnistCnn => Some((1, 28)),
-        _ => None,
-    };
-    let msg = match (k, image) {
-        (Transformer | Lstm | LstmSmall, None) | (Mlp | Linear, Some(_)) => return Ok(()),
-        (_, Some(i)) if Some(i) == want => return Ok(()),
-        (Transformer | Lstm | LstmSmall, Some(_)) => {
-            "needs a character data set (shakespeare, leaf), not images".to_string()
+fn check_input(k: ModelKind, d: &DataSpec) -> Result<()> {
+    let sample = crate::data::info(d).sample;
+    let msg = match (takes(k), sample) {
+        (None, Sample::Characters) | (Some((0, _)), Sample::Image { .. } | Sample::Unknown) => {
+            return Ok(());
         }
-        (_, None) => "needs images, not characters".to_string(),
-        (_, Some((c, s))) => {
-            let (wc, ws) = want.unwrap_or((c, s));
-            format!("needs {wc}×{ws}×{ws} images, not {c}×{s}×{s}")
+        // images whose shape is known only once loaded (checked then)
+        (Some(_), Sample::Unknown) => return Ok(()),
+        (None, _) => "needs a character data set (shakespeare, leaf), not images".to_string(),
+        (Some(_), Sample::Characters) => "needs images, not characters".to_string(),
+        (Some((wc, sides)), Sample::Image { channels, side }) => {
+            if wc == channels && sides.contains(&side) {
+                return Ok(());
+            }
+            format!(
+                "needs {wc}×{s}×{s} images, not {channels}×{side}×{side}",
+                s = sides[0]
+            )
         }
     };
     Err(Error::Config(format!(
-        "model.kind = \"{k}\" {msg} (data.dataset = \"{d}\")"
+        "model.kind = \"{k}\" {msg} (data.dataset = \"{}\")",
+        d.dataset
     )))
 }
 
@@ -127,7 +135,16 @@ fn needs_images(kind: ModelKind, shape: Shape, channels: usize, side: usize) -> 
 /// The models' check of a whole spec (part of the schema), before anything loads: the model
 /// takes the data set's input, and clients train in parallel only without dropout.
 pub fn check_spec(s: &Spec) -> Result<()> {
-    check_input(s.model.kind, s.data.dataset)?;
+    check_input(s.model.kind, &s.data)?;
+    if s.model.kind == ModelKind::Resnet18
+        && s.model.head == Head::Fednar
+        && matches!(crate::data::info(&s.data).sample, Sample::Image { side, .. } if side != 32)
+    {
+        return Err(Error::Config(format!(
+            "model.head = \"fednar\" pools the 4×4 map of 32×32 inputs; data.dataset = \"{}\" needs model.head = \"global\"",
+            s.data.dataset
+        )));
+    }
     if s.run.client_workers > 1 && Model::has_dropout(&s.model) {
         return Err(Error::Config(format!(
             "key `run.client_workers` = {}: parallel clients need `model.dropout` = 0 (dropout draws from the backend's global generator, so parallel clients would not be reproducible)",
@@ -147,10 +164,28 @@ impl Model {
     ) -> Result<Model> {
         let k = spec.kind;
         let flat = shape.channels * shape.side * shape.side;
+        if let Some((c, sides)) = takes(k).filter(|t| t.0 > 0)
+            && !sides.contains(&shape.side)
+        {
+            needs_images(k, shape, c, sides[0])?;
+        }
+        let classes = shape.classes;
         Ok(match k {
             ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 => {
-                needs_images(k, shape, 3, 32)?;
-                Self::cifar(spec, shape.classes, kernels, device)
+                needs_images(k, shape, 3, shape.side)?;
+                Self::cifar(spec, classes, kernels, device)
+            }
+            ModelKind::EmnistCnn => {
+                needs_images(k, shape, 1, 28)?;
+                Model::EmnistCnn(emnist_cnn::EmnistCnn::new(classes, kernels, device))
+            }
+            ModelKind::FemnistCnn => {
+                needs_images(k, shape, 1, 28)?;
+                Model::FemnistCnn(leaf_cnn::FemnistCnn::new(classes, kernels, device))
+            }
+            ModelKind::CelebaCnn => {
+                needs_images(k, shape, 3, 84)?;
+                Model::CelebaCnn(leaf_cnn::CelebaCnn::new(classes, kernels, device))
             }
             ModelKind::MnistCnn => {
                 needs_images(k, shape, 1, 28)?;
@@ -208,7 +243,9 @@ impl Model {
     /// Whether a model of this spec draws dropout masks in training (from the backend's
     /// global generator: such runs train one client at a time).
     pub fn has_dropout(spec: &ModelSpec) -> bool {
-        spec.dropout > 0.0 && matches!(spec.kind, ModelKind::Transformer | ModelKind::MnistCnn)
+        spec.kind == ModelKind::EmnistCnn
+            || spec.dropout > 0.0
+                && matches!(spec.kind, ModelKind::Transformer | ModelKind::MnistCnn)
     }
 
     /// Logits and features of a batch (see [`Outputs`]).
@@ -223,6 +260,18 @@ impl Model {
                 (f.clone(), m.classify(f))
             }
             (Model::MnistCnn(m), Input::Images(x)) => {
+                let f = m.features(x);
+                (f.clone(), m.classify(f))
+            }
+            (Model::EmnistCnn(m), Input::Images(x)) => {
+                let f = m.features(x);
+                (f.clone(), m.classify(f))
+            }
+            (Model::FemnistCnn(m), Input::Images(x)) => {
+                let f = m.features(x);
+                (f.clone(), m.classify(f))
+            }
+            (Model::CelebaCnn(m), Input::Images(x)) => {
                 let f = m.features(x);
                 (f.clone(), m.classify(f))
             }
@@ -261,6 +310,9 @@ impl Model {
         match (self, input) {
             (Model::Cnn(m), Input::Images(x)) => m.forward(x),
             (Model::MnistCnn(m), Input::Images(x)) => m.forward(x),
+            (Model::EmnistCnn(m), Input::Images(x)) => m.classify(m.features(x)),
+            (Model::FemnistCnn(m), Input::Images(x)) => m.classify(m.features(x)),
+            (Model::CelebaCnn(m), Input::Images(x)) => m.classify(m.features(x)),
             (Model::Mlp(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
             (Model::Linear(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
             (Model::ResNet(m), Input::Images(x)) => m.forward(x),

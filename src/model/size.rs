@@ -88,8 +88,21 @@ pub fn estimate(m: &ModelSpec, features: u128, classes: u128) -> Size {
             activations: 40_000 + 4 * p,
         },
         ModelKind::Resnet18 => Size {
-            params: 11_300_000 + head(512),
-            activations: 4_000_000 + 4 * p,
+            params: 11_300_000 + 512 * classes + head(512),
+            // 4 M at 32×32; the maps grow with the input (Tiny-ImageNet's 64×64: 4×)
+            activations: 4_000_000 * (features / 3072).max(1) + 4 * p,
+        },
+        ModelKind::FemnistCnn => Size {
+            params: 6_500_000 + 2049 * classes,
+            activations: 250_000,
+        },
+        ModelKind::CelebaCnn => Size {
+            params: 30_000 + 1153 * classes,
+            activations: 1_600_000,
+        },
+        ModelKind::EmnistCnn => Size {
+            params: 1_200_000 + 129 * classes,
+            activations: 300_000,
         },
         ModelKind::MnistCnn => Size {
             params: 25_000,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use burn::tensor::Device;
 
 use crate::config::{Backend, LocalStep, Spec};
-use crate::data::{Features, FedData};
+use crate::data::FedData;
 use crate::error::{Error, Result};
 use crate::model::Shape;
 
@@ -134,17 +134,15 @@ fn wgpu_device() -> Result<Device> {
 }
 
 pub fn shape_of(data: &FedData) -> Shape {
-    match &data.train.x {
-        Features::Images { c, h, .. } => Shape {
-            channels: *c,
-            side: *h,
-            classes: data.num_classes,
-        },
-        Features::Tokens { .. } => Shape {
-            channels: 0,
-            side: 0,
-            classes: data.num_classes,
-        },
+    let (channels, side) = data
+        .train
+        .x
+        .image_shape()
+        .map_or((0, 0), |(c, h, _)| (c, h));
+    Shape {
+        channels,
+        side,
+        classes: data.num_classes,
     }
 }
 

@@ -4,9 +4,8 @@
 //! and its value, never an allocation failure that aborts the process. Sizes are counted in
 //! `u128`, so no spec value overflows them.
 
-use crate::config::{Dataset, Spec};
-use crate::data::FedData;
-use crate::data::shakespeare::VOCAB;
+use crate::config::{DataSpec, Dataset, Spec};
+use crate::data::{FedData, Sample};
 use crate::error::{Error, Result};
 use crate::model::size::{estimate, size_keys};
 
@@ -48,15 +47,15 @@ fn fits(bytes: u128, budget: u64, keys: &str, what: &str) -> Result<()> {
 }
 
 /// The floats of one input sample, and the classes, of a data set (before it is loaded).
-fn input_of(d: Dataset) -> (u128, u128) {
-    match d {
-        Dataset::Cifar10 | Dataset::Synthetic => (3 * 32 * 32, 10),
-        Dataset::Cifar100 => (3 * 32 * 32, 100),
-        Dataset::Mnist | Dataset::FashionMnist => (28 * 28, 10),
+fn input_of(d: &DataSpec) -> (u128, u128) {
+    let info = crate::data::info(d);
+    let features = match info.sample {
+        Sample::Image { channels, side } => channels * side * side,
+        Sample::Characters => 80,
         // unknown before loading: a CIFAR-sized guess (the real size is checked once loaded)
-        Dataset::Idx => (3 * 32 * 32, 256),
-        Dataset::Shakespeare | Dataset::Leaf => (80, VOCAB as u128),
-    }
+        Sample::Unknown => 3 * 32 * 32,
+    };
+    (features as u128, info.classes as u128)
 }
 
 /// The bytes of the data a spec generates (the synthetic set; the real ones are the size of
@@ -75,7 +74,7 @@ fn data_bytes(spec: &Spec, features: u128) -> u128 {
 /// the model with its copies (one per client worker, the evaluation model, the frozen models,
 /// the flat vectors).
 pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
-    let (features, classes) = input_of(spec.data.dataset);
+    let (features, classes) = input_of(&spec.data);
     let data = data_bytes(spec, features);
     let keys = format!(
         "key `data.num_clients` = {} (with `data.synthetic_train` = {})",
@@ -106,7 +105,7 @@ pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
 /// Check a batch's activations once the data is loaded, with the batches as they will be: a
 /// training batch at most a client's data, an evaluation batch at most the test split.
 pub fn check_batches(spec: &Spec, data: &FedData, budget: u64) -> Result<()> {
-    let (features, classes) = input_of(spec.data.dataset);
+    let (features, classes) = input_of(&spec.data);
     let size = estimate(&spec.model, features, classes);
     let largest = data.clients.iter().map(Vec::len).max().unwrap_or(0);
     let train = spec.local.batch_size.min(largest) as u128;

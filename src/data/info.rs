@@ -1,0 +1,49 @@
+//! What fedrun knows of each data set before loading it: the input a sample gives, the
+//! classes, and whether its users are the clients. The models' checks, the memory estimate and
+//! the data keys read it from here.
+
+use crate::config::{Cifar100Labels, DataSpec, Dataset};
+
+/// The input of one sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sample {
+    /// `channels × side × side` images.
+    Image { channels: usize, side: usize },
+    /// Sequences of 80 characters (Shakespeare).
+    Characters,
+    /// Images whose shape is known once loaded (your own `idx` data).
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Info {
+    pub sample: Sample,
+    /// The classes (an upper bound for `idx`).
+    pub classes: usize,
+    /// The data set's users are its clients (`data.partition = "natural"` only).
+    pub users: bool,
+}
+
+/// The facts of `d`'s data set.
+pub fn info(d: &DataSpec) -> Info {
+    use Dataset::*;
+    let image = |channels, side| Sample::Image { channels, side };
+    let (sample, classes, users) = match d.dataset {
+        Cifar10 | Synthetic => (image(3, 32), 10, false),
+        Cifar100 => match d.cifar100_labels {
+            Cifar100Labels::Fine => (image(3, 32), 100, false),
+            Cifar100Labels::Coarse => (image(3, 32), 20, false),
+        },
+        TinyImagenet => (image(3, 64), 200, false),
+        Mnist | FashionMnist => (image(1, 28), 10, false),
+        Femnist => (image(1, 28), 62, true),
+        Celeba => (image(3, 84), 2, true),
+        Shakespeare | Leaf => (Sample::Characters, crate::data::shakespeare::VOCAB, true),
+        Idx => (Sample::Unknown, 256, false),
+    };
+    Info {
+        sample,
+        classes,
+        users,
+    }
+}
