@@ -150,3 +150,21 @@ pub fn md5_of(path: &Path) -> String {
         .unwrap();
     String::from_utf8(out.stdout).unwrap()[..32].to_string()
 }
+
+/// A mini CIFAR-100 in the binary layout: `train` and `test` records, fine label `i % 100`,
+/// coarse label `fine / 5`, each fine class its own colour.
+pub fn write_mini_cifar100(dir: &Path, train: usize, test: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (f, n) in [
+        (fedrun::data::cifar100::TRAIN_FILE, train),
+        (fedrun::data::cifar100::TEST_FILE, test),
+    ] {
+        let fine: Vec<u8> = (0..n).map(|i| (i % 100) as u8).collect();
+        let coarse: Vec<u8> = fine.iter().map(|l| l / 5).collect();
+        let pixels: Vec<u8> = fine
+            .iter()
+            .flat_map(|&l| (0..3072).map(move |p| l.wrapping_mul(37).wrapping_add((p % 7) as u8)))
+            .collect();
+        fedrun::data::cifar100::write_file(&dir.join(f), &coarse, &fine, &pixels).unwrap();
+    }
+}

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{TempDir, archive_of, fetch_with, write_mini_cifar};
+use common::{TempDir, archive_of, fetch_with, write_mini_cifar, write_mini_cifar100};
 use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file, shards};
 use fedrun::data::{Features, cifar, idx, leaf};
 use fedrun::metrics::summary::Status;
@@ -437,24 +437,6 @@ fn real_mnist_and_fashion_mnist_load_where_present() {
             "{}",
             dir.display()
         );
-    }
-}
-
-/// A mini CIFAR-100 in the binary layout: `train` and `test` records, fine label `i % 100`,
-/// coarse label `fine / 5`, each fine class its own colour.
-fn write_mini_cifar100(dir: &Path, train: usize, test: usize) {
-    std::fs::create_dir_all(dir).unwrap();
-    for (f, n) in [
-        (fedrun::data::cifar100::TRAIN_FILE, train),
-        (fedrun::data::cifar100::TEST_FILE, test),
-    ] {
-        let fine: Vec<u8> = (0..n).map(|i| (i % 100) as u8).collect();
-        let coarse: Vec<u8> = fine.iter().map(|l| l / 5).collect();
-        let pixels: Vec<u8> = fine
-            .iter()
-            .flat_map(|&l| (0..3072).map(move |p| l.wrapping_mul(37).wrapping_add((p % 7) as u8)))
-            .collect();
-        fedrun::data::cifar100::write_file(&dir.join(f), &coarse, &fine, &pixels).unwrap();
     }
 }
 

@@ -374,12 +374,10 @@ fn femnist_users_are_the_clients_and_its_cnns_learn() {
     );
 }
 
-#[test]
-fn celeba_faces_are_resized_to_84_cached_and_learned() {
-    let d = TempDir::new("celeba");
-    let dir = d.path().join("data");
+/// A LEAF CelebA folder: two celebrities of 6 training and 2 test faces (178×218 JPEGs under
+/// `raw/img_align_celeba/`), smiling (1) faces bright, the others dark.
+fn write_mini_celeba(dir: &Path) {
     let raw = dir.join("raw/img_align_celeba");
-    // users of 6 training and 2 test faces; smiling (1) faces bright, the others dark
     let mut n = 0;
     let mut users = |count: usize| -> Vec<(&'static str, Vec<String>, Vec<String>)> {
         ["c_1", "c_2"]
@@ -405,6 +403,13 @@ fn celeba_faces_are_resized_to_84_cached_and_learned() {
         &train,
     );
     write_leaf(&dir.join("test/all_data_niid_0_keep_5_test_9.json"), &test);
+}
+
+#[test]
+fn celeba_faces_are_resized_to_84_cached_and_learned() {
+    let d = TempDir::new("celeba");
+    let dir = d.path().join("data");
+    write_mini_celeba(&dir);
     let s = spec(
         "celeba",
         &dir,
@@ -512,4 +517,93 @@ fn the_new_models_have_the_papers_parameter_counts_and_output_shapes() {
     assert_eq!(logits("celeba-cnn", &[], shape(3, 84, 2)), [2, 2]);
     assert_eq!(logits("femnist-cnn", &[], shape(1, 28, 62)), [2, 62]);
     assert_eq!(logits("emnist-cnn", &[], shape(1, 28, 62)), [2, 62]);
+}
+
+/// `fedrun --config C --set fl.rounds=1 --set …` on small data, as a user would run it.
+fn run_config(config: &str, data: &Path, out: &Path, sets: &[&str]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fedrun"));
+    cmd.arg("--config")
+        .arg(root.join(config))
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--out")
+        .arg(out)
+        .args(["--set", "fl.rounds=1"]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{config}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn every_new_config_runs_a_round_from_the_command_line() {
+    let d = TempDir::new("new-configs");
+    let (tiny, femnist, celeba, c100) = (
+        d.path().join("tiny"),
+        d.path().join("femnist"),
+        d.path().join("celeba"),
+        d.path().join("c100"),
+    );
+    write_mini_tiny(&tiny);
+    write_leaf(&femnist.join("train/t.json"), &femnist_users(false));
+    write_leaf(&femnist.join("test/t.json"), &femnist_users(true));
+    write_mini_celeba(&celeba);
+    common::write_mini_cifar100(&c100, 200, 50);
+    let three = ["data.num_clients=3", "fl.clients_per_round=2"];
+    let runs: [(&str, &Path, [&str; 2]); 7] = [
+        ("paper/fedacg_fedacg_resnet18_tinyimagenet", &tiny, three),
+        (
+            "paper/fedacg_fedacg_resnet18_tinyimagenet_500",
+            &tiny,
+            three,
+        ),
+        ("paper/fedlamb_fedlamb_resnet18_tinyimagenet", &tiny, three),
+        ("paper/fedacg_fedacg_femnist", &femnist, three),
+        ("fedacg/femnist_fedacg", &femnist, three),
+        (
+            "paper/fedacg_fedacg_celeba",
+            &celeba,
+            ["data.num_clients=2", "fl.clients_per_round=2"],
+        ),
+        (
+            "paper/fedacg_fedacg_resnet18_cifar100_500",
+            &c100,
+            ["data.num_clients=4", "fl.clients_per_round=2"],
+        ),
+    ];
+    for (config, data, sets) in runs {
+        let config = format!("configs/{config}.toml");
+        run_config(&config, data, &d.path().join("out"), &sets);
+    }
+}
+
+#[test]
+fn real_tiny_imagenet_femnist_and_celeba_load_where_given() {
+    // opt-in: FEDRUN_TINY_IMAGENET, FEDRUN_FEMNIST, FEDRUN_CELEBA name the real folders
+    if let Ok(dir) = std::env::var("FEDRUN_TINY_IMAGENET") {
+        let (train, test, classes) = tiny_imagenet::load_dir(Path::new(&dir)).unwrap();
+        assert_eq!((train.len(), test.len(), classes), (100_000, 10_000, 200));
+    } else {
+        eprintln!("skipped Tiny-ImageNet: FEDRUN_TINY_IMAGENET not set");
+    }
+    for (var, name, classes) in [
+        ("FEDRUN_FEMNIST", "femnist", 62),
+        ("FEDRUN_CELEBA", "celeba", 2),
+    ] {
+        let Ok(dir) = std::env::var(var) else {
+            eprintln!("skipped {name}: {var} not set");
+            continue;
+        };
+        // the FedACG paper's 2,000 clients, drawn from LEAF's users
+        let sets = ["data.num_clients=2000", "model.kind=\"mlp\""];
+        let fed = fedrun::data::load(&spec(name, Path::new(&dir), &sets), None).unwrap();
+        assert_eq!((fed.clients.len(), fed.num_classes), (2000, classes));
+        assert!(fed.test.len() > 2000, "{}", fed.describe());
+    }
 }
