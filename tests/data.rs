@@ -417,6 +417,41 @@ fn shard_partition_statistics() {
     );
 }
 
+#[test]
+fn class_shards_hold_one_class_each_where_sorted_shards_straddle() {
+    use fedrun::data::partition::class_shards;
+    // MNIST's class sizes ÷ 10: no class boundary falls on a multiple of the shard size
+    let sizes = [592, 674, 596, 613, 584, 542, 592, 627, 585, 595];
+    let y: Vec<u8> = (0..10u8)
+        .flat_map(|c| std::iter::repeat_n(c, sizes[c as usize]))
+        .collect();
+    let classes_of = |p: &Vec<usize>| histogram(p, &y).iter().filter(|&&c| c > 0).count();
+    // one shard per client: the sorted cut gives some clients two classes, the class cut none
+    let sorted = shards(&y, 100, 1, &mut Rng::from_seed(5));
+    assert!(sorted.iter().any(|p| classes_of(p) == 2));
+    let one = class_shards(&y, 10, 100, 1, &mut Rng::from_seed(5));
+    assert_eq!(one.len(), 100);
+    assert!(one.iter().all(|p| classes_of(p) == 1));
+    // McMahan's 2 shards a client: one or two classes, never three; shards sized to their class
+    let two = class_shards(&y, 10, 50, 2, &mut Rng::from_seed(5));
+    assert!(two.iter().all(|p| (1..=2).contains(&classes_of(p))));
+    let mut seen: Vec<usize> = two.iter().flatten().copied().collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(
+        seen.len(),
+        two.iter().map(Vec::len).sum::<usize>(),
+        "disjoint"
+    );
+    assert!(
+        seen.len() > 6000 - 100,
+        "at most a shard's remainder per class unused"
+    );
+    // the shards are shared in proportion to the classes: class 1 (674) gets 11 of 100
+    let of_class_1 = one.iter().filter(|p| y[p[0]] == 1).count();
+    assert_eq!(of_class_1, 11);
+}
+
 /// Opt-in: the real MNIST files in `../shared/data/mnist` and Fashion-MNIST from Debian's
 /// `dataset-fashion-mnist` load with the official sizes (skipped where they are absent).
 #[test]

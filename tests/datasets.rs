@@ -391,7 +391,8 @@ fn write_mini_celeba(dir: &Path) {
                     let v = if y == 1 { 220 } else { 40 };
                     write_jpeg(&raw.join(&name), 178, 218, [v, v - 20, (n % 30) as u8 + 10]);
                     xs.push(format!("\"{name}\""));
-                    ys.push(y.to_string());
+                    // as LEAF's script writes it under Python 3: (a + 1) / 2, a float
+                    ys.push(format!("{y}.0"));
                 }
                 (*u, xs, ys)
             })
@@ -606,4 +607,90 @@ fn real_tiny_imagenet_femnist_and_celeba_load_where_given() {
         assert_eq!((fed.clients.len(), fed.num_classes), (2000, classes));
         assert!(fed.test.len() > 2000, "{}", fed.describe());
     }
+}
+
+#[test]
+fn the_leaf_fetch_script_checks_the_raw_archives_and_moves_leafs_output_whole() {
+    let d = TempDir::new("leaf-fetch");
+    // NIST SD19's two archives in their layout (by_class/<hex class>/hsf_<n>/…,
+    // by_write/hsf_<n>/<writer>/…), as small zips
+    let src = d.path().join("src");
+    for f in [
+        "by_class/30/hsf_0/a.png",
+        "by_write/hsf_0/f0000_14/c0/b.png",
+    ] {
+        std::fs::create_dir_all(src.join(f).parent().unwrap()).unwrap();
+        std::fs::write(src.join(f), b"png").unwrap();
+    }
+    let raw = d.path().join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    for z in ["by_class", "by_write"] {
+        let st = std::process::Command::new("python3")
+            .args(["-m", "zipfile", "-c"])
+            .arg(raw.join(format!("{z}.zip")))
+            .arg(z)
+            .current_dir(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    // a stand-in for LEAF's checkout: its data/femnist/preprocess.sh checks that the raw folders
+    // lie where LEAF's scripts read them and that the flags are the full-data ones, then writes
+    // LEAF JSON (here, the test's own)
+    let template = d.path().join("json");
+    write_leaf(&template.join("train/t.json"), &femnist_users(false));
+    write_leaf(&template.join("test/t.json"), &femnist_users(true));
+    let leaf = d.path().join("leaf");
+    let script = leaf.join("data/femnist/preprocess.sh");
+    std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nset -e\ntest -f data/raw_data/by_class/30/hsf_0/a.png\ntest -d data/raw_data/by_write/hsf_0\n[ \"$*\" = \"-s niid --sf 1.0 -k 0 -t sample --smplseed 0 --spltseed 0\" ]\ncp -r {}/train {}/test data/\n",
+            template.display(),
+            template.display()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let md5s = format!(
+        "by_class.zip={} by_write.zip={}",
+        common::md5_of(&raw.join("by_class.zip")),
+        common::md5_of(&raw.join("by_write.zip"))
+    );
+    let fetch = |dest: &Path, md5s: &str| {
+        std::process::Command::new("bash")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch_femnist.sh"))
+            .arg(dest)
+            .env("FEDRUN_FETCH_DIR", &raw)
+            .env("FEDRUN_LEAF", &leaf)
+            .env("FEDRUN_FETCH_MD5S", md5s)
+            .output()
+            .unwrap()
+    };
+    let bad = d.path().join("bad");
+    let out = fetch(&bad, "by_class.zip=0123456789abcdef0123456789abcdef");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("by_class.zip has md5"));
+    assert!(!bad.join("train").exists());
+    let good = d.path().join("good");
+    let out = fetch(&good, &md5s);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = spec(
+        "femnist",
+        &good,
+        &["data.num_clients=3", "model.kind=\"mlp\""],
+    );
+    assert_eq!(
+        fedrun::data::load(&s, None).unwrap().client_sizes(),
+        vec![12, 9, 6]
+    );
 }

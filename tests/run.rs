@@ -238,6 +238,29 @@ fn parameter_counts_of_the_models() {
 }
 
 #[test]
+fn init_seed_fixes_the_initial_model_across_seeds() {
+    use fedrun::fl::engine::Experiment;
+    let initial = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let spec = fedrun::schema::parse(&common::synthetic_spec(""), "t", &sets).unwrap();
+        let data = fedrun::data::load(&spec, None).unwrap();
+        Experiment::new(&spec, data).unwrap().global
+    };
+    // by default the initial model follows run.seed
+    assert_ne!(initial(&["run.seed=0"]), initial(&["run.seed=1"]));
+    assert_eq!(
+        initial(&["run.seed=1"]),
+        initial(&["run.seed=1", "run.init_seed=1"])
+    );
+    // a fixed run.init_seed: the same initial model whatever run.seed
+    let a = initial(&["run.seed=0", "run.init_seed=7"]);
+    assert_eq!(a, initial(&["run.seed=1", "run.init_seed=7"]));
+    assert_ne!(a, initial(&["run.seed=7", "run.init_seed=0"]));
+    let e = fedrun::schema::parse("", "t", &["run.init_seed=-2".into()]).unwrap_err();
+    assert!(e.to_string().contains("run.init_seed"), "{e}");
+}
+
+#[test]
 fn transformer_layers_start_identical_when_asked() {
     use fedrun::model::params::Layout;
     use fedrun::model::{Model, Shape, init};

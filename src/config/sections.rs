@@ -36,6 +36,13 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// `data.shard_cut`, how `partition = "shards"` cuts its shards: `sorted` (McMahan et al.'s
+    /// code: the label-sorted indices cut into equal shards, some of which straddle two classes) |
+    /// `class` (each class cut into its own shards, sized to the class: every shard one class).
+    pub enum ShardCut { Sorted = "sorted", Class = "class" }
+}
+
+crate::choice! {
     /// `data.cifar100_labels`: `fine` (100 classes) | `coarse` (20 superclasses).
     pub enum Cifar100Labels { Fine = "fine", Coarse = "coarse" }
 }
@@ -127,8 +134,10 @@ pub struct DataSpec {
     /// A published split (FedACG's `{client: [indices]}` files), used with `partition = "file"`.
     pub partition_file: String,
     pub num_clients: usize,
-    /// `partition = "shards"`: shards per client (2: every client holds one or two classes).
+    /// `partition = "shards"`: shards per client (2: every client holds one or two classes,
+    /// with `shard_cut = "class"`).
     pub shards_per_client: usize,
+    pub shard_cut: ShardCut,
     pub augmentation: Augmentation,
     /// Shakespeare: fraction of each role's samples used for training.
     pub train_fraction: f64,
@@ -159,6 +168,7 @@ impl Default for DataSpec {
             partition_file: String::new(),
             num_clients: 100,
             shards_per_client: 2,
+            shard_cut: ShardCut::Sorted,
             augmentation: Augmentation::Batch,
             train_fraction: 0.9,
             min_train_samples: 2000,
@@ -291,6 +301,9 @@ impl Default for LocalSpec {
 pub struct RunSpec {
     pub name: String,
     pub seed: u64,
+    /// The seed of the initial model; −1 (the default) follows `seed`. A fixed value lets a
+    /// study vary sampling and batches at one initialisation.
+    pub init_seed: i64,
     pub backend: Backend,
     pub kernels: KernelChoice,
     pub local_step: LocalStep,
@@ -306,6 +319,7 @@ impl Default for RunSpec {
         RunSpec {
             name: "fedrun".into(),
             seed: 0,
+            init_seed: -1,
             backend: Backend::Flex,
             kernels: KernelChoice::Fedrun,
             local_step: LocalStep::Auto,

@@ -90,6 +90,12 @@ pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
             s.run.name
         )));
     }
+    if s.run.init_seed < -1 {
+        return Err(Error::Config(format!(
+            "key `run.init_seed` must be a seed ≥ 0, or −1 to follow `run.seed`, got {}",
+            s.run.init_seed
+        )));
+    }
     Ok(())
 }
 

@@ -76,7 +76,10 @@ fn partition_unread(s: &Spec, out: &mut Vec<Unread>) {
     for (keys, p) in [
         (&["data.alpha", "data.variant"][..], Partition::Dirichlet),
         (&["data.partition_file"][..], Partition::File),
-        (&["data.shards_per_client"][..], Partition::Shards),
+        (
+            &["data.shards_per_client", "data.shard_cut"][..],
+            Partition::Shards,
+        ),
     ] {
         if text || d.partition != p {
             out.extend(keys.iter().map(|k| Unread::new(*k, why(p.as_str()))));

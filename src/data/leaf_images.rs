@@ -7,7 +7,7 @@
 //! - FEMNIST: x is 784 floats in [0, 1] (a 28×28 character, as LEAF wrote it), y one of 62
 //!   classes; used as they are (the FedACG code: `ToTensor` only).
 //! - CelebA: x is an image file name under LEAF's `raw/img_align_celeba/`, y the `Smiling`
-//!   attribute (0 or 1); each face is resized to 84×84 (bilinear, antialiased: the FedACG
+//!   attribute (0 or 1; LEAF's script writes 0.0 and 1.0 under Python 3); each face is resized to 84×84 (bilinear, antialiased: the FedACG
 //!   code's `Resize((84, 84))`) and normalised with mean and std 0.5, decoded once into an
 //!   image cache beside the JSON.
 
@@ -30,11 +30,13 @@ pub const FEMNIST_PIXELS: usize = 28 * 28;
 pub const CELEBA_SIDE: u32 = 84;
 pub const CELEBA_CACHE: &str = "fedrun-cache-celeba.bin";
 
-/// A LEAF label: an integer (FEMNIST's class, CelebA's attribute) or a boolean.
+/// A LEAF label: an integer (FEMNIST's class), a float with an integer value (CelebA's
+/// attribute, `(a + 1) / 2` under Python 3: 0.0 or 1.0) or a boolean.
 #[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(untagged)]
 enum Label {
     Int(i64),
+    Float(f64),
     Bool(bool),
 }
 
@@ -61,6 +63,9 @@ fn read_part<X: DeserializeOwned>(
             for l in d.y {
                 match l {
                     Label::Int(v) if (0..classes as i64).contains(&v) => y.push(v as u8),
+                    Label::Float(v) if v.fract() == 0.0 && (0.0..classes as f64).contains(&v) => {
+                        y.push(v as u8)
+                    }
                     Label::Bool(b) if classes == 2 => y.push(b as u8),
                     other => {
                         return Err(bad(format!(

@@ -1,7 +1,7 @@
 //! Client partitions of a labelled train split: IID, the two Dirichlet variants, and
 //! published index files. All give equal client sizes, sampled without replacement.
 
-use crate::config::{DirichletVariant, Partition, Spec};
+use crate::config::{DirichletVariant, Partition, ShardCut, Spec};
 use crate::error::{Error, Result};
 use crate::rng::Rng;
 use std::path::Path;
@@ -47,7 +47,12 @@ pub fn partition(
                     d.shards_per_client, d.num_clients
                 )));
             }
-            Ok(shards(labels, d.num_clients, d.shards_per_client, rng))
+            Ok(match d.shard_cut {
+                ShardCut::Sorted => shards(labels, d.num_clients, d.shards_per_client, rng),
+                ShardCut::Class => {
+                    class_shards(labels, classes, d.num_clients, d.shards_per_client, rng)
+                }
+            })
         }
         Partition::File => read_index_file(Path::new(&d.partition_file), n),
         Partition::Natural => Err(Error::Config(format!(
@@ -75,6 +80,53 @@ pub fn shards(labels: &[u8], clients: usize, per_client: usize, rng: &mut Rng) -
                 .iter()
                 .flat_map(|&s| order[s * size..(s + 1) * size].iter().copied())
                 .collect();
+            rng.shuffle(&mut v);
+            v
+        })
+        .collect()
+}
+
+/// Shards cut within each class (`shard_cut = "class"`): the `clients × per_client` shards are
+/// shared among the classes in proportion to their sizes (largest remainders, ties to the lower
+/// class), each class's indices (data-set order) are cut into its shards of ⌊n_c / k_c⌋ (the
+/// remainder unused), and each client gets `per_client` shards at random. Every shard holds one
+/// class, so a client holds at most `per_client` classes; shard sizes differ by the classes'.
+pub fn class_shards(
+    labels: &[u8],
+    classes: usize,
+    clients: usize,
+    per_client: usize,
+    rng: &mut Rng,
+) -> Vec<Vec<usize>> {
+    let count = clients * per_client;
+    let mut of_class: Vec<Vec<usize>> = vec![Vec::new(); classes];
+    for (i, &l) in labels.iter().enumerate() {
+        of_class[l as usize].push(i);
+    }
+    let n = labels.len();
+    let mut k: Vec<usize> = of_class.iter().map(|c| count * c.len() / n).collect();
+    let mut rest: Vec<usize> = (0..classes).collect();
+    // largest remainder first; a class gets no more shards than samples
+    rest.sort_by_key(|&c| std::cmp::Reverse(count * of_class[c].len() % n));
+    for &c in rest.iter().cycle().take(classes * count) {
+        if k.iter().sum::<usize>() == count {
+            break;
+        }
+        if k[c] < of_class[c].len() {
+            k[c] += 1;
+        }
+    }
+    let mut all: Vec<&[usize]> = Vec::with_capacity(count);
+    for (c, idx) in of_class.iter().enumerate() {
+        if let Some(size) = idx.len().checked_div(k[c]) {
+            all.extend(idx.chunks_exact(size).take(k[c]));
+        }
+    }
+    let mut ids: Vec<usize> = (0..all.len()).collect();
+    rng.shuffle(&mut ids);
+    ids.chunks(per_client)
+        .map(|mine| {
+            let mut v: Vec<usize> = mine.iter().flat_map(|&s| all[s].iter().copied()).collect();
             rng.shuffle(&mut v);
             v
         })

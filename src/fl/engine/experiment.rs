@@ -45,7 +45,8 @@ impl Experiment {
         };
         let model = Model::build(&spec.model, shape, kernels, &device)?;
         let layout = Layout::of(&model);
-        let mut init_rng = Rng::derive(spec.run.seed, Stream::Init, &[]);
+        let init_seed = u64::try_from(spec.run.init_seed).unwrap_or(spec.run.seed);
+        let mut init_rng = Rng::derive(init_seed, Stream::Init, &[]);
         let global = init::init_flat(&layout, &mut init_rng, spec.model.identical_layers);
         let model = write_params(model, &global);
         let sizes = data.client_sizes();
