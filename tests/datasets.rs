@@ -106,6 +106,29 @@ fn tiny_imagenet_folder_loads_in_its_files_order_and_normalises_when_batched() {
 }
 
 #[test]
+fn resnet18_learns_tiny_imagenet_images_with_the_global_head() {
+    let d = TempDir::new("tiny-learn");
+    let dir = d.path().join("data");
+    write_mini_tiny(&dir);
+    let sets = [
+        "model.kind=\"resnet18\"",
+        "model.head=\"global\"",
+        "data.partition=\"iid\"",
+        "data.num_clients=2",
+        "fl.rounds=3",
+        "local.lr=0.05",
+        "local.steps=3",
+        "local.batch_size=3",
+    ];
+    let rows = run(&spec("tiny-imagenet", &dir, &sets), &d.path().join("run"));
+    // the training loss (column 3) falls round after round on the clients' images
+    assert!(
+        rows[2][3] < rows[1][3] && rows[1][3] < rows[0][3],
+        "{rows:?}"
+    );
+}
+
+#[test]
 fn the_decoded_image_cache_is_reused_and_a_damaged_one_rebuilt() {
     let d = TempDir::new("tiny-cache");
     write_mini_tiny(d.path());
