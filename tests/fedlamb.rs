@@ -253,6 +253,27 @@ fn full_data_gradient_is_the_one_batch_gradient() {
     assert!(global_norm(&whole) > 0.0);
 }
 
+#[test]
+fn full_data_gradient_is_taken_in_evaluation_mode() {
+    // the quickstart's transformer with dropout 0.5: its full gradient draws no masks (the same
+    // twice) and equals the gradient of the same weights without dropout
+    let quickstart = |dropout: &str| {
+        fedrun::schema::parse(fedrun::config::QUICKSTART, "q", &[dropout.to_string()]).unwrap()
+    };
+    let s = quickstart("model.dropout=0.5");
+    let mut ex = Experiment::new(&s, data::load(&s, None).unwrap()).unwrap();
+    let idx: Vec<usize> = ex.data.clients[0][..40].to_vec();
+    let at = ex.global.clone();
+    let a = ex.trainers[0].full_gradient(&ex.data, &idx, &at, 16);
+    let b = ex.trainers[0].full_gradient(&ex.data, &idx, &at, 16);
+    assert!(a == b, "no dropout masks drawn");
+    let s0 = quickstart("model.dropout=0");
+    let mut ex0 = Experiment::new(&s0, data::load(&s0, None).unwrap()).unwrap();
+    let c = ex0.trainers[0].full_gradient(&ex0.data, &idx, &at, 16);
+    assert!(a == c, "the gradient of the weights without dropout");
+    assert!(global_norm(&a) > 0.0);
+}
+
 /// Mime and MimeLite with SGD and server momentum (`mime.base = "sgdm"`): β = 0 MimeLite is
 /// FedAvg; the server momentum is the EMA of the rounds' mean full-data gradients, and the local
 /// term mixes it in (MimeLite) or corrects the gradient by the anchor's (Mime).

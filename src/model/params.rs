@@ -180,3 +180,18 @@ pub fn read_grads(model: &Model, grads: &Gradients, out: &mut [f32]) {
     let mut r = GradReader { grads, out, pos: 0 };
     model.visit(&mut r);
 }
+
+/// Sets every training flag of a model (burn's dropout layers read theirs).
+struct TrainingFlags(bool);
+
+impl ModuleMapper for TrainingFlags {
+    fn map_flag(&mut self, flag: Param<burn::module::Flag>) -> Param<burn::module::Flag> {
+        flag.with_value(self.0)
+    }
+}
+
+/// The model with its dropout on (`true`, training) or off (`false`: the evaluation-mode
+/// forward, still differentiable), parameters untouched.
+pub fn with_training(model: Model, on: bool) -> Model {
+    model.map(&mut TrainingFlags(on))
+}

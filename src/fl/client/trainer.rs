@@ -12,7 +12,7 @@ use crate::data::{self, FedData, Input};
 use crate::fl::losses::cross_entropy;
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput, Uplink};
 use crate::fl::schedule::Schedule;
-use crate::model::params::{Layout, read_grads, read_params, write_params};
+use crate::model::params::{Layout, read_grads, read_params, with_training, write_params};
 use crate::model::{Model, Outputs};
 use crate::optim::{Ctx, Log, Moments};
 use crate::rng::Rng;
@@ -278,7 +278,8 @@ impl Trainer {
         stats
     }
 
-    /// The mean loss gradient over the client's whole data at `at`, in batches of
+    /// The mean loss gradient over the client's whole data at `at`, in evaluation mode (no
+    /// dropout: the gradient of the point, not of random masks), in batches of
     /// `batch_size` in data order without augmentation, each batch weighted by its size (so
     /// the short last batch counts for what it holds): the gradient of the whole data set in
     /// one batch, up to float rounding.
@@ -290,7 +291,8 @@ impl Trainer {
         batch_size: usize,
     ) -> Vec<f32> {
         let mut model = self.models.model.take().expect("the trainer's model");
-        model = write_params(model, at);
+        // a full gradient is a property of the point: evaluation mode, no dropout masks
+        model = with_training(write_params(model, at), false);
         let mut acc = vec![0f64; self.buf.g.len()];
         for chunk in idx.chunks(batch_size.max(1)) {
             let (input, y) =
@@ -303,7 +305,7 @@ impl Trainer {
                 .zip(&self.buf.g)
                 .for_each(|(a, g)| *a += wgt * *g as f64);
         }
-        self.models.model = Some(model);
+        self.models.model = Some(with_training(model, true));
         acc.into_iter().map(|a| a as f32).collect()
     }
 
