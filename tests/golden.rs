@@ -223,6 +223,16 @@ fn fedlamb_cases() -> Vec<Case> {
             &["mime.base=\"sgdm\"", "mime.lite=false"],
             false,
         ),
+        case(
+            "mime/frozen-amsgrad",
+            "mime",
+            &[
+                "mime.base=\"frozen-amsgrad\"",
+                "mime.lite=false",
+                "fedlamb.eps=0.001",
+            ],
+            false,
+        ),
     ]
 }
 

@@ -35,6 +35,13 @@ fn variants() -> Vec<(&'static str, Vec<String>)> {
         "mime",
         vec!["mime.base=\"sgdm\"".into(), "mime.lite=false".into()],
     ));
+    v.push((
+        "mime",
+        vec![
+            "mime.base=\"frozen-amsgrad\"".into(),
+            "mime.lite=false".into(),
+        ],
+    ));
     v
 }
 

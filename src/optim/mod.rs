@@ -33,5 +33,5 @@ pub use decay::AddDecayedWeights;
 pub use descent::Descent;
 pub use momentum::Momentum;
 pub use norm::global_norm;
-pub use scale::Scale;
+pub use scale::{Scale, ScaleBy};
 pub use transform::{Chain, Ctx, Log, Moments, TensorStep, TensorTransform, Transform};
