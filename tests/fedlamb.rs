@@ -274,6 +274,18 @@ fn full_data_gradient_is_taken_in_evaluation_mode() {
     assert!(global_norm(&a) > 0.0);
 }
 
+/// The strategy of `sets` on a model of two parameters in one tensor, a step context of lr 0.1,
+/// and the global model at 0.
+fn two_parameters(sets: &[&str]) -> (Box<dyn Strategy>, Ctx<'static>, Vec<f32>) {
+    let alg = build(&spec(sets), 2, std::slice::from_ref(&(0..2)));
+    let ctx = Ctx {
+        steps: 1,
+        lr: 0.1,
+        ..Ctx::default()
+    };
+    (alg, ctx, vec![0.0f32; 2])
+}
+
 /// Mime and MimeLite with SGD and server momentum (`mime.base = "sgdm"`): β = 0 MimeLite is
 /// FedAvg; the server momentum is the EMA of the rounds' mean full-data gradients, and the local
 /// term mixes it in (MimeLite) or corrects the gradient by the anchor's (Mime).
@@ -294,15 +306,7 @@ fn mime_sgdm_momentum_and_local_terms_by_hand() {
         if !is_lite {
             with.push("mime.lite=false");
         }
-        let s = spec(&with);
-        let tensor = 0..2;
-        let mut alg = build(&s, 2, std::slice::from_ref(&tensor));
-        let ctx = Ctx {
-            steps: 1,
-            lr: 0.1,
-            ..Ctx::default()
-        };
-        let mut global = vec![0.0f32; 2];
+        let (mut alg, ctx, mut global) = two_parameters(&with);
         assert!(alg.begin_round(&info(0), &global).mean_full_gradient);
         let mut agg = Aggregate {
             mean_delta: vec![0.0; 2],
@@ -370,15 +374,7 @@ fn original_mime_with_frozen_amsgrad_state_by_hand() {
         "fedlamb.beta2=0.5",
         "fedlamb.eps=0.01",
     ];
-    let s = spec(&sets);
-    let tensor = 0..2;
-    let mut alg = build(&s, 2, std::slice::from_ref(&tensor));
-    let ctx = Ctx {
-        steps: 1,
-        lr: 0.1,
-        ..Ctx::default()
-    };
-    let mut global = vec![0.0f32; 2];
+    let (mut alg, ctx, mut global) = two_parameters(&sets);
     let mut agg = Aggregate {
         mean_delta: vec![0.0; 2],
         mean_sq_norm: 0.0,
@@ -423,7 +419,7 @@ fn original_mime_with_frozen_amsgrad_state_by_hand() {
         .map(|(n, v)| (n, v.to_vec()))
         .collect();
     assert_eq!(saved.len(), 3, "m, v and v̂");
-    let mut back = build(&s, 2, std::slice::from_ref(&tensor));
+    let mut back = two_parameters(&sets).0;
     back.load_state(saved).unwrap();
     assert_eq!(direction(back.as_ref(), &g), u);
 }

@@ -66,6 +66,34 @@ impl Outputs {
     }
 }
 
+/// An image model as a representation of its input and a classifier on that representation.
+pub trait Classifier {
+    fn features(&self, x: Tensor<4>) -> Tensor<2>;
+    fn classify(&self, features: Tensor<2>) -> Tensor<2>;
+}
+
+/// `Classifier` from the models' own `features` and `classify`.
+macro_rules! classifier {
+    ($($t:ty),*) => {$(
+        impl Classifier for $t {
+            fn features(&self, x: Tensor<4>) -> Tensor<2> {
+                <$t>::features(self, x)
+            }
+            fn classify(&self, features: Tensor<2>) -> Tensor<2> {
+                <$t>::classify(self, features)
+            }
+        }
+    )*};
+}
+
+classifier!(
+    cnn::Cnn,
+    mnist_cnn::MnistCnn,
+    emnist_cnn::EmnistCnn,
+    leaf_cnn::FemnistCnn,
+    leaf_cnn::CelebaCnn
+);
+
 /// What the data set tells the model: input kind and number of classes.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -248,34 +276,30 @@ impl Model {
                 && matches!(spec.kind, ModelKind::Transformer | ModelKind::MnistCnn)
     }
 
+    /// The image models read as a representation and a classifier on it.
+    fn classifier(&self) -> Option<&dyn Classifier> {
+        Some(match self {
+            Model::Cnn(m) => m,
+            Model::MnistCnn(m) => m,
+            Model::EmnistCnn(m) => m,
+            Model::FemnistCnn(m) => m,
+            Model::CelebaCnn(m) => m,
+            _ => return None,
+        })
+    }
+
     /// Logits and features of a batch (see [`Outputs`]).
     pub fn outputs(&self, input: Input) -> Outputs {
-        let (features, logits) = match (self, input) {
-            (Model::Cnn(m), Input::Images(x)) => {
-                let f = m.features(x);
-                (f.clone(), m.classify(f))
+        let (features, logits) = match (self.classifier(), self, input) {
+            (Some(c), _, Input::Images(x)) => {
+                let f = c.features(x);
+                (f.clone(), c.classify(f))
             }
-            (Model::Mlp(m), Input::Images(x)) => {
+            (_, Model::Mlp(m), Input::Images(x)) => {
                 let f = m.features(x.flatten(1, 3));
                 (f.clone(), m.classify(f))
             }
-            (Model::MnistCnn(m), Input::Images(x)) => {
-                let f = m.features(x);
-                (f.clone(), m.classify(f))
-            }
-            (Model::EmnistCnn(m), Input::Images(x)) => {
-                let f = m.features(x);
-                (f.clone(), m.classify(f))
-            }
-            (Model::FemnistCnn(m), Input::Images(x)) => {
-                let f = m.features(x);
-                (f.clone(), m.classify(f))
-            }
-            (Model::CelebaCnn(m), Input::Images(x)) => {
-                let f = m.features(x);
-                (f.clone(), m.classify(f))
-            }
-            (Model::ResNet(m), Input::Images(x)) => {
+            (_, Model::ResNet(m), Input::Images(x)) => {
                 let (levels, f) = m.levels(x);
                 let logits = m.classify(f.clone());
                 return Outputs {
@@ -284,7 +308,7 @@ impl Model {
                     levels,
                 };
             }
-            (_, input) => {
+            (_, _, input) => {
                 let l = self.forward(input);
                 (l.clone(), l)
             }
@@ -310,9 +334,13 @@ impl Model {
         match (self, input) {
             (Model::Cnn(m), Input::Images(x)) => m.forward(x),
             (Model::MnistCnn(m), Input::Images(x)) => m.forward(x),
-            (Model::EmnistCnn(m), Input::Images(x)) => m.classify(m.features(x)),
-            (Model::FemnistCnn(m), Input::Images(x)) => m.classify(m.features(x)),
-            (Model::CelebaCnn(m), Input::Images(x)) => m.classify(m.features(x)),
+            (
+                Model::EmnistCnn(_) | Model::FemnistCnn(_) | Model::CelebaCnn(_),
+                Input::Images(x),
+            ) => {
+                let c = self.classifier().expect("a classifier");
+                c.classify(c.features(x))
+            }
             (Model::Mlp(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
             (Model::Linear(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
             (Model::ResNet(m), Input::Images(x)) => m.forward(x),
