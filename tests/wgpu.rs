@@ -9,7 +9,6 @@
 mod common;
 
 use common::{TempDir, columns, synthetic_spec};
-use fedrun::config::Spec;
 use fedrun::fl::engine::{RunOptions, run};
 use fedrun::metrics::summary::Status;
 
