@@ -30,6 +30,8 @@ pub enum Stream {
     Dropout = 5,
     /// Data-set construction (e.g. picking Shakespeare users).
     DataSelect = 6,
+    /// The stochastic rounding of one client's quantized uplink in one round.
+    Quantize = 7,
 }
 
 /// A seeded generator: `rand_xoshiro`'s xoshiro256++ (value-stable across platforms and

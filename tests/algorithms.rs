@@ -179,6 +179,7 @@ fn run_quadratic(alg: &mut dyn Strategy, q: &mut Quadratic, rounds: usize, lr: f
         lr,
         server_lr: 1.0,
         uniform: false,
+        uplink: None,
     };
     for t in 0..rounds {
         run_round(t, &cfg, &[1, 1], &mut x, alg, q).unwrap();
@@ -245,6 +246,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
             lr,
             server_lr: 1.0,
             uniform: false,
+            uplink: None,
         },
         &[1, 1],
         &mut x,
@@ -305,6 +307,7 @@ fn fednar_lemma1_global_update_identity_on_a_linear_model() {
                 lr: lr as f64,
                 server_lr: 1.0,
                 uniform: false,
+                uplink: None,
             },
             &[1, 1],
             &mut x,
@@ -691,6 +694,7 @@ fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
         lr,
         server_lr: 1.0,
         uniform: true,
+        uplink: None,
     };
     let (a, b) = (q.a.clone(), q.b.clone());
     let grad = |p: &[f64]| -> Vec<f64> {
@@ -755,6 +759,7 @@ fn feddyn_reaches_the_optimum_where_fedavg_stays_biased_and_starts_as_fedprox() 
         lr: 0.1,
         server_lr: 1.0,
         uniform: true,
+        uplink: None,
     };
     let run = |alg: &mut dyn Strategy, rounds: usize| {
         let mut q = two_clients(10, opt());

@@ -32,7 +32,7 @@ pub use schema::{Alias, Schema};
 pub use sections::{
     Aggregation, Augmentation, Backend, Cifar100Labels, DataSpec, Dataset, DirichletVariant,
     FlSpec, Head, KernelChoice, LocalSpec, LocalStep, LrSchedule, ModelKind, ModelSpec, Partition,
-    RunSpec, ShardCut,
+    RunSpec, ShardCut, UplinkScope,
 };
 pub use spec::{QUICKSTART, Spec};
 pub use tables::{KeyTable, Keys, table};

@@ -43,6 +43,12 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// `fl.uplink_scope`: one quantizer norm for the whole update (`vector`) or per parameter
+    /// tensor (`tensor`).
+    pub enum UplinkScope { Vector = "vector", Tensor = "tensor" }
+}
+
+crate::choice! {
     /// `data.cifar100_labels`: `fine` (100 classes) | `coarse` (20 superclasses).
     pub enum Cifar100Labels { Fine = "fine", Coarse = "coarse" }
 }
@@ -240,6 +246,12 @@ pub struct FlSpec {
     /// Evaluation batch size.
     pub eval_batch_size: usize,
     pub aggregation: Aggregation,
+    /// The uplink's quantization levels s (FedPAQ: each client's update through the unbiased
+    /// stochastic quantizer of QSGD, s levels); 0 = sent in full precision.
+    pub uplink_levels: usize,
+    /// What one quantizer norm covers: the whole update (`vector`, FedPAQ's) or each parameter
+    /// tensor (`tensor`).
+    pub uplink_scope: UplinkScope,
 }
 
 impl Default for FlSpec {
@@ -252,6 +264,8 @@ impl Default for FlSpec {
             eval_every: 1,
             eval_batch_size: 100,
             aggregation: Aggregation::Size,
+            uplink_levels: 0,
+            uplink_scope: UplinkScope::Vector,
         }
     }
 }

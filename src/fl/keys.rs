@@ -56,9 +56,15 @@ fn local_unread(s: &Spec) -> Vec<Unread> {
     out
 }
 
-/// The algorithm tables and `[local]` keys a spec's run does not read.
+/// The algorithm tables, `[local]` and `[fl]` keys a spec's run does not read.
 pub fn unread_keys(s: &Spec) -> Vec<Unread> {
     let mut out = tables_unread(s);
     out.extend(local_unread(s));
+    if s.fl.uplink_levels == 0 {
+        out.push(Unread::new(
+            "fl.uplink_scope",
+            "because `fl.uplink_levels = 0` (the update is sent unquantized)",
+        ));
+    }
     out
 }

@@ -10,7 +10,8 @@
 //! | `norm.rs` | the global L2 norm, in a fixed order |
 //! | `clip.rs` | `clip_by_global_norm` |
 //! | `decay.rs` | `add_decayed_weights` (coupled L2 weight decay) |
-//! | `scale.rs` | `scale` by a constant |
+//! | `scale.rs` | `scale` by a constant or elementwise by a fixed vector |
+//! | `quantize.rs` | FedPAQ's unbiased stochastic quantizer of an uplink, and its bit count |
 //! | `momentum.rs` | heavy-ball momentum: `trace` and its dampened (EMA) form |
 //! | `amsgrad.rs` | AMSGrad's moments against a frozen second moment (Fed-LAMB's local rule) |
 //! | `adaptive.rs` | the adaptive server rules: Adam, Adagrad, Yogi in three forms |
@@ -23,6 +24,7 @@ mod decay;
 mod descent;
 mod momentum;
 mod norm;
+pub mod quantize;
 mod scale;
 mod transform;
 

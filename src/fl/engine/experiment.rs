@@ -4,9 +4,9 @@
 use burn::tensor::Device;
 
 use super::options::{client_workers, device_step, devices, shape_of};
-use super::round::{RoundConfig, RoundStats, Stop, run_round};
+use super::round::{RoundConfig, RoundStats, Stop, Uplink, run_round};
 use super::workers::BurnClients;
-use crate::config::{Aggregation, KernelChoice, Spec};
+use crate::config::{Aggregation, KernelChoice, Spec, UplinkScope};
 use crate::data::FedData;
 use crate::error::{Error, Result};
 use crate::fl::algorithms;
@@ -106,6 +106,19 @@ impl Experiment {
         })
     }
 
+    /// The uplink's quantizer (`fl.uplink_levels` > 0): one norm for the whole update, or one
+    /// per parameter tensor.
+    fn uplink(&self) -> Option<Uplink> {
+        let fl = &self.spec.fl;
+        (fl.uplink_levels > 0).then(|| Uplink {
+            levels: fl.uplink_levels,
+            parts: match fl.uplink_scope {
+                UplinkScope::Vector => std::iter::once(0..self.layout.total).collect(),
+                UplinkScope::Tensor => self.layout.tensors.iter().map(|t| t.range()).collect(),
+            },
+        })
+    }
+
     /// Local learning rate of round t (of its first local epoch, `local.lr_schedule`).
     pub fn lr(&self, t: usize) -> f64 {
         Schedule::new(&self.spec.local).lr(t, 0)
@@ -134,6 +147,7 @@ impl Experiment {
     pub fn round_stats(&mut self, t: usize) -> std::result::Result<RoundStats, Stop> {
         let lr = self.lr(t);
         let sizes = self.data.client_sizes();
+        let uplink = self.uplink();
         let mut client = BurnClients {
             trainers: &mut self.trainers,
             pools: &self.pools,
@@ -147,6 +161,7 @@ impl Experiment {
             lr,
             server_lr: self.spec.fl.global_lr,
             uniform: self.spec.fl.aggregation == Aggregation::Uniform,
+            uplink,
         };
         run_round(
             t,

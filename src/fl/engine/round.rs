@@ -7,6 +7,7 @@ use crate::fl::client::LocalStats;
 use crate::fl::plan::{ClientInfo, ClientPlan, Report};
 use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, ServerStep, Strategy};
 use crate::optim::global_norm;
+use crate::optim::quantize::quantize_parts;
 use crate::rng::{Rng, Stream};
 
 /// Why a round did not finish.
@@ -42,6 +43,25 @@ pub struct RoundConfig {
     pub server_lr: f64,
     /// Weigh clients equally in Δ̄ (`fl.aggregation = "uniform"`) instead of by size.
     pub uniform: bool,
+    /// The uplink's quantizer, if the updates are quantized.
+    pub uplink: Option<Uplink>,
+}
+
+/// FedPAQ's uplink: each client's update quantized with `levels` levels, one norm per range of
+/// `parts` (the whole vector, or each parameter tensor).
+pub struct Uplink {
+    pub levels: usize,
+    pub parts: Vec<std::ops::Range<usize>>,
+}
+
+impl Uplink {
+    /// Client c's update of round t as the server receives it (its own stream of roundings).
+    fn send(&self, seed: u64, t: usize, c: usize, delta: &[f32]) -> Vec<f32> {
+        let mut rng = Rng::derive(seed, Stream::Quantize, &[t as u64, c as u64]);
+        let mut out = vec![0f32; delta.len()];
+        quantize_parts(delta, self.levels, &self.parts, &mut rng, &mut out);
+        out
+    }
 }
 
 /// What a round reports.
@@ -165,7 +185,11 @@ pub fn run_round(
                     ),
                 });
             }
-            let delta = trainer.delta(k);
+            let sent = cfg
+                .uplink
+                .as_ref()
+                .map(|u| u.send(cfg.seed, t, c, trainer.delta(k)));
+            let delta = sent.as_deref().unwrap_or(trainer.delta(k));
             sums.add(weight(c), delta);
             st.add(&ls);
             let info = ClientInfo {
