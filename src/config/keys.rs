@@ -58,7 +58,9 @@ fn check_value(v: &toml::Value, expected: &toml::Value, path: &str, origin: &str
     match (v, expected) {
         (V::Table(t), V::Table(s)) => check_table(t, s, path, origin),
         (V::Integer(_), V::Float(_)) => Ok(()),
-        (V::Integer(i), V::Integer(_)) if *i < 0 => Err(Error::Config(format!(
+        // integers are counts and sizes, never negative, except where the default is (a
+        // sentinel such as `run.init_seed = -1`, whose own check says what it accepts)
+        (V::Integer(i), V::Integer(d)) if *i < 0 && *d >= 0 => Err(Error::Config(format!(
             "{origin}: key `{path}` must be a non-negative integer, got {i}"
         ))),
         (a, b) if std::mem::discriminant(a) == std::mem::discriminant(b) => Ok(()),
