@@ -381,6 +381,36 @@ fn a_common_set_goes_to_the_sweep_points_that_read_it() {
     );
 }
 
+#[test]
+fn a_sweep_leaves_a_point_that_another_process_is_running_alone() {
+    let d = TempDir::new("wf-held");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let point = d.path().join("out").join("t__seed=0");
+    std::fs::create_dir_all(&point).unwrap();
+    let log = d.path().join("out").join("t__seed=0.log");
+    std::fs::write(&log, "the other process's log\n").unwrap();
+    // this test process stands for a second sweep running the point
+    let _held = fedrun::fl::engine::RunLock::acquire(&point).unwrap();
+    let o = Command::new(BIN)
+        .args(["sweep", "--config"])
+        .arg(&cfg)
+        .args(["--grid", "run.seed=0", "--out"])
+        .arg(d.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&o).contains("running in another process, skipped"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "the other process's log\n"
+    );
+    assert!(!point.join("rounds.csv").exists());
+}
+
 /// The `run.json` of a run folder.
 fn provenance(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 
 use crate::config::Spec;
 use crate::error::{Error, Result};
+use crate::fl::engine::RunLock;
 use crate::metrics::summary::{Status, Summary};
 
 /// One `--grid key=v1,v2,...`.
@@ -223,6 +224,17 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                         Ok(s) if s.status == Status::Complete && s.rounds == *rounds => {
                             eprintln!("[sweep] {name}: already complete, skipped");
                             s
+                        }
+                        // another process (a second sweep, a scheduler's job) is running it:
+                        // its folder and `.log` are that process's
+                        _ if RunLock::is_held(&dir) => {
+                            eprintln!("[sweep] {name}: running in another process, skipped");
+                            Summary {
+                                status: Status::Running,
+                                name: name.clone(),
+                                message: "running in another process".into(),
+                                ..Default::default()
+                            }
                         }
                         _ => run_point(o, sets, threads, name, &dir),
                     };
