@@ -449,6 +449,20 @@ fn celeba_faces_are_resized_to_84_cached_and_learned() {
     assert!(dir.join(fedrun::data::leaf_images::CELEBA_CACHE).exists());
     let again = fedrun::data::load(&s, None).unwrap();
     assert_eq!(pixels(&again.train, 7), pixels(&fed.train, 7));
+    // the cache holds the labels: a train file with other labels (another attribute) is a new
+    // cache, not the old labels
+    let json = dir.join("train/all_data_niid_0_keep_5_train_9.json");
+    let text = std::fs::read_to_string(&json).unwrap();
+    std::fs::write(
+        &json,
+        text.replace("1.0", "2.0")
+            .replace("0.0", "1.0")
+            .replace("2.0", "0.0"),
+    )
+    .unwrap();
+    let flipped = fedrun::data::load(&s, None).unwrap();
+    assert_eq!(&flipped.train.y[..2], &[1, 0]);
+    std::fs::write(&json, text).unwrap();
     let sets = [
         "data.num_clients=2",
         "model.kind=\"celeba-cnn\"",

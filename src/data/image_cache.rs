@@ -6,7 +6,7 @@
 //! data directory that cannot be written is read without a cache, with a note.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::fed::{Features, Split};
 use crate::error::{Error, Result};
@@ -46,10 +46,19 @@ pub struct Decoded {
     pub test: Images,
 }
 
-/// A fingerprint of the sources: CRC-32 of a listing (file names and sizes, the decode
-/// settings), with the listing's length.
-pub fn fingerprint(listing: &str) -> u64 {
-    ((listing.len() as u64) << 32) | crc32fast::hash(listing.as_bytes()) as u64
+/// The fingerprint of the image files a cache is decoded from: CRC-32 and length of a listing
+/// of the decode's `settings`, then each file's name (relative to `root`), size and label (a
+/// changed label file makes a new cache too, since the cache holds the labels).
+pub fn fingerprint(settings: &str, root: &Path, files: &[PathBuf], labels: &[u8]) -> Result<u64> {
+    let mut text = format!("{settings}\n");
+    for (p, label) in files.iter().zip(labels) {
+        let len = std::fs::metadata(p)
+            .map_err(|e| Error::Data(format!("cannot read image {}: {e}", p.display())))?
+            .len();
+        let name = p.strip_prefix(root).unwrap_or(p);
+        text.push_str(&format!("{}\t{len}\t{label}\n", name.display()));
+    }
+    Ok(((text.len() as u64) << 32) | crc32fast::hash(text.as_bytes()) as u64)
 }
 
 /// The decoded data set: from `cache` when it holds `fingerprint`'s data intact, else built
@@ -83,9 +92,10 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// Read a cache file; the error says why it cannot be used.
+/// Read a cache file; the error says why it cannot be used. The pixels are split off the
+/// file's bytes, not copied (a cache is the size of the data set).
 fn read(path: &Path, fingerprint: u64) -> std::result::Result<Decoded, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read ({e})"))?;
+    let mut bytes = std::fs::read(path).map_err(|e| format!("cannot be read ({e})"))?;
     if bytes.len() < HEADER + 4 || &bytes[..MAGIC.len()] != MAGIC {
         return Err("not a fedrun image cache".into());
     }
@@ -104,19 +114,23 @@ fn read(path: &Path, fingerprint: u64) -> std::result::Result<Decoded, String> {
     );
     let per = 3 * side * side;
     let n = n_train + n_test;
-    if body.len() != HEADER + n * (1 + per) {
+    if bytes.len() - 4 != HEADER + n * (1 + per) {
         return Err("its size does not match its header".into());
     }
-    let labels = &body[HEADER..HEADER + n];
-    let pixels = &body[HEADER + n..];
-    let split = |a: usize, b: usize| Images {
-        labels: labels[a..b].to_vec(),
-        pixels: pixels[a * per..b * per].to_vec(),
-    };
+    bytes.truncate(bytes.len() - 4);
+    let test_pixels = bytes.split_off(HEADER + n + n_train * per);
+    let train_pixels = bytes.split_off(HEADER + n);
+    let labels = &bytes[HEADER..];
     Ok(Decoded {
         side,
-        train: split(0, n_train),
-        test: split(n_train, n),
+        train: Images {
+            labels: labels[..n_train].to_vec(),
+            pixels: train_pixels,
+        },
+        test: Images {
+            labels: labels[n_train..].to_vec(),
+            pixels: test_pixels,
+        },
     })
 }
 

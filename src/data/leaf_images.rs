@@ -223,34 +223,24 @@ pub fn load_celeba(spec: &Spec, dir: &Path) -> Result<FedData> {
             .collect()
     };
     let (train_files, test_files) = (files(&train), files(&test));
-    let mut listing = format!("celeba {CELEBA_SIDE}\n");
-    for p in train_files.iter().chain(&test_files) {
-        let len = std::fs::metadata(p)
-            .map_err(|e| Error::Data(format!("cannot read image {}: {e}", p.display())))?
-            .len();
-        listing.push_str(&format!(
-            "{}\t{len}\n",
-            p.strip_prefix(&images).unwrap_or(p).display()
-        ));
-    }
+    let all: Vec<PathBuf> = train_files.iter().chain(&test_files).cloned().collect();
+    let labels: Vec<u8> = [flat_labels(&train), flat_labels(&test)].concat();
+    let settings = format!("celeba {CELEBA_SIDE}");
+    let fp = image_cache::fingerprint(&settings, &images, &all, &labels)?;
     let size = Size::Resize(CELEBA_SIDE);
-    let d: Decoded = image_cache::load(
-        &dir.join(CELEBA_CACHE),
-        image_cache::fingerprint(&listing),
-        || {
-            Ok(Decoded {
-                side: CELEBA_SIDE as usize,
-                train: Images {
-                    labels: flat_labels(&train),
-                    pixels: jpeg::decode_all(&train_files, size)?,
-                },
-                test: Images {
-                    labels: flat_labels(&test),
-                    pixels: jpeg::decode_all(&test_files, size)?,
-                },
-            })
-        },
-    )?;
+    let d: Decoded = image_cache::load(&dir.join(CELEBA_CACHE), fp, || {
+        Ok(Decoded {
+            side: CELEBA_SIDE as usize,
+            train: Images {
+                labels: flat_labels(&train),
+                pixels: jpeg::decode_all(&train_files, size)?,
+            },
+            test: Images {
+                labels: flat_labels(&test),
+                pixels: jpeg::decode_all(&test_files, size)?,
+            },
+        })
+    })?;
     let chosen = clients_of(spec, &train, dir)?;
     let l = layout(&train, &test, &chosen);
     let per = 3 * d.side * d.side;

@@ -97,19 +97,6 @@ fn listing(dir: &Path, ids: &[String]) -> Result<(Files, Files)> {
     Ok((train, test))
 }
 
-/// The fingerprint of the files a cache is decoded from: their names and sizes.
-fn fingerprint(dir: &Path, files: &Files) -> Result<u64> {
-    let mut text = format!("tiny-imagenet {SIDE}\n");
-    for (p, label) in files {
-        let len = std::fs::metadata(p)
-            .map_err(|e| Error::Data(format!("cannot read image {}: {e}", p.display())))?
-            .len();
-        let name = p.strip_prefix(dir).unwrap_or(p);
-        text.push_str(&format!("{}\t{len}\t{label}\n", name.display()));
-    }
-    Ok(image_cache::fingerprint(&text))
-}
-
 fn decode(files: &Files) -> Result<Images> {
     let paths: Vec<PathBuf> = files.iter().map(|(p, _)| p.clone()).collect();
     Ok(Images {
@@ -128,9 +115,8 @@ pub fn load_dir(dir: &Path) -> Result<(Split, Split, usize)> {
     }
     let ids = wnids(dir)?;
     let (train, test) = listing(dir, &ids)?;
-    let mut all = train.clone();
-    all.extend(test.iter().cloned());
-    let fp = fingerprint(dir, &all)?;
+    let (files, labels): (Vec<PathBuf>, Vec<u8>) = train.iter().chain(&test).cloned().unzip();
+    let fp = image_cache::fingerprint(&format!("tiny-imagenet {SIDE}"), dir, &files, &labels)?;
     let d: Decoded = image_cache::load(&dir.join(CACHE_FILE), fp, || {
         Ok(Decoded {
             side: SIDE as usize,
