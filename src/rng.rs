@@ -32,6 +32,8 @@ pub enum Stream {
     DataSelect = 6,
     /// The stochastic rounding of one client's quantized uplink in one round.
     Quantize = 7,
+    /// The dynamic client set: the first active set, and who leaves and joins at a stage.
+    Membership = 8,
 }
 
 /// A seeded generator: `rand_xoshiro`'s xoshiro256++ (value-stable across platforms and

@@ -366,7 +366,7 @@ fn the_cifar_reader_never_panics_on_damaged_files() {
     runner(500)
         .run(&damage(good), |bytes| {
             std::fs::write(d.path().join(cifar::TEST_FILE), &bytes).unwrap();
-            let _ = cifar::load_dir(d.path());
+            let _ = cifar::load_dir(d.path(), false);
             Ok(())
         })
         .unwrap();

@@ -137,6 +137,7 @@ fn build(s: &Spec, dim: usize, sizes: &[usize]) -> Box<dyn Strategy> {
         dim,
         tensors: &tensors,
         client_sizes: sizes,
+        federation: sizes.len(),
         class_counts: &counts,
     })
     .unwrap()
@@ -149,6 +150,7 @@ fn setup(s: &Spec, dim: usize) -> Setup<'_> {
         dim,
         tensors: &[],
         client_sizes: &[1],
+        federation: 1,
         class_counts: &[],
     }
 }
@@ -180,6 +182,7 @@ fn run_quadratic(alg: &mut dyn Strategy, q: &mut Quadratic, rounds: usize, lr: f
         server_lr: 1.0,
         uniform: false,
         uplink: None,
+        active: None,
     };
     for t in 0..rounds {
         run_round(t, &cfg, &[1, 1], &mut x, alg, q).unwrap();
@@ -232,6 +235,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
         dim: 2,
         tensors: &[0..1, 1..2],
         client_sizes: &[1, 1],
+        federation: 2,
         class_counts: &[vec![0; 10], vec![0; 10]],
     })
     .unwrap();
@@ -247,6 +251,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
             server_lr: 1.0,
             uniform: false,
             uplink: None,
+            active: None,
         },
         &[1, 1],
         &mut x,
@@ -308,6 +313,7 @@ fn fednar_lemma1_global_update_identity_on_a_linear_model() {
                 server_lr: 1.0,
                 uniform: false,
                 uplink: None,
+                active: None,
             },
             &[1, 1],
             &mut x,
@@ -683,6 +689,7 @@ fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
         dim: 2,
         tensors: &[0..1, 1..2],
         client_sizes: &[1, 1],
+        federation: 2,
         class_counts: &counts,
     })
     .unwrap();
@@ -695,6 +702,7 @@ fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
         server_lr: 1.0,
         uniform: true,
         uplink: None,
+        active: None,
     };
     let (a, b) = (q.a.clone(), q.b.clone());
     let grad = |p: &[f64]| -> Vec<f64> {
@@ -749,6 +757,7 @@ fn feddyn_reaches_the_optimum_where_fedavg_stays_biased_and_starts_as_fedprox() 
             dim: 2,
             tensors: &[0..1, 1..2],
             client_sizes: &[1, 1],
+            federation: 2,
             class_counts: &counts,
         })
         .unwrap()
@@ -760,6 +769,7 @@ fn feddyn_reaches_the_optimum_where_fedavg_stays_biased_and_starts_as_fedprox() 
         server_lr: 1.0,
         uniform: true,
         uplink: None,
+        active: None,
     };
     let run = |alg: &mut dyn Strategy, rounds: usize| {
         let mut q = two_clients(10, opt());

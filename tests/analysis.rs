@@ -37,6 +37,7 @@ fn report_groups_seeds_with_mean_and_sd() {
         ),
     ];
     let o = ReportOptions {
+        bytes: false,
         metric: "test_acc".into(),
         at: vec![2],
         targets: vec![25.0, 99.0],

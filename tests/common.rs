@@ -98,7 +98,7 @@ pub fn write_run(
     csv.push('\n');
     for (i, (acc, loss)) in rows.iter().enumerate() {
         csv.push_str(&format!(
-            "{},{acc},{loss},1,0.1,0,1,1,1,,0.0\n",
+            "{},{acc},{loss},1,0.1,0,1,1,1,,0,0,0.0\n",
             i + first_round
         ));
     }
@@ -167,4 +167,26 @@ pub fn write_mini_cifar100(dir: &Path, train: usize, test: usize) {
             .collect();
         fedrun::data::cifar100::write_file(&dir.join(f), &coarse, &fine, &pixels).unwrap();
     }
+}
+
+/// Run a shipped config for one round from the command line on `data`, with `sets`.
+pub fn run_config(config: &str, data: &Path, out: &Path, sets: &[&str]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fedrun"));
+    cmd.arg("--config")
+        .arg(root.join(config))
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--out")
+        .arg(out)
+        .args(["--set", "fl.rounds=1"]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{config}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{TempDir, archive_of, fetch_with, write_mini_cifar, write_mini_cifar100};
+use fedrun::data::cifar::Hold;
 use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file, shards};
 use fedrun::data::{Features, cifar, idx, leaf};
 use fedrun::metrics::summary::Status;
@@ -19,7 +20,7 @@ fn cifar_reader_reads_the_binary_layout() {
     for f in cifar::TRAIN_FILES.iter().chain([&cifar::TEST_FILE]) {
         cifar::write_file(&d.path().join(f), &[3, 7], &pixels).unwrap();
     }
-    let (train, test) = cifar::load_dir(d.path()).unwrap();
+    let (train, test) = cifar::load_dir(d.path(), false).unwrap();
     assert_eq!(train.len(), 10);
     assert_eq!(test.len(), 2);
     assert_eq!(test.y, vec![3, 7]);
@@ -41,14 +42,14 @@ fn cifar_wrong_size_names_the_file() {
     let p = d.path().join("data_batch_3.bin");
     let bytes = std::fs::read(&p).unwrap();
     std::fs::write(&p, &bytes[..bytes.len() - 100]).unwrap();
-    let e = cifar::load_dir(d.path()).unwrap_err().to_string();
+    let e = cifar::load_dir(d.path(), false).unwrap_err().to_string();
     assert!(
         e.contains("data_batch_3.bin") && e.contains("whole number"),
         "{e}"
     );
     // whole records, but fewer than the other files
     std::fs::write(&p, &bytes[..cifar::RECORD * 5]).unwrap();
-    let e = cifar::load_dir(d.path()).unwrap_err().to_string();
+    let e = cifar::load_dir(d.path(), false).unwrap_err().to_string();
     assert!(
         e.contains("data_batch_3.bin") && e.contains("same number of records"),
         "{e}"
@@ -59,10 +60,10 @@ fn cifar_wrong_size_names_the_file() {
     let mut tb = std::fs::read(&t).unwrap();
     tb.extend_from_slice(&bytes[..cifar::RECORD]);
     std::fs::write(&t, &tb).unwrap();
-    let e = cifar::load_dir(d.path()).unwrap_err().to_string();
+    let e = cifar::load_dir(d.path(), false).unwrap_err().to_string();
     assert!(e.contains("test_batch.bin"), "{e}");
     // missing directory
-    let e = cifar::load_dir(&d.path().join("nope"))
+    let e = cifar::load_dir(&d.path().join("nope"), false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("nope") && e.contains("does not exist"), "{e}");
@@ -292,7 +293,7 @@ fn fetch_script_checks_the_md5_and_unpacks_the_archive_layout() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (train, test) = fedrun::data::cifar::load_dir(&good).unwrap();
+    let (train, test) = fedrun::data::cifar::load_dir(&good, false).unwrap();
     assert_eq!((train.len(), test.len()), (100, 20));
     // the default checksum is the official archive's
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch_cifar10.sh");
@@ -481,11 +482,11 @@ fn cifar100_reads_fine_or_coarse_labels_and_refuses_damage() {
     use fedrun::data::cifar100;
     let d = TempDir::new("cifar100");
     write_mini_cifar100(d.path(), 200, 100);
-    let (train, test) = cifar100::load_dir(d.path(), Cifar100Labels::Fine).unwrap();
+    let (train, test) = cifar100::load_dir(d.path(), Cifar100Labels::Fine, Hold::Floats).unwrap();
     assert_eq!((train.len(), test.len()), (200, 100));
     assert_eq!(train.y[..3], [0, 1, 2]);
     assert_eq!(*train.y.iter().max().unwrap(), 99);
-    let (coarse, _) = cifar100::load_dir(d.path(), Cifar100Labels::Coarse).unwrap();
+    let (coarse, _) = cifar100::load_dir(d.path(), Cifar100Labels::Coarse, Hold::Floats).unwrap();
     assert_eq!(coarse.y[..12], [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2]);
     // the pixels after the two label bytes, normalised with FedACG's constants
     let Features::Images { c, h, w, data } = &train.x else {
@@ -499,7 +500,7 @@ fn cifar100_reads_fine_or_coarse_labels_and_refuses_damage() {
     std::fs::create_dir_all(&bad).unwrap();
     cifar100::write_file(&bad.join("train.bin"), &[0], &[100], &[0; 3072]).unwrap();
     cifar100::write_file(&bad.join("test.bin"), &[0], &[1], &[0; 3072]).unwrap();
-    let e = cifar100::load_dir(&bad, Cifar100Labels::Fine)
+    let e = cifar100::load_dir(&bad, Cifar100Labels::Fine, Hold::Floats)
         .unwrap_err()
         .to_string();
     assert!(
@@ -510,7 +511,7 @@ fn cifar100_reads_fine_or_coarse_labels_and_refuses_damage() {
     let bytes = std::fs::read(d.path().join("test.bin")).unwrap();
     std::fs::write(bad.join("test.bin"), &bytes[..bytes.len() - 1]).unwrap();
     std::fs::write(bad.join("train.bin"), &bytes).unwrap();
-    let e = cifar100::load_dir(&bad, Cifar100Labels::Fine)
+    let e = cifar100::load_dir(&bad, Cifar100Labels::Fine, Hold::Floats)
         .unwrap_err()
         .to_string();
     assert!(
@@ -564,7 +565,11 @@ fn cifar100_runs_with_a_hundred_classes_and_its_fetch_script_checks_the_md5() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (train, _) =
-        fedrun::data::cifar100::load_dir(&good, fedrun::config::Cifar100Labels::Fine).unwrap();
+    let (train, _) = fedrun::data::cifar100::load_dir(
+        &good,
+        fedrun::config::Cifar100Labels::Fine,
+        fedrun::data::cifar::Hold::Floats,
+    )
+    .unwrap();
     assert_eq!(train.len(), 100);
 }

@@ -558,27 +558,6 @@ fn the_new_models_have_the_papers_parameter_counts_and_output_shapes() {
 }
 
 /// `fedrun --config C --set fl.rounds=1 --set …` on small data, as a user would run it.
-fn run_config(config: &str, data: &Path, out: &Path, sets: &[&str]) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fedrun"));
-    cmd.arg("--config")
-        .arg(root.join(config))
-        .arg("--data-dir")
-        .arg(data)
-        .arg("--out")
-        .arg(out)
-        .args(["--set", "fl.rounds=1"]);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let o = cmd.output().unwrap();
-    assert!(
-        o.status.success(),
-        "{config}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 #[test]
 fn every_new_config_runs_a_round_from_the_command_line() {
     let d = TempDir::new("new-configs");
@@ -617,7 +596,7 @@ fn every_new_config_runs_a_round_from_the_command_line() {
     ];
     for (config, data, sets) in runs {
         let config = format!("configs/{config}.toml");
-        run_config(&config, data, &d.path().join("out"), &sets);
+        common::run_config(&config, data, &d.path().join("out"), &sets);
     }
 }
 

@@ -68,6 +68,7 @@ fn build(s: &Spec, dim: usize, tensors: &[std::ops::Range<usize>]) -> Box<dyn St
         dim,
         tensors,
         client_sizes: &[1, 1],
+        federation: 2,
         class_counts: &counts,
     })
     .unwrap()

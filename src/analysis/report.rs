@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::runs::{Group, Run, group};
-use super::stats::{Direction, at_round, best, ema, mean_sd, rounds_to_target};
+use super::stats::{Direction, at_round, best, cumulative_bytes, ema, mean_sd, rounds_to_target};
 use crate::error::{Error, Result};
 
 /// How `report` prints its table (`--format`).
@@ -28,6 +28,8 @@ pub struct ReportOptions {
     pub ema_beta: f64,
     pub debias: bool,
     pub format: Format,
+    /// Also the megabytes communicated (down and up) until each target.
+    pub bytes: bool,
 }
 
 /// One cell: the values of a group's runs, or `missing` when a run lacks one.
@@ -97,6 +99,36 @@ struct Row {
     status: String,
     cells: Vec<Cell>,
     targets: Vec<String>,
+    /// Megabytes to each target (`--bytes`).
+    megabytes: Vec<String>,
+}
+
+/// Megabytes (10⁶ bytes) over seeds: the mean when every seed reached the target, else `–`.
+fn megabytes(v: &[Option<f64>]) -> String {
+    match v.iter().copied().collect::<Option<Vec<f64>>>() {
+        Some(mb) if !mb.is_empty() => format!("{:.1}", mean_sd(&mb).0),
+        _ => "–".into(),
+    }
+}
+
+/// A run's megabytes communicated until the EMA `e` first reaches each target.
+fn run_megabytes(
+    r: &Run,
+    e: &[f64],
+    o: &ReportOptions,
+    dir: Direction,
+) -> Result<Vec<Option<f64>>> {
+    let (rounds, down) = r.series("down_bytes")?;
+    let (_, up) = r.series("up_bytes")?;
+    let per_round: Vec<f64> = down.iter().zip(&up).map(|(d, u)| d + u).collect();
+    let cum = cumulative_bytes(&rounds, &per_round);
+    Ok(o.targets
+        .iter()
+        .map(|&t| {
+            let i = e.iter().position(|v| dir.reached(*v, t))?;
+            cum.get(i).map(|b| b / 1e6)
+        })
+        .collect())
 }
 
 fn row(g: &Group, o: &ReportOptions, dir: Direction) -> Result<Row> {
@@ -107,6 +139,7 @@ fn row(g: &Group, o: &ReportOptions, dir: Direction) -> Result<Row> {
         })
         .collect();
     let mut tt = vec![Vec::new(); o.targets.len()];
+    let mut mb = vec![Vec::new(); o.targets.len()];
     let mut horizon = 0;
     for r in &g.runs {
         let (rounds, vals) = r.series(&o.metric)?;
@@ -129,6 +162,11 @@ fn row(g: &Group, o: &ReportOptions, dir: Direction) -> Result<Row> {
         for (i, &t) in o.targets.iter().enumerate() {
             tt[i].push(rounds_to_target(&rounds, &e, t, dir));
         }
+        if o.bytes {
+            for (i, v) in run_megabytes(r, &e, o, dir)?.into_iter().enumerate() {
+                mb[i].push(v);
+            }
+        }
     }
     Ok(Row {
         label: g.label.clone(),
@@ -136,6 +174,10 @@ fn row(g: &Group, o: &ReportOptions, dir: Direction) -> Result<Row> {
         status: status(g),
         cells,
         targets: tt.iter().map(|v| to_target(v, horizon)).collect(),
+        megabytes: match o.bytes {
+            true => mb.iter().map(|v| megabytes(v)).collect(),
+            false => Vec::new(),
+        },
     })
 }
 
@@ -153,10 +195,19 @@ fn columns(o: &ReportOptions, dir: Direction) -> Vec<String> {
     c
 }
 
+/// The names of the `--bytes` columns.
+fn mb_columns(o: &ReportOptions) -> Vec<String> {
+    match o.bytes {
+        true => o.targets.iter().map(|t| format!("MB→{t}")).collect(),
+        false => Vec::new(),
+    }
+}
+
 fn markdown(rows: &[Row], o: &ReportOptions, dir: Direction) -> String {
     let mut header = vec!["config".to_string(), "seeds".into(), "status".into()];
     header.extend(columns(o, dir));
     header.extend(o.targets.iter().map(|t| format!("rounds→{t}")));
+    header.extend(mb_columns(o));
     let mut out = format!(
         "| {} |\n|{}\n",
         header.join(" | "),
@@ -166,6 +217,7 @@ fn markdown(rows: &[Row], o: &ReportOptions, dir: Direction) -> String {
         let mut f = vec![r.label.clone(), r.seeds.to_string(), r.status.clone()];
         f.extend(r.cells.iter().map(Cell::text));
         f.extend(r.targets.iter().cloned());
+        f.extend(r.megabytes.iter().cloned());
         out.push_str(&format!("| {} |\n", f.join(" | ")));
     }
     let reach = match dir {
@@ -178,6 +230,9 @@ fn markdown(rows: &[Row], o: &ReportOptions, dir: Direction) -> String {
         d = if o.debias { ", de-biased by 1 − β^(t+1)" } else { " with s_(−1) = 0" },
         m = o.metric
     ));
+    if o.bytes {
+        out.push_str(" MB→T: megabytes (10⁶ bytes) sent down and up until the round of rounds→T (each row's bytes times the rounds since the row before; exact when every round is evaluated), `–` when a seed did not reach T.");
+    }
     if rows.iter().any(|r| r.cells.iter().any(|c| c.missing)) {
         out.push_str(" `–`: a run of the row has fewer rounds than asked.");
     }
@@ -199,6 +254,7 @@ fn csv(rows: &[Row], o: &ReportOptions, dir: Direction) -> String {
         header.push(format!("{c} sd"));
     }
     header.extend(o.targets.iter().map(|t| format!("rounds→{t}")));
+    header.extend(mb_columns(o));
     let mut out = String::new();
     out.push_str(&header.iter().map(|h| q(h)).collect::<Vec<_>>().join(","));
     out.push('\n');
@@ -206,6 +262,7 @@ fn csv(rows: &[Row], o: &ReportOptions, dir: Direction) -> String {
         let mut f = vec![q(&r.label), r.seeds.to_string(), q(&r.status)];
         f.extend(r.cells.iter().flat_map(Cell::fields));
         f.extend(r.targets.iter().cloned());
+        f.extend(r.megabytes.iter().cloned());
         out.push_str(&f.join(","));
         out.push('\n');
     }

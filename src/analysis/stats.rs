@@ -50,7 +50,7 @@ impl Direction {
     }
 
     /// Whether `v` has reached `target`.
-    fn reached(self, v: f64, target: f64) -> bool {
+    pub fn reached(self, v: f64, target: f64) -> bool {
         match self {
             Direction::Higher => v >= target,
             Direction::Lower => v <= target,
@@ -97,6 +97,23 @@ pub fn rounds_to_target(
         .zip(values)
         .find(|(_, v)| dir.reached(**v, target))
         .map(|(r, _)| *r)
+}
+
+/// The bytes communicated until each evaluated round: a row's `down_bytes + up_bytes` (those of
+/// its round) times the rounds since the row before, summed; exact when every round is
+/// evaluated, or when an algorithm's traffic is the same every round.
+pub fn cumulative_bytes(rounds: &[usize], per_round: &[f64]) -> Vec<f64> {
+    let mut last = 0;
+    let mut total = 0.0;
+    rounds
+        .iter()
+        .zip(per_round)
+        .map(|(&r, &b)| {
+            total += b * r.saturating_sub(last) as f64;
+            last = r;
+            total
+        })
+        .collect()
 }
 
 /// Mean and sample standard deviation (n − 1; 0 for one value).

@@ -28,6 +28,10 @@ pub struct ReportArgs {
     pub metric: String,
     #[arg(long, value_enum, default_value_t = Format::Md)]
     pub format: Format,
+    /// Also the megabytes communicated (down and up, the CSV's `down_bytes` and `up_bytes`)
+    /// until each target.
+    #[arg(long)]
+    pub bytes: bool,
 }
 
 pub fn report(a: &ReportArgs) -> Result<()> {
@@ -39,6 +43,7 @@ pub fn report(a: &ReportArgs) -> Result<()> {
         ema_beta: a.ema,
         debias: a.debias,
         format: a.format,
+        bytes: a.bytes,
     };
     print!("{}", table(runs, &o)?);
     Ok(())

@@ -61,8 +61,10 @@ crate::choice! {
 
 crate::choice! {
     /// `data.augmentation` of image batches: `batch` (FedNAR: one crop/flip per batch) |
-    /// `sample` (one per image) | `none`.
-    pub enum Augmentation { None = "none", Batch = "batch", Sample = "sample" }
+    /// `sample` (one per image; the padding is 0 after normalisation, the mean colour) |
+    /// `fedacg` (the FedACG code's: rotation by up to 10°, crop with black padding and flip per
+    /// image, before normalisation with FedACG's constants; CIFAR and Tiny-ImageNet) | `none`.
+    pub enum Augmentation { None = "none", Batch = "batch", Sample = "sample", Fedacg = "fedacg" }
 }
 
 crate::choice! {
@@ -252,6 +254,19 @@ pub struct FlSpec {
     /// What one quantizer norm covers: the whole update (`vector`, FedPAQ's) or each parameter
     /// tensor (`tensor`).
     pub uplink_scope: UplinkScope,
+    /// ACG (FedACG's accelerated client gradient) around an algorithm whose server step is
+    /// plain averaging: broadcast the lookahead `θ + λm`, server momentum `m ← λm + η_g·Δ̄`.
+    pub acg: bool,
+    /// λ of `fl.acg` (FedACG's own is `fedacg.lambda`).
+    pub acg_lambda: f64,
+    /// Clients in the federation at any time, drawn from the partition's clients (the pool)
+    /// by seed; 0 = all of them. Each round samples `clients_per_round` among these.
+    pub active_clients: usize,
+    /// Every this many rounds, each active client leaves with probability `replace_prob` and
+    /// a client not in the federation takes its place (its per-client state starts afresh);
+    /// 0 = never.
+    pub replace_every: usize,
+    pub replace_prob: f64,
 }
 
 impl Default for FlSpec {
@@ -266,6 +281,11 @@ impl Default for FlSpec {
             aggregation: Aggregation::Size,
             uplink_levels: 0,
             uplink_scope: UplinkScope::Vector,
+            acg: false,
+            acg_lambda: 0.85,
+            active_clients: 0,
+            replace_every: 0,
+            replace_prob: 0.5,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! size) happen when the data is loaded.
 
 use super::schema::Schema;
-use super::sections::{ModelSpec, Partition};
+use super::sections::{Augmentation, Dataset, ModelSpec, Partition};
 use super::spec::Spec;
 use crate::error::{Error, Result};
 
@@ -128,6 +128,13 @@ fn validate_data(s: &Spec) -> Result<()> {
             "key `data.partition_file` must name a file when data.partition = \"file\"".into(),
         ));
     }
+    let images = [Dataset::Cifar10, Dataset::Cifar100, Dataset::TinyImagenet];
+    if s.data.augmentation == Augmentation::Fedacg && !images.contains(&s.data.dataset) {
+        return Err(Error::Config(format!(
+            "key `data.augmentation`: \"fedacg\" is the FedACG code's transform of CIFAR-10, CIFAR-100 and Tiny-ImageNet images, not of `data.dataset = \"{}\"`",
+            s.data.dataset
+        )));
+    }
     at_least_one("data.num_clients", s.data.num_clients)?;
     at_least_one("data.shards_per_client", s.data.shards_per_client)?;
     if !(s.data.train_fraction > 0.0 && s.data.train_fraction < 1.0) {
@@ -168,7 +175,28 @@ fn validate_fl(s: &Spec) -> Result<()> {
             s.fl.clients_per_round, s.data.num_clients
         )));
     }
+    validate_membership(s)?;
+    non_negative("fl.acg_lambda", s.fl.acg_lambda)?;
     positive("fl.global_lr", s.fl.global_lr)
+}
+
+/// The dynamic client set's keys: an active set that fits the pool and holds a round's clients.
+fn validate_membership(s: &Spec) -> Result<()> {
+    let fl = &s.fl;
+    unit_closed("fl.replace_prob", fl.replace_prob)?;
+    if fl.active_clients > 0 && fl.clients_per_round > fl.active_clients {
+        return Err(Error::Config(format!(
+            "key `fl.clients_per_round` ({}) exceeds `fl.active_clients` ({})",
+            fl.clients_per_round, fl.active_clients
+        )));
+    }
+    if s.data.partition != Partition::Natural && fl.active_clients > s.data.num_clients {
+        return Err(Error::Config(format!(
+            "key `fl.active_clients` ({}) exceeds `data.num_clients` ({}), the pool it is drawn from",
+            fl.active_clients, s.data.num_clients
+        )));
+    }
+    Ok(())
 }
 
 fn validate_local(s: &Spec) -> Result<()> {

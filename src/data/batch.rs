@@ -4,6 +4,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::augment;
 use super::fed::{Augment, Features, Input, Split};
+use super::rotate_crop_flip::RotateCropFlip;
 use crate::rng::Rng;
 
 /// Gather rows `idx` of `split` into a batch on `device`, augmenting with `rng` when asked.
@@ -58,6 +59,33 @@ enum Rows<'a> {
 }
 
 impl Rows<'_> {
+    /// Row `i` through the FedACG transform into `dst`: black in pixel space for bytes (the
+    /// data sets it is for); 0 for floats.
+    fn rotate_crop_flip(
+        &self,
+        t: &RotateCropFlip,
+        i: usize,
+        shape: (usize, usize, usize),
+        dst: &mut [f32],
+    ) {
+        let (c, h, w) = shape;
+        let per = c * h * w;
+        match self {
+            Rows::Bytes { data, mean, std } => {
+                t.apply_pixels(&data[i * per..(i + 1) * per], dst, shape, mean, std)
+            }
+            Rows::Floats(data) => {
+                let src = &data[i * per..(i + 1) * per];
+                let map = t.sources(h, w);
+                for (d, s) in dst.chunks_mut(h * w).zip(src.chunks(h * w)) {
+                    for (o, at) in d.iter_mut().zip(&map) {
+                        *o = at.map_or(0.0, |k| s[k]);
+                    }
+                }
+            }
+        }
+    }
+
     /// Row `i` of `per` values (`plane` per channel), normalised.
     fn row<'s>(&'s self, i: usize, per: usize, plane: usize, scratch: &'s mut [f32]) -> &'s [f32] {
         match self {
@@ -108,6 +136,12 @@ fn images(
             for (dst, &i) in dst_rows {
                 let t = augment::CropFlip::draw(rng);
                 t.apply(rows.row(i, per, plane, &mut scratch), dst, c, h, w);
+            }
+        }
+        (Augment::Fedacg, Some(rng)) => {
+            for (dst, &i) in dst_rows {
+                let t = RotateCropFlip::draw(rng);
+                rows.rotate_crop_flip(&t, i, (c, h, w), dst);
             }
         }
     }

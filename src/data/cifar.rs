@@ -58,22 +58,41 @@ const CIFAR10: Layout = Layout {
     std: STD,
 };
 
-/// Decode and normalise records of `layout` into a split.
-pub fn decode_records(bytes: &[u8], path: &Path, layout: &Layout) -> Result<Split> {
+/// FedACG's CIFAR-10 normalisation (its `datasets/configs.yaml`), with `data.augmentation =
+/// "fedacg"`.
+pub const FEDACG_MEAN: [f32; 3] = [0.4914, 0.4822, 0.4465];
+pub const FEDACG_STD: [f32; 3] = [0.2023, 0.1994, 0.2010];
+
+/// How images are held: normalised floats, or bytes normalised when a batch is gathered (for
+/// a transform in pixel space, `data.augmentation = "fedacg"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    Floats,
+    Pixels,
+}
+
+/// Decode records of `layout` into a split, normalised now or held as bytes.
+pub fn decode_records(bytes: &[u8], path: &Path, layout: &Layout, hold: Hold) -> Result<Split> {
     let record = layout.labels + 3072;
     let n = bytes.len() / record;
+    let y = labels(bytes, path, layout)?;
+    if hold == Hold::Pixels {
+        let mut data = Vec::with_capacity(n * 3072);
+        bytes
+            .chunks_exact(record)
+            .for_each(|rec| data.extend_from_slice(&rec[layout.labels..]));
+        let x = Features::Pixels {
+            c: 3,
+            h: 32,
+            w: 32,
+            data,
+            mean: layout.mean.to_vec(),
+            std: layout.std.to_vec(),
+        };
+        return Ok(Split { x, y });
+    }
     let mut x = Vec::with_capacity(n * 3072);
-    let mut y = Vec::with_capacity(n);
-    for (r, rec) in bytes.chunks_exact(record).enumerate() {
-        let label = rec[layout.label_at];
-        if label >= layout.classes {
-            return Err(Error::Data(format!(
-                "{}: record {r} has label {label} (expected 0..{})",
-                path.display(),
-                layout.classes - 1
-            )));
-        }
-        y.push(label);
+    for rec in bytes.chunks_exact(record) {
         let pixels = &rec[layout.labels..];
         for c in 0..3 {
             let (m, s) = (layout.mean[c], layout.std[c]);
@@ -95,9 +114,28 @@ pub fn decode_records(bytes: &[u8], path: &Path, layout: &Layout) -> Result<Spli
     })
 }
 
-/// Load the train and test splits from a directory of the binary files. All six files must
-/// have the same size (the official layout); an error names the file that does not.
-pub fn load_dir(dir: &Path) -> Result<(Split, Split)> {
+/// The labels of records of `layout`, each checked against its bound.
+fn labels(bytes: &[u8], path: &Path, layout: &Layout) -> Result<Vec<u8>> {
+    let record = layout.labels + 3072;
+    let mut y = Vec::with_capacity(bytes.len() / record);
+    for (r, rec) in bytes.chunks_exact(record).enumerate() {
+        let label = rec[layout.label_at];
+        if label >= layout.classes {
+            return Err(Error::Data(format!(
+                "{}: record {r} has label {label} (expected 0..{})",
+                path.display(),
+                layout.classes - 1
+            )));
+        }
+        y.push(label);
+    }
+    Ok(y)
+}
+
+/// Load the train and test splits from a directory of the binary files, with FedNAR's
+/// normalisation, or held as pixels with FedACG's (`fedacg`). All six files must have the same
+/// size (the official layout); an error names the file that does not.
+pub fn load_dir(dir: &Path, fedacg: bool) -> Result<(Split, Split)> {
     if !dir.is_dir() {
         return Err(Error::Data(format!(
             "CIFAR-10 directory {} does not exist (pass --data-dir DIR with data_batch_1..5.bin and test_batch.bin)",
@@ -129,9 +167,20 @@ pub fn load_dir(dir: &Path) -> Result<(Split, Split)> {
     let tp = dir.join(TEST_FILE);
     let test_bytes = read_file(&tp)?;
     check(&tp, test_bytes.len())?;
+    let (layout, hold) = match fedacg {
+        true => (
+            Layout {
+                mean: FEDACG_MEAN,
+                std: FEDACG_STD,
+                ..CIFAR10
+            },
+            Hold::Pixels,
+        ),
+        false => (CIFAR10, Hold::Floats),
+    };
     Ok((
-        decode_records(&train_bytes, &dir.join("data_batch_*.bin"), &CIFAR10)?,
-        decode_records(&test_bytes, &tp, &CIFAR10)?,
+        decode_records(&train_bytes, &dir.join("data_batch_*.bin"), &layout, hold)?,
+        decode_records(&test_bytes, &tp, &layout, hold)?,
     ))
 }
 

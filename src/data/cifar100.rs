@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::cifar::{Layout, decode_records};
+use super::cifar::{Hold, Layout, decode_records};
 use super::fed::Split;
 use crate::config::Cifar100Labels;
 use crate::error::{Error, Result};
@@ -56,7 +56,7 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// The train and test splits of a directory holding `train.bin` and `test.bin`.
-pub fn load_dir(dir: &Path, labels: Cifar100Labels) -> Result<(Split, Split)> {
+pub fn load_dir(dir: &Path, labels: Cifar100Labels, hold: Hold) -> Result<(Split, Split)> {
     if !dir.is_dir() {
         return Err(Error::Data(format!(
             "CIFAR-100 directory {} does not exist (pass --data-dir DIR with train.bin and test.bin; scripts/fetch_cifar100.sh fetches them)",
@@ -66,8 +66,8 @@ pub fn load_dir(dir: &Path, labels: Cifar100Labels) -> Result<(Split, Split)> {
     let l = layout(labels);
     let (tr, te) = (dir.join(TRAIN_FILE), dir.join(TEST_FILE));
     Ok((
-        decode_records(&read(&tr)?, &tr, &l)?,
-        decode_records(&read(&te)?, &te, &l)?,
+        decode_records(&read(&tr)?, &tr, &l, hold)?,
+        decode_records(&read(&te)?, &te, &l, hold)?,
     ))
 }
 

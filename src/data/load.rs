@@ -37,6 +37,13 @@ pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
             fed.clients.len()
         )));
     }
+    if fed.clients.len() < spec.fl.active_clients {
+        return Err(Error::Config(format!(
+            "key `fl.active_clients` ({}) exceeds the {} clients of the data set",
+            spec.fl.active_clients,
+            fed.clients.len()
+        )));
+    }
     if let Some(i) = fed.clients.iter().position(|c| c.is_empty()) {
         return Err(Error::Data(format!("client {i} has no training samples")));
     }
@@ -60,12 +67,29 @@ fn read(spec: &Spec, path: &Path) -> Result<FedData> {
         })
     };
     match d.dataset {
-        Dataset::Cifar10 => split("cifar10".into(), cifar::load_dir(path)?, 10, d.augmentation),
+        Dataset::Cifar10 => {
+            let fedacg = d.augmentation == Augment::Fedacg;
+            split(
+                "cifar10".into(),
+                cifar::load_dir(path, fedacg)?,
+                10,
+                d.augmentation,
+            )
+        }
         Dataset::Cifar100 => {
             let l = d.cifar100_labels;
             let name = format!("cifar100 ({l} labels)");
             let classes = cifar100::classes(l);
-            split(name, cifar100::load_dir(path, l)?, classes, d.augmentation)
+            let hold = match d.augmentation {
+                Augment::Fedacg => cifar::Hold::Pixels,
+                _ => cifar::Hold::Floats,
+            };
+            split(
+                name,
+                cifar100::load_dir(path, l, hold)?,
+                classes,
+                d.augmentation,
+            )
         }
         Dataset::TinyImagenet => {
             let (train, test, classes) = tiny_imagenet::load_dir(path)?;

@@ -15,6 +15,7 @@
 //! | `synthetic.rs` | generated data for tests |
 //! | `partition.rs` | IID, Dirichlet, shards and published index files |
 //! | `augment.rs` | random crop and flip |
+//! | `rotate_crop_flip.rs` | the FedACG code's rotation, crop and flip, in pixel space |
 
 pub mod augment;
 mod batch;
@@ -32,6 +33,7 @@ pub mod leaf_images;
 mod load;
 pub mod partition;
 pub mod plays;
+pub mod rotate_crop_flip;
 pub mod shakespeare;
 pub mod synthetic;
 pub mod tar;

@@ -1,6 +1,6 @@
 //! Which `[local]` keys and algorithm tables a spec's run reads (the others are named, with
 //! why): the tables the run's algorithm does not read, the schedule's keys, and `local.steps`
-//! when `local.epochs` sets the steps.
+//! when `local.epochs` sets the steps, and the `[fl]` keys of options left off.
 
 use super::algorithms::{reads_key, tables, tables_of};
 use crate::config::{LrSchedule, Spec, Unread};
@@ -65,6 +65,26 @@ pub fn unread_keys(s: &Spec) -> Vec<Unread> {
             "fl.uplink_scope",
             "because `fl.uplink_levels = 0` (the update is sent unquantized)",
         ));
+    }
+    out.extend(fl_unread(s));
+    out
+}
+
+/// The `[fl]` keys of ACG and of the dynamic client set that a spec's run does not read.
+fn fl_unread(s: &Spec) -> Vec<Unread> {
+    let fl = &s.fl;
+    let mut out = Vec::new();
+    if !fl.acg {
+        out.push(Unread::new("fl.acg_lambda", "because `fl.acg = false`"));
+    }
+    if fl.active_clients == 0 {
+        let why =
+            "because `fl.active_clients = 0` (every client is in the federation: none can join)";
+        out.push(Unread::new("fl.replace_every", why));
+        out.push(Unread::new("fl.replace_prob", why));
+    } else if fl.replace_every == 0 {
+        let why = "because `fl.replace_every = 0` (the federation never changes)";
+        out.push(Unread::new("fl.replace_prob", why));
     }
     out
 }

@@ -10,11 +10,13 @@
 //! | `client/` | local training from a plan: batches, the local chain, host and device steps |
 //! | `engine/` | the round loop, the run folder, checkpoints |
 //! | `algorithms/` | one file per algorithm, and the registry |
+//! | `acg.rs` | ACG, the lookahead broadcast and server momentum, around another algorithm |
 //! | `keys.rs` | which `[local]` keys and algorithm tables a spec's run reads |
 //! | `losses.rs` | the local objectives' terms as tensor ops |
 //! | `per_client.rs` | model-sized vectors kept per client |
 //! | `schedule.rs` | the local learning-rate schedules |
 
+pub mod acg;
 pub mod algorithms;
 pub mod client;
 pub mod engine;

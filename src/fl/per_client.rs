@@ -35,6 +35,12 @@ impl PerClient {
         self.v[i] = Some(v);
     }
 
+    /// Forget client `i` (a client that left the federation): its vector is dropped and its
+    /// memory freed; it starts from zeros if the client comes back.
+    pub fn remove(&mut self, i: usize) {
+        self.v[i] = None;
+    }
+
     /// The stored vectors with their indices.
     pub fn iter(&self) -> impl Iterator<Item = (usize, &[f32])> {
         self.v

@@ -26,8 +26,11 @@ pub struct Setup<'a> {
     pub dim: usize,
     /// Where each parameter tensor sits in the flat vector (layer-wise rules: Fed-LAMB).
     pub tensors: &'a [std::ops::Range<usize>],
-    /// Training samples of each client.
+    /// Training samples of each client (of the whole pool, when clients come and go).
     pub client_sizes: &'a [usize],
+    /// Clients in the federation at any time: all of them, or the active set's size
+    /// (`fl.active_clients`). FedDyn's and FedDC's N.
+    pub federation: usize,
     /// Training samples of each client per class.
     pub class_counts: &'a [Vec<usize>],
 }
@@ -44,6 +47,10 @@ pub trait FromSetup: Strategy + Sized + 'static {
     /// Keys of the five sections it reads besides those every run reads (for the check that a
     /// key set by the user takes effect).
     const READS: &'static [&'static str] = &[];
+
+    /// Whether its server step is plain averaging and it broadcasts the global model, so that
+    /// `fl.acg` may put the ACG server rule around it (default: no).
+    const AVERAGES: bool = false;
 
     /// What it needs of the rest of the spec, checked before anything loads (default: nothing).
     fn check(_spec: &Spec) -> Result<()> {
@@ -93,6 +100,14 @@ pub struct ServerStep<'a> {
     pub agg: &'a mut Aggregate,
 }
 
+/// Model-sized vectors a client receives (`down`) and sends (`up`) in a round besides the model
+/// and its update.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub down: usize,
+    pub up: usize,
+}
+
 /// Server-side quantities logged in the CSV.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ServerLog {
@@ -135,6 +150,19 @@ pub trait Strategy: Send + Sync {
     /// h_i and g_i: 2), so that a run is refused before they outgrow the machine.
     fn per_client_vectors(&self) -> usize {
         0
+    }
+
+    /// Client `client` left the federation (`fl.replace_every`): drop what the algorithm keeps
+    /// for it (its per-client vectors, freeing their memory), so that a client who takes its
+    /// place, or comes back, starts afresh (default: nothing kept).
+    fn forget(&mut self, _client: usize) {}
+
+    /// What each sampled client of round `info.round` receives and sends besides the model it
+    /// starts from and its update, in model-sized vectors, as the algorithm's protocol has it
+    /// (SCAFFOLD: the server's c down and Δc_i up, although this implementation keeps the c_i on
+    /// the server), for the communication columns (default: nothing more).
+    fn traffic(&self, _info: &RoundInfo) -> Traffic {
+        Traffic::default()
     }
 
     /// The parameters to evaluate. None = the global model.

@@ -6,6 +6,8 @@ use crate::fl::strategy::{FromSetup, Setup, Strategy};
 pub struct FedAvg;
 
 impl FromSetup for FedAvg {
+    const AVERAGES: bool = true;
+
     fn from_setup(_s: &Setup) -> Result<Self> {
         Ok(FedAvg)
     }

@@ -8,7 +8,9 @@
 use crate::config::validate::unit_closed;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
-use crate::fl::strategy::{FromSetup, ServerLog, ServerStep, Setup, Strategy, average, take_state};
+use crate::fl::strategy::{
+    FromSetup, RoundInfo, ServerLog, ServerStep, Setup, Strategy, Traffic, average, take_state,
+};
 use crate::fl::term::{Coef, Term};
 
 crate::key_table! {
@@ -47,6 +49,11 @@ impl Strategy for FedCm {
             .shift_by(drift, &self.last),
             ..ClientPlan::default()
         }
+    }
+
+    /// The last round's direction Δ̄ down with the model (zeros in round 0).
+    fn traffic(&self, _info: &RoundInfo) -> Traffic {
+        Traffic { down: 1, up: 0 }
     }
 
     fn server_update(&mut self, s: ServerStep) -> ServerLog {

@@ -6,14 +6,16 @@
 //! - after training (Δ_i = θ_i − θ_g, K steps, η_0 the *undecayed* `local.lr`, as the code):
 //!   `h_i ← h_i + Δ_i`; `g_i ← g_i − g/w_i − Δ_i/(K·η_0)`;
 //!   `g ← g + (1/N)·Σ_{i∈S} w_i·(g_i,new − g_i,old)` (applied after the round's clients);
-//! - server: `θ ← θ + η_g·Δ̄ + mean_{all N} h_j` (the mean of the sampled client models plus
+//! - server: `θ ← θ + η_g·Δ̄ + mean_{all N} h_j` (N: the clients in the federation; the mean of the sampled client models plus
 //!   the mean drift, with η_g = 1 and uniform aggregation).
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report};
-use crate::fl::strategy::{FromSetup, ServerLog, ServerStep, Setup, Strategy, take_state};
+use crate::fl::strategy::{
+    FromSetup, RoundInfo, ServerLog, ServerStep, Setup, Strategy, Traffic, take_state,
+};
 use crate::fl::term::Term;
 use crate::optim::global_norm;
 
@@ -30,6 +32,8 @@ pub struct FedDc {
     base_lr: f64,
     dim: usize,
     weights: Vec<f64>,
+    /// N: the clients in the federation.
+    federation: usize,
     /// h_i and g_i of each client that has trained.
     h: PerClient,
     gi: PerClient,
@@ -50,6 +54,7 @@ impl FromSetup for FedDc {
             base_lr: s.spec.local.lr,
             dim: s.dim,
             weights: s.client_sizes.iter().map(|&c| c as f64 / mean).collect(),
+            federation: s.federation,
             h: PerClient::new("h", n, s.dim),
             gi: PerClient::new("g", n, s.dim),
             g: vec![0.0; s.dim],
@@ -95,10 +100,25 @@ impl Strategy for FedDc {
         Ok(())
     }
 
+    /// Its drift leaves the mean drift; the server's g keeps what the client added (the code
+    /// updates it incrementally).
+    fn forget(&mut self, client: usize) {
+        if let Some(h) = self.h.get(client) {
+            self.sum_h.iter_mut().zip(h).for_each(|(s, h)| *s -= h);
+        }
+        self.h.remove(client);
+        self.gi.remove(client);
+    }
+
+    /// g down; the drift-corrected model θ_i + h_i and Δg_i up (the FedDC paper's Algorithm 1).
+    fn traffic(&self, _info: &RoundInfo) -> Traffic {
+        Traffic { down: 1, up: 1 }
+    }
+
     #[allow(clippy::needless_range_loop)]
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
         let (global, agg) = (s.global, s.agg);
-        let n = self.weights.len() as f64;
+        let n = self.federation as f64;
         let eta = self.eta;
         for i in 0..self.dim {
             global[i] += eta * agg.mean_delta[i] + (self.sum_h[i] as f64 / n) as f32;

@@ -31,6 +31,8 @@ impl LocalLoss for FedDecorr {
 }
 
 impl FromSetup for FedDecorr {
+    const AVERAGES: bool = true;
+
     fn from_setup(s: &Setup) -> Result<Self> {
         Ok(FedDecorr {
             beta: s.keys::<Keys>()?.beta,

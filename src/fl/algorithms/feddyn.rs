@@ -47,7 +47,7 @@ impl FromSetup for FedDyn {
             alpha: s.spec.keys::<Keys>()?.alpha as f32,
             eta: s.spec.fl.global_lr as f32,
             dim: s.dim,
-            clients: s.client_sizes.len(),
+            clients: s.federation,
             gi: PerClient::new("g", s.client_sizes.len(), s.dim),
             h: vec![0.0; s.dim],
             sum_delta: vec![0.0; s.dim],
@@ -75,6 +75,10 @@ impl Strategy for FedDyn {
             .zip(report.delta)
             .for_each(|(s, d)| *s += *d as f64);
         Ok(())
+    }
+
+    fn forget(&mut self, client: usize) {
+        self.gi.remove(client);
     }
 
     fn server_update(&mut self, s: ServerStep) -> ServerLog {

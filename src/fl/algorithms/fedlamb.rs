@@ -25,7 +25,9 @@ use crate::config::validate::{at_least_one, non_negative};
 use crate::error::{Error, Result};
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report, Rule};
-use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, axpy, take_state};
+use crate::fl::strategy::{
+    RoundInfo, ServerLog, ServerStep, Setup, Strategy, Traffic, axpy, take_state,
+};
 use crate::optim::{AddDecayedWeights, Descent, ScaleByAmsgrad, global_norm};
 
 crate::choice! {
@@ -232,6 +234,20 @@ impl Strategy for FedLamb {
 
     fn per_client_vectors(&self) -> usize {
         1
+    }
+
+    fn forget(&mut self, client: usize) {
+        self.mi.remove(client);
+    }
+
+    /// v̂ down every round; up, v_i at a sync round (Fed-LAMB, Fed-AMS) or the full-data
+    /// gradient every round (Mime-LAMB, Mime).
+    fn traffic(&self, info: &RoundInfo) -> Traffic {
+        let up = match self.source {
+            Source::ClientV => usize::from((info.round + 1).is_multiple_of(self.keys.sync_every)),
+            Source::FullGradient => 1,
+        };
+        Traffic { down: 1, up }
     }
 
     fn state(&self) -> Vec<(String, &[f32])> {

@@ -56,6 +56,8 @@ pub struct FedLc {
 }
 
 impl FromSetup for FedLc {
+    const AVERAGES: bool = true;
+
     fn from_setup(s: &Setup) -> Result<Self> {
         let tau = s.keys::<Keys>()?.tau;
         let losses = if tau > 0.0 {

@@ -68,6 +68,8 @@ impl LocalLoss for FedMlb {
 }
 
 impl FromSetup for FedMlb {
+    const AVERAGES: bool = true;
+
     fn check(spec: &Spec) -> Result<()> {
         if spec.model.kind != ModelKind::Resnet18 {
             return Err(Error::Config(format!(

@@ -40,6 +40,8 @@ impl LocalLoss for FedNtd {
 }
 
 impl FromSetup for FedNtd {
+    const AVERAGES: bool = true;
+
     fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
         Ok(FedNtd {

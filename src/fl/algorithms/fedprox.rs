@@ -21,6 +21,8 @@ pub struct FedProx {
 }
 
 impl FromSetup for FedProx {
+    const AVERAGES: bool = true;
+
     fn from_setup(s: &Setup) -> Result<Self> {
         Ok(FedProx {
             mu: s.keys::<Keys>()?.mu as f32,

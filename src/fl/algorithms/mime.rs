@@ -26,8 +26,8 @@ use crate::config::validate::unit_open;
 use crate::error::Result;
 use crate::fl::plan::{ClientPlan, Rule};
 use crate::fl::strategy::{
-    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, axpy, load_momentum,
-    momentum_state, take_state,
+    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, Traffic, axpy,
+    load_momentum, momentum_state, take_state,
 };
 use crate::fl::term::Term;
 use crate::optim::{Ctx, Descent, Log, Momentum, ScaleBy, Transform};
@@ -188,6 +188,15 @@ impl Strategy for MimeSgdm {
         ServerLog {
             server_lr: self.eta,
             state_norm: Some(self.momentum.norm()),
+        }
+    }
+
+    /// The server's m (and v̂), and for Mime (not MimeLite) the control c, down; the
+    /// full-data gradient up (the GHBM code's `_send_data`).
+    fn traffic(&self, _info: &RoundInfo) -> Traffic {
+        Traffic {
+            down: 1 + usize::from(self.second.is_some()) + usize::from(!self.lite),
+            up: 1,
         }
     }
 

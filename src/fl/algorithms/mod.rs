@@ -21,6 +21,7 @@ pub mod mime;
 pub mod moon;
 pub mod scaffold;
 
+use super::acg::Acg;
 use super::strategy::{FromSetup, Setup, Strategy};
 use crate::config::{Alias, KeyTable, Spec};
 use crate::error::Result;
@@ -37,6 +38,9 @@ pub struct Entry {
     /// What it needs of the rest of the spec (FedMLB: ResNet-18), checked before anything loads.
     pub check: fn(&Spec) -> Result<()>,
     pub build: Build,
+    /// Its server step is plain averaging of the global model it broadcasts, so `fl.acg` may
+    /// wrap it.
+    pub averages: bool,
 }
 
 impl Entry {
@@ -59,7 +63,7 @@ pub const REGISTRY: &[Entry] = &[
     with("fedadagrad", &[fedadam::KEYS], fedadam::adagrad).reading(fedadam::READS),
     with("fedyogi", &[fedadam::KEYS], fedadam::yogi).reading(fedadam::READS),
     alg::<fedavgm::FedAvgM>("fedavgm", &[fedavgm::KEYS]),
-    alg::<fedacg::FedAcg>("fedacg", &[fedacg::KEYS]),
+    with("fedacg", &[fedacg::KEYS], fedacg::build),
     alg::<feddyn::FedDyn>("feddyn", &[feddyn::KEYS]),
     alg::<feddc::FedDc>("feddc", &[feddc::KEYS]),
     alg::<fedcm::FedCm>("fedcm", &[fedcm::KEYS]),
@@ -97,6 +101,7 @@ pub const ALIASES: &[Alias] = &[
 const fn alg<A: FromSetup>(name: &'static str, tables: &'static [&'static dyn KeyTable]) -> Entry {
     Entry {
         check: A::check,
+        averages: A::AVERAGES,
         ..with(name, tables, build_boxed::<A>).reading(A::READS)
     }
 }
@@ -109,6 +114,7 @@ const fn with(name: &'static str, tables: &'static [&'static dyn KeyTable], buil
         reads: &[],
         check: |_| Ok(()),
         build,
+        averages: false,
     }
 }
 
@@ -171,15 +177,44 @@ pub fn is_algorithm_table(table: &str) -> bool {
         .any(|t| t.name() == table)
 }
 
-/// The spec's algorithm's check of the rest of the spec (part of the schema).
+/// The spec's algorithm's check of the rest of the spec (part of the schema), and that
+/// `fl.acg` wraps an algorithm whose server step is plain averaging.
 pub fn check_spec(spec: &Spec) -> Result<()> {
-    entry(&spec.fl.algorithm).map_or(Ok(()), |e| (e.check)(spec))
+    let Some(e) = entry(&spec.fl.algorithm) else {
+        return Ok(());
+    };
+    if spec.fl.acg && !e.averages {
+        let plain: Vec<&str> = REGISTRY
+            .iter()
+            .filter(|e| e.averages)
+            .map(|e| e.name)
+            .collect();
+        return Err(crate::error::Error::Config(format!(
+            "key `fl.acg`: \"{}\" has a server step of its own{}; ACG replaces plain averaging, so it composes with: {}",
+            e.name,
+            if e.name == "fedacg" {
+                " (FedACG is ACG already, with `fedacg.lambda`)"
+            } else {
+                ""
+            },
+            plain.join(", ")
+        )));
+    }
+    (e.check)(spec)
 }
 
 /// Build the algorithm a spec names.
 pub fn build(setup: &Setup) -> Result<Box<dyn Strategy>> {
     let name = setup.spec.fl.algorithm.as_str();
     match entry(name) {
+        Some(e) if setup.spec.fl.acg => {
+            let inner = (e.build)(setup)?;
+            Ok(Box::new(Acg::new(
+                inner,
+                setup.spec.fl.acg_lambda,
+                setup.dim,
+            )))
+        }
         Some(e) => (e.build)(setup),
         None => Err(crate::error::Error::Config(format!(
             "key `fl.algorithm`: unknown algorithm \"{name}\"; expected one of: {}",

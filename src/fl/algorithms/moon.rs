@@ -51,6 +51,8 @@ impl LocalLoss for Moon {
 }
 
 impl FromSetup for Moon {
+    const AVERAGES: bool = true;
+
     fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
         Ok(Moon {
@@ -95,6 +97,10 @@ impl Strategy for Moon {
             .zip(self.start.iter().zip(report.delta))
             .for_each(|(p, (s, d))| *p = s + d);
         Ok(())
+    }
+
+    fn forget(&mut self, client: usize) {
+        self.prev.remove(client);
     }
 
     fn per_client_vectors(&self) -> usize {

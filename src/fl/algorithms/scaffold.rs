@@ -9,7 +9,8 @@ use crate::error::Result;
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report};
 use crate::fl::strategy::{
-    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, average, take_state,
+    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, Traffic, average,
+    take_state,
 };
 use crate::fl::term::Term;
 use crate::optim::global_norm;
@@ -82,6 +83,15 @@ impl Strategy for Scaffold {
             .zip(self.c.iter().zip(report.delta))
             .for_each(|(ci, (c, d))| *ci = *ci - c - d * scale);
         Ok(())
+    }
+
+    fn forget(&mut self, client: usize) {
+        self.ci.remove(client);
+    }
+
+    /// c down, Δc_i up.
+    fn traffic(&self, _info: &RoundInfo) -> Traffic {
+        Traffic { down: 1, up: 1 }
     }
 
     fn server_update(&mut self, s: ServerStep) -> ServerLog {

@@ -34,6 +34,10 @@ pub struct Header {
     /// 0 (absent) in checkpoints of fedrun before it counted rounds completed.
     #[serde(default)]
     pub rounds_from: usize,
+    /// The clients in the federation after `next_round` rounds, when they are not all of them
+    /// (`fl.active_clients`); absent otherwise and in checkpoints of fedrun before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<Vec<usize>>,
 }
 
 /// Named vectors of a checkpoint.

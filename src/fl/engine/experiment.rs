@@ -3,6 +3,7 @@
 
 use burn::tensor::Device;
 
+use super::membership::Membership;
 use super::options::{client_workers, device_step, devices, shape_of};
 use super::round::{RoundConfig, RoundStats, Stop, Uplink, run_round};
 use super::workers::BurnClients;
@@ -27,6 +28,8 @@ pub struct Experiment {
     pub layout: Layout,
     pub global: Vec<f32>,
     pub alg: Box<dyn Strategy>,
+    /// The clients in the federation (all, or a dynamic active set).
+    pub members: Membership,
     /// One trainer per client worker (`run.client_workers`).
     pub trainers: Vec<Trainer>,
     /// One single-thread pool per worker when there are several.
@@ -53,11 +56,13 @@ impl Experiment {
         let counts = data.class_counts();
         let tensors: Vec<std::ops::Range<usize>> =
             layout.tensors.iter().map(|t| t.range()).collect();
+        let members = Membership::new(spec, sizes.len());
         let alg = algorithms::build(&Setup {
             spec,
             dim: layout.total,
             tensors: &tensors,
             client_sizes: &sizes,
+            federation: members.size(),
             class_counts: &counts,
         })?;
         let workers = client_workers(spec, layout.total);
@@ -102,6 +107,7 @@ impl Experiment {
             layout,
             global,
             alg,
+            members,
             device,
         })
     }
@@ -139,6 +145,8 @@ impl Experiment {
             update_norm: st.update_norm,
             server_lr: st.server.server_lr,
             server_state_norm: st.server.state_norm,
+            down_bytes: st.down_bytes,
+            up_bytes: st.up_bytes,
             elapsed_s: 0.0,
         })
     }
@@ -148,6 +156,9 @@ impl Experiment {
         let lr = self.lr(t);
         let sizes = self.data.client_sizes();
         let uplink = self.uplink();
+        for c in self.members.begin_round(t) {
+            self.alg.forget(c);
+        }
         let mut client = BurnClients {
             trainers: &mut self.trainers,
             pools: &self.pools,
@@ -162,6 +173,7 @@ impl Experiment {
             server_lr: self.spec.fl.global_lr,
             uniform: self.spec.fl.aggregation == Aggregation::Uniform,
             uplink,
+            active: self.members.active().map(<[usize]>::to_vec),
         };
         run_round(
             t,

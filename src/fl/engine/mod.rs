@@ -8,7 +8,8 @@
 //! | `options.rs` | run options, devices, model shape, client workers |
 //! | `experiment.rs` | what is built before the first round; one round of it |
 //! | `workers.rs` | local training as the round sees it; the burn trainers and worker pool |
-//! | `round.rs` | one round: sample, train, aggregate, server update |
+//! | `round.rs` | one round: sample, train, aggregate, server update, count the traffic |
+//! | `membership.rs` | the clients in the federation: all, or a dynamic active set |
 //! | `checkpoint.rs` | the checkpoint format |
 //! | `run_dir.rs` | the run folder: finished or resumable, spec check, checkpoints, summary |
 //! | `lock.rs` | one writer per run folder: an OS lock held for the life of the run |
@@ -18,6 +19,7 @@
 pub mod checkpoint;
 mod experiment;
 mod lock;
+pub mod membership;
 mod options;
 pub mod resources;
 mod round;

@@ -5,9 +5,9 @@ use super::workers::LocalTrainer;
 use crate::error::Error;
 use crate::fl::client::LocalStats;
 use crate::fl::plan::{ClientInfo, ClientPlan, Report};
-use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, ServerStep, Strategy};
+use crate::fl::strategy::{Aggregate, RoundInfo, ServerLog, ServerStep, Strategy, Traffic};
 use crate::optim::global_norm;
-use crate::optim::quantize::quantize_parts;
+use crate::optim::quantize::{bits, quantize_parts};
 use crate::rng::{Rng, Stream};
 
 /// Why a round did not finish.
@@ -45,6 +45,9 @@ pub struct RoundConfig {
     pub uniform: bool,
     /// The uplink's quantizer, if the updates are quantized.
     pub uplink: Option<Uplink>,
+    /// The clients in the federation this round, when they are not all of them
+    /// (`fl.active_clients`): the round samples among these.
+    pub active: Option<Vec<usize>>,
 }
 
 /// FedPAQ's uplink: each client's update quantized with `levels` levels, one norm per range of
@@ -62,6 +65,16 @@ impl Uplink {
         quantize_parts(delta, self.levels, &self.parts, &mut rng, &mut out);
         out
     }
+
+    /// Bytes of one quantized update of `dim` values: its bits, rounded up to whole bytes.
+    fn bytes(&self, dim: usize) -> u64 {
+        bits(dim, self.parts.len(), self.levels).div_ceil(8)
+    }
+}
+
+/// Bytes of `vectors` model-sized f32 vectors of `dim` values.
+fn floats(vectors: usize, dim: usize) -> u64 {
+    4 * (vectors * dim) as u64
 }
 
 /// What a round reports.
@@ -75,6 +88,10 @@ pub struct RoundStats {
     pub samples: usize,
     pub update_norm: f64,
     pub server: ServerLog,
+    /// Bytes sent to the round's clients and by them (`Strategy::traffic`, the model, the
+    /// update as the uplink sends it).
+    pub down_bytes: u64,
+    pub up_bytes: u64,
 }
 
 impl RoundStats {
@@ -85,11 +102,31 @@ impl RoundStats {
         self.clip_norm_sum += ls.clip_norm_sum;
         self.samples += ls.samples;
     }
+
+    /// One client's traffic: the model and `t.down` more vectors down; its update (`update`
+    /// bytes) and `t.up` more vectors up.
+    fn count(&mut self, t: Traffic, dim: usize, update: u64) {
+        self.down_bytes += floats(1 + t.down, dim);
+        self.up_bytes += update + floats(t.up, dim);
+    }
 }
 
 /// Clients sampled in round t: `clients_per_round` distinct of `n`, from the round's stream.
 pub fn sample_clients(seed: u64, t: usize, n: usize, k: usize) -> Vec<usize> {
     Rng::derive(seed, Stream::Sampling, &[t as u64]).choose_distinct(n, k)
+}
+
+/// Clients sampled in round t among `active` (all `n` when None): the same draw, over positions
+/// in the active set.
+fn sample_active(cfg: &RoundConfig, t: usize, n: usize) -> Vec<usize> {
+    let k = cfg.clients_per_round;
+    match &cfg.active {
+        None => sample_clients(cfg.seed, t, n, k),
+        Some(a) => sample_clients(cfg.seed, t, a.len(), k)
+            .into_iter()
+            .map(|i| a[i])
+            .collect(),
+    }
 }
 
 /// Σ p_i Δ_i, Σ p_i ‖Δ_i‖² and Σ p_i over the round's clients, in f64, in sampling order.
@@ -140,7 +177,7 @@ pub fn run_round(
     alg: &mut dyn Strategy,
     trainer: &mut dyn LocalTrainer,
 ) -> Result<RoundStats, Stop> {
-    let sampled = sample_clients(cfg.seed, t, client_sizes.len(), cfg.clients_per_round);
+    let sampled = sample_active(cfg, t, client_sizes.len());
     let info = RoundInfo {
         round: t,
         lr: cfg.lr,
@@ -169,29 +206,22 @@ pub fn run_round(
         wsum: 0.0,
     };
     let mut st = RoundStats::default();
+    let traffic = alg.traffic(&info);
     // Clients are trained `width` at a time and aggregated strictly in sampling order, so the
     // result does not depend on the width.
     for chunk in sampled.chunks(trainer.width().max(1)) {
         let plans: Vec<ClientPlan> = chunk.iter().map(|&c| alg.plan(c)).collect();
         let stats = trainer.train_many(t, chunk, &anchor, plans, cfg.lr);
         for (k, (&c, ls)) in chunk.iter().zip(stats).enumerate() {
-            if let Some(s) = ls.diverged_at {
-                return Err(Stop::Diverged {
-                    round: t + 1,
-                    client: Some(c),
-                    message: format!(
-                        "non-finite training loss in round {}, client {c}, local step {s}",
-                        t + 1
-                    ),
-                });
-            }
-            let sent = cfg
-                .uplink
-                .as_ref()
-                .map(|u| u.send(cfg.seed, t, c, trainer.delta(k)));
+            let sent = uplink(t, cfg, c, &ls, trainer.delta(k))?;
             let delta = sent.as_deref().unwrap_or(trainer.delta(k));
             sums.add(weight(c), delta);
             st.add(&ls);
+            let update = cfg
+                .uplink
+                .as_ref()
+                .map_or(floats(1, delta.len()), |u| u.bytes(delta.len()));
+            st.count(traffic, delta.len(), update);
             let info = ClientInfo {
                 steps: ls.steps,
                 lr: cfg.lr,
@@ -206,6 +236,28 @@ pub fn run_round(
         }
     }
     server_step(t, &info, global, alg, sums.aggregate(sampled.len()), st)
+}
+
+/// Client c's update as the server receives it (quantized, when the uplink is), or why the
+/// round stops: a client whose training diverged.
+fn uplink(
+    t: usize,
+    cfg: &RoundConfig,
+    c: usize,
+    ls: &LocalStats,
+    delta: &[f32],
+) -> Result<Option<Vec<f32>>, Stop> {
+    if let Some(s) = ls.diverged_at {
+        return Err(Stop::Diverged {
+            round: t + 1,
+            client: Some(c),
+            message: format!(
+                "non-finite training loss in round {}, client {c}, local step {s}",
+                t + 1
+            ),
+        });
+    }
+    Ok(cfg.uplink.as_ref().map(|u| u.send(cfg.seed, t, c, delta)))
 }
 
 /// The server update of round t, and its checks.

@@ -128,10 +128,28 @@ impl RunDir {
                 crate::metrics::csv::ROUNDS_FROM
             )));
         }
+        self.check_csv_columns()?;
         let next = h.next_round;
         self.check_same_spec(spec, Some(next))?;
         self.pending = Some((h, v));
         Ok(Some(next))
+    }
+
+    /// Refuse to append to a `rounds.csv` whose header is not this fedrun's (an older fedrun
+    /// wrote fewer columns): its rows and the new ones would not line up.
+    fn check_csv_columns(&self) -> Result<()> {
+        let Ok(text) = std::fs::read_to_string(self.csv()) else {
+            return Ok(());
+        };
+        let header = text.lines().next().unwrap_or_default();
+        if header == crate::metrics::csv::HEADER {
+            return Ok(());
+        }
+        Err(Error::Run(format!(
+            "{}: its columns ({header}) are not this fedrun's ({}); an older fedrun wrote it, and this one will not append rows of other columns to it: run with --force to start afresh, or keep the folder and use another run.name",
+            self.csv().display(),
+            crate::metrics::csv::HEADER
+        )))
     }
 
     /// Refuse a folder whose spec differs, naming the keys. When resuming from a checkpoint at
@@ -203,6 +221,7 @@ impl RunDir {
         }
         ex.global = g;
         ex.alg.load_state(vecs)?;
+        ex.members.restore(h.active.clone())?;
         let csv = CsvWriter::resume(&self.csv(), h.csv_bytes)?;
         let progress = Progress {
             next: h.next_round,
@@ -228,6 +247,7 @@ impl RunDir {
             spec: ex.spec.to_toml(),
             vectors: vectors.iter().map(|(n, v)| (n.clone(), v.len())).collect(),
             rounds_from: crate::metrics::csv::ROUNDS_FROM,
+            active: ex.members.active().map(<[usize]>::to_vec),
         };
         checkpoint::write(&self.checkpoint(), &header, &vectors)
     }
