@@ -98,7 +98,7 @@ pub fn write_run(
     csv.push('\n');
     for (i, (acc, loss)) in rows.iter().enumerate() {
         csv.push_str(&format!(
-            "{},{acc},{loss},1,0.1,0,1,1,1,,0,0,0.0\n",
+            "{},{acc},{loss},1,0.1,0,1,1,1,,,0,0,0.0\n",
             i + first_round
         ));
     }

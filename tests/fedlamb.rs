@@ -130,6 +130,7 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
     let mut global = vec![0f32; 4];
     let mut vhat = vec![0.001f32; 4];
     let mut stored: Vec<Vec<f32>> = vec![vec![0.0; 4]; 2];
+    let mut floors = Vec::new();
     for round in 0..4 {
         let mut sum = vec![0f64; 4];
         for c in 0..2 {
@@ -146,7 +147,7 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
             stored[c] = m.clone();
             send(alg.as_mut(), c, m, v);
         }
-        alg.server_update(ServerStep {
+        let log = alg.server_update(ServerStep {
             info: &info(round),
             global: &mut global,
             agg: &mut agg,
@@ -163,8 +164,14 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
             assert_eq!(now[j], want, "round {round}: v̂ = max(v̂, mean v_i)");
             assert!(now[j] >= vhat[j], "v̂ never decreases");
         }
+        // the CSV's vhat_at_floor: the share of v̂ still at ε = 1e-3
+        let floor = now.iter().filter(|&&v| v <= 0.001).count() as f64 / 4.0;
+        assert_eq!(log.at_floor, Some(floor), "round {round}");
+        floors.push(floor);
         vhat = now;
     }
+    // large early gradients lift v̂ off the floor; the count is not stuck at one value
+    assert!(floors.iter().any(|&f| f < 1.0), "{floors:?}");
 }
 
 #[test]

@@ -73,6 +73,7 @@ impl Strategy for Acg {
         ServerLog {
             server_lr: eta.0 as f64,
             state_norm: Some(self.momentum.norm()),
+            at_floor: None,
         }
     }
 

@@ -115,6 +115,9 @@ pub struct ServerLog {
     pub server_lr: f64,
     /// Norm of the server state (momentum), where the algorithm has one.
     pub state_norm: Option<f64>,
+    /// The fraction of the second moment v̂'s coordinates at its ε floor, where the algorithm
+    /// keeps one (the AMSGrad family): those coordinates step by about `m/√ε`.
+    pub at_floor: Option<f64>,
 }
 
 pub trait Strategy: Send + Sync {
@@ -188,6 +191,7 @@ pub fn average(info: &RoundInfo, global: &mut [f32], agg: &Aggregate) -> ServerL
     ServerLog {
         server_lr: info.server_lr,
         state_norm: None,
+        at_floor: None,
     }
 }
 

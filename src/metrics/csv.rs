@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// k rounds is row k), as the papers count (FedACG's "rounds to reach", PyTorch's
 /// `MultiStepLR` milestones), in the CSV, the summary, `report` and `plot` alike.
 pub const ROUNDS_FROM: usize = 1;
-pub const HEADER: &str = "round,test_acc,test_loss,train_loss,lr,clipped_steps,mean_clip_norm,update_norm,server_lr,server_state_norm,down_bytes,up_bytes,elapsed_s";
+pub const HEADER: &str = "round,test_acc,test_loss,train_loss,lr,clipped_steps,mean_clip_norm,update_norm,server_lr,server_state_norm,vhat_at_floor,down_bytes,up_bytes,elapsed_s";
 
 /// One row. Floats are written in Rust's shortest round-trip form, so equal values give
 /// equal bytes and the file carries full precision.
@@ -25,6 +25,8 @@ pub struct Row {
     pub update_norm: f64,
     pub server_lr: f64,
     pub server_state_norm: Option<f64>,
+    /// The fraction of v̂'s coordinates at its ε floor (the AMSGrad family; empty otherwise).
+    pub vhat_at_floor: Option<f64>,
     /// Bytes the server sent to the round's clients, and they to it: the model and whatever
     /// else the algorithm transmits (4 bytes a float; a quantized update as its bits, rounded
     /// up to whole bytes per client).
@@ -36,7 +38,7 @@ pub struct Row {
 impl Row {
     pub fn line(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}",
             self.round,
             self.test_acc,
             self.test_loss,
@@ -47,6 +49,9 @@ impl Row {
             self.update_norm,
             self.server_lr,
             self.server_state_norm
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+            self.vhat_at_floor
                 .map(|v| v.to_string())
                 .unwrap_or_default(),
             self.down_bytes,

@@ -5,6 +5,12 @@
 
 use super::transform::{Ctx, Log, Moments, Transform};
 
+/// The fraction of `vhat`'s coordinates at the floor `eps` (v̂ starts at ε and only grows).
+pub fn fraction_at_floor(vhat: &[f32], eps: f32) -> f64 {
+    let n = vhat.iter().filter(|&&v| v <= eps).count();
+    n as f64 / vhat.len().max(1) as f64
+}
+
 pub struct ScaleByAmsgrad {
     b1: f32,
     b2: f32,

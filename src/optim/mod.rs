@@ -29,7 +29,7 @@ mod scale;
 mod transform;
 
 pub use adaptive::{AdaptiveForm, AdaptiveRule, ScaleByAdaptive};
-pub use amsgrad::ScaleByAmsgrad;
+pub use amsgrad::{ScaleByAmsgrad, fraction_at_floor};
 pub use clip::ClipByGlobalNorm;
 pub use decay::AddDecayedWeights;
 pub use descent::Descent;

@@ -82,6 +82,7 @@ impl Strategy for AdaptiveServer {
         ServerLog {
             server_lr: self.eta,
             state_norm: Some(global_norm(self.opt.m())),
+            at_floor: None,
         }
     }
 

@@ -44,6 +44,7 @@ impl Strategy for FedAvgM {
         ServerLog {
             server_lr: self.eta,
             state_norm: Some(self.momentum.norm()),
+            at_floor: None,
         }
     }
 

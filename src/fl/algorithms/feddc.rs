@@ -128,6 +128,7 @@ impl Strategy for FedDc {
         ServerLog {
             server_lr: eta as f64,
             state_norm: Some(global_norm(&self.g)),
+            at_floor: None,
         }
     }
 

@@ -97,6 +97,7 @@ impl Strategy for FedDyn {
         ServerLog {
             server_lr: eta as f64,
             state_norm: Some(global_norm(&self.h)),
+            at_floor: None,
         }
     }
 

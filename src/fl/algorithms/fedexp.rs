@@ -124,6 +124,7 @@ impl Strategy for FedExP {
         ServerLog {
             server_lr: log.step_size.unwrap_or(self.step.lower),
             state_norm: None,
+            at_floor: None,
         }
     }
 

@@ -28,7 +28,7 @@ use crate::fl::plan::{ClientPlan, Report, Rule};
 use crate::fl::strategy::{
     RoundInfo, ServerLog, ServerStep, Setup, Strategy, Traffic, axpy, take_state,
 };
-use crate::optim::{AddDecayedWeights, Descent, ScaleByAmsgrad, global_norm};
+use crate::optim::{AddDecayedWeights, Descent, ScaleByAmsgrad, fraction_at_floor, global_norm};
 
 crate::choice! {
     /// `fedlamb.zero_rule`, the step of a tensor whose norm (or whose update's norm) is 0:
@@ -229,6 +229,7 @@ impl Strategy for FedLamb {
         ServerLog {
             server_lr: self.eta,
             state_norm: Some(global_norm(&self.vhat)),
+            at_floor: Some(fraction_at_floor(&self.vhat, self.keys.eps as f32)),
         }
     }
 

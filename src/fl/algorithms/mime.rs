@@ -30,7 +30,7 @@ use crate::fl::strategy::{
     load_momentum, momentum_state, take_state,
 };
 use crate::fl::term::Term;
-use crate::optim::{Ctx, Descent, Log, Momentum, ScaleBy, Transform};
+use crate::optim::{Ctx, Descent, Log, Momentum, ScaleBy, Transform, fraction_at_floor};
 
 crate::choice! {
     /// `mime.base`, the base optimizer: `amsgrad` (the Fed-LAMB paper's Mime: AMSGrad local
@@ -78,6 +78,8 @@ pub struct MimeSgdm {
 /// The original Mime's AMSGrad second moment on the server: `v` and `v̂` of the rounds' c.
 pub struct Second {
     beta2: f32,
+    /// ε: v̂'s floor.
+    eps: f32,
     v: Vec<f32>,
     vhat: Vec<f32>,
     /// `1/√v̂`, what the local steps scale by.
@@ -108,6 +110,7 @@ impl FromSetup for MimeSgdm {
                 let f: FedLambKeys = s.keys()?;
                 let mut second = Second {
                     beta2: f.beta2 as f32,
+                    eps: f.eps as f32,
                     v: vec![0.0; s.dim],
                     vhat: vec![f.eps as f32; s.dim],
                     inv_sqrt: Vec::new(),
@@ -188,6 +191,10 @@ impl Strategy for MimeSgdm {
         ServerLog {
             server_lr: self.eta,
             state_norm: Some(self.momentum.norm()),
+            at_floor: self
+                .second
+                .as_ref()
+                .map(|s| fraction_at_floor(&s.vhat, s.eps)),
         }
     }
 

@@ -145,6 +145,7 @@ impl Experiment {
             update_norm: st.update_norm,
             server_lr: st.server.server_lr,
             server_state_norm: st.server.state_norm,
+            vhat_at_floor: st.server.at_floor,
             down_bytes: st.down_bytes,
             up_bytes: st.up_bytes,
             elapsed_s: 0.0,
