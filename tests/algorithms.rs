@@ -939,3 +939,63 @@ fn fedmlb_without_branches_is_fedavg_and_needs_resnet() {
     .to_string();
     assert!(err.contains("resnet18"), "{err}");
 }
+
+#[test]
+fn scaffold_over_a_federation_averages_its_members_variates() {
+    // a pool of 4, a federation of clients 1 and 3: only they train, and c is their mean
+    let mut q = Quadratic::new(
+        vec![
+            vec![1.0, 0.1],
+            vec![0.1, 1.0],
+            vec![2.0, 0.5],
+            vec![0.5, 2.0],
+        ],
+        vec![
+            vec![1.0, 0.0],
+            vec![0.0, 1.0],
+            vec![-1.0, 0.5],
+            vec![0.5, -1.0],
+        ],
+        1,
+        sgd(0.0, 0.0, false),
+    );
+    let sp = spec("scaffold");
+    let mut s = Scaffold::from_setup(&Setup {
+        spec: &sp,
+        dim: 2,
+        tensors: &[0..1, 1..2],
+        client_sizes: &[1, 1, 1, 1],
+        federation: 2,
+        class_counts: &[vec![0; 10], vec![0; 10], vec![0; 10], vec![0; 10]],
+    })
+    .unwrap();
+    let mut x = vec![0.5f32, -0.5];
+    let cfg = RoundConfig {
+        seed: 0,
+        clients_per_round: 2,
+        lr: 0.1,
+        server_lr: 1.0,
+        uniform: false,
+        uplink: None,
+        active: Some(vec![1, 3]),
+    };
+    run_round(0, &cfg, &[1, 1, 1, 1], &mut x, &mut s, &mut q).unwrap();
+    assert!(s.control_variate(0).is_none() && s.control_variate(2).is_none());
+    let info = RoundInfo {
+        round: 1,
+        lr: 0.1,
+        server_lr: 1.0,
+        sampled: vec![1, 3],
+    };
+    s.begin_round(&info, &x);
+    let c1 = s.control_variate(1).unwrap().to_vec();
+    let c3 = s.control_variate(3).unwrap().to_vec();
+    let mean: Vec<f32> = (0..2).map(|j| 0.5 * (c1[j] + c3[j])).collect();
+    assert_eq!(s.server_variate(), &mean[..]);
+    // a member that leaves is forgotten, and leaves the mean
+    s.forget(3);
+    assert!(s.control_variate(3).is_none());
+    s.begin_round(&info, &x);
+    let half: Vec<f32> = (0..2).map(|j| 0.5 * c1[j]).collect();
+    assert_eq!(s.server_variate(), &half[..]);
+}

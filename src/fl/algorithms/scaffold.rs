@@ -1,6 +1,7 @@
 //! SCAFFOLD, option II, as in the FedNAR code:
 //! - every client's control variate c_i starts at 0 and persists across rounds;
-//! - at round start `c = Σ_j p_j c_j` over all N clients (p_j = n_j / Σ n);
+//! - at round start `c = Σ_j p_j c_j` over all N clients (p_j = n_j / Σ n; with clients that
+//!   come and go, over the federation's members, Σ n scaled to its size);
 //! - the local gradient becomes `g + c − c_i`, clipped with g;
 //! - after K local steps at rate l_t: `c_i ← c_i − c − Δ_i/(K·l_t)`;
 //! - server as FedAvg.
@@ -35,14 +36,13 @@ impl Scaffold {
 
 impl FromSetup for Scaffold {
     fn from_setup(s: &Setup) -> Result<Self> {
-        let total: usize = s.client_sizes.iter().sum();
+        // p_j = n_j / Σ n over the federation: the pool's total scaled to the federation's size
+        // (×1 when every client is in it), so that c stays the members' weighted mean
+        let total = s.client_sizes.iter().sum::<usize>() as f64;
+        let total = total * (s.federation as f64 / s.client_sizes.len() as f64);
         Ok(Scaffold {
             dim: s.dim,
-            weights: s
-                .client_sizes
-                .iter()
-                .map(|&n| n as f64 / total as f64)
-                .collect(),
+            weights: s.client_sizes.iter().map(|&n| n as f64 / total).collect(),
             ci: PerClient::new("c", s.client_sizes.len(), s.dim),
             c: vec![0.0; s.dim],
         })
