@@ -8,9 +8,9 @@
 use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::acg::Acg;
-use crate::fl::plan::ClientPlan;
 use crate::fl::strategy::{Setup, Strategy};
-use crate::fl::term::Term;
+
+use super::fedprox::FedProx;
 
 crate::key_table! {
     /// `[fedacg]`
@@ -22,26 +22,10 @@ crate::key_table! {
     }
 }
 
-/// FedACG's client: the proximal term toward the broadcast lookahead.
-pub struct AcgClient {
-    /// 2w: the gradient factor of `w·Σ(θ − Φ)²`.
-    mu: f32,
-}
-
-impl Strategy for AcgClient {
-    fn plan(&self, _client: usize) -> ClientPlan<'_> {
-        ClientPlan {
-            term: Term::prox(self.mu),
-            ..ClientPlan::default()
-        }
-    }
-}
-
 /// FedACG: ACG with `fedacg.lambda` around its client.
 pub fn build(s: &Setup) -> Result<Box<dyn Strategy>> {
     let k: Keys = s.keys()?;
-    let client = AcgClient {
-        mu: (2.0 * k.prox) as f32,
-    };
+    // w·Σ(θ − Φ)² is FedProx's ½μ‖θ − Φ‖² with μ = 2w
+    let client = FedProx::new((2.0 * k.prox) as f32);
     Ok(Box::new(Acg::new(Box::new(client), k.lambda, s.dim)))
 }

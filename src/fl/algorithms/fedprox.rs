@@ -20,6 +20,13 @@ pub struct FedProx {
     mu: f32,
 }
 
+impl FedProx {
+    /// FedProx with the gradient factor μ of `½μ‖x − anchor‖²`.
+    pub fn new(mu: f32) -> Self {
+        FedProx { mu }
+    }
+}
+
 impl FromSetup for FedProx {
     const AVERAGES: bool = true;
 
