@@ -15,7 +15,7 @@ use crate::fl::schedule::Schedule;
 use crate::model::params::{Layout, read_grads, read_params, with_training, write_params};
 use crate::model::{Model, Outputs};
 use crate::optim::{Ctx, Log, Moments};
-use crate::rng::Rng;
+use crate::rng::{Rng, Stream};
 
 /// Per-client results besides Δ_i (which is left in the trainer's buffer).
 #[derive(Clone, Debug, Default)]
@@ -63,6 +63,10 @@ pub struct Work<'a> {
     pub steps: usize,
     pub batch_size: usize,
     pub schedule: &'a Schedule,
+    /// Seeds the dropout masks of each step that also takes the anchor's batch gradient, so
+    /// that both forwards draw the same masks (SVRG's correction then cancels exactly at x =
+    /// anchor).
+    pub dropout_seed: u64,
 }
 
 /// The models a trainer reuses: the trained one, the frozen ones a plan's loss reads, and the
@@ -90,13 +94,15 @@ struct Objective<'p> {
 }
 
 impl Objective<'_> {
-    /// The batch loss of `model`; with an anchor, its batch gradient lands in `g_anchor` first.
+    /// The batch loss of `model`; with an anchor, its batch gradient lands in `g_anchor` first,
+    /// and both forwards draw their dropout masks from `masks` (the same masks for both).
     fn loss(
         &self,
         model: &Model,
         input: Input,
         y: Tensor<1, Int>,
         g_anchor: &mut [f32],
+        masks: (u64, &Device),
     ) -> Tensor<1> {
         let frozen: Vec<Outputs> = if self.frozen_outputs {
             self.frozen
@@ -107,9 +113,11 @@ impl Objective<'_> {
             Vec::new()
         };
         if let Some(am) = self.anchor {
+            masks.1.seed(masks.0);
             let la = cross_entropy(am.forward(input.clone()), y.clone());
             let grads = la.backward();
             read_grads(am, &grads, g_anchor);
+            masks.1.seed(masks.0);
         }
         let out = model.outputs(input);
         match self.loss {
@@ -339,7 +347,8 @@ fn run_steps(
         if let Stepper::Host(_) = stepper {
             model = write_params(model, &buf.x);
         }
-        let loss = objective.loss(&model, input, y, &mut buf.g_anchor);
+        let masks = Rng::derive(w.dropout_seed, Stream::Dropout, &[step as u64]).next_u64();
+        let loss = objective.loss(&model, input, y, &mut buf.g_anchor, (masks, job.device));
         let ctx = Ctx {
             round: w.round,
             lr,

@@ -67,6 +67,7 @@ fn train_client(
         steps: k,
         batch_size: spec.local.batch_size,
         schedule: &schedule,
+        dropout_seed: Rng::derive(spec.run.seed, Stream::Dropout, &[t as u64, c as u64]).next_u64(),
     };
     trainer.train(data, plan, &work, &mut rng)
 }
