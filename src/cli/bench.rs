@@ -10,6 +10,8 @@ use crate::data;
 use crate::error::Result;
 use crate::fl::engine::Experiment;
 
+use super::bench_models::BenchModel;
+
 /// What `fedrun bench` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
@@ -23,6 +25,9 @@ pub enum Workload {
     Gemm,
     /// Each convolution through fedrun's kernels and burn's ops.
     Ops,
+    /// One model's local steps and test evaluation in its paper's setting (`--model`), on
+    /// random inputs; `bench/torch_models.py` times the same in PyTorch.
+    Model,
 }
 
 #[derive(Args, Debug)]
@@ -40,6 +45,12 @@ pub struct BenchArgs {
     /// Repetitions per op (`gemm`, `ops`); the median is printed.
     #[arg(long, default_value_t = 5)]
     pub reps: usize,
+    /// The model of `--workload model`.
+    #[arg(long, value_enum, default_value_t = BenchModel::Cnn)]
+    pub model: BenchModel,
+    /// Local steps per timed repetition (`--workload model`; `--rounds` repetitions).
+    #[arg(long, default_value_t = 20)]
+    pub steps: usize,
     /// Extra spec overrides.
     #[arg(long = "set")]
     pub set: Vec<String>,
@@ -55,7 +66,7 @@ fn workload(w: Workload) -> String {
     match w {
         Workload::W1Resnet => w1("resnet18"),
         Workload::W2 => "[data]\ndataset = \"cifar10\"\npartition = \"iid\"\nnum_clients = 1000\naugmentation = \"none\"\n[model]\nkind = \"cnn\"\n[fl]\nclients_per_round = 50\neval_every = 10\n[local]\nepochs = 1\nbatch_size = 10\nlr = 0.1\nlr_decay = 1.0\nweight_decay = 0.0\nmax_norm = 0.0\n[run]\nname = \"bench\"\n".into(),
-        Workload::W1Cnn | Workload::Gemm | Workload::Ops => w1("cnn"),
+        Workload::W1Cnn | Workload::Gemm | Workload::Ops | Workload::Model => w1("cnn"),
     }
 }
 
@@ -68,6 +79,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         Workload::Ops => {
             super::bench_ops::ops(a.reps);
             return Ok(());
+        }
+        Workload::Model => {
+            return super::bench_models::run(a.model, a.steps, a.rounds, a.no_eval, &a.set);
         }
         _ => {}
     }
@@ -87,11 +101,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         data.describe(),
         t.elapsed().as_secs_f64()
     );
-    let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| {
-        std::thread::available_parallelism()
-            .map(|n| n.get().to_string())
-            .unwrap_or_default()
-    });
+    let threads = threads();
     let mut ex = Experiment::new(&spec, data)?;
     eprintln!(
         "model {} with {} parameters, threads={threads}",
@@ -120,10 +130,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         println!("{rec}");
         rounds.push((t0.elapsed().as_secs_f64(), train_s, imgs as f64 / train_s));
     }
-    let med = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    let med = median;
     println!(
         "{}",
         serde_json::json!({
@@ -136,4 +143,19 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         })
     );
     Ok(())
+}
+
+/// The threads a benchmark runs with: `RAYON_NUM_THREADS`, else the cores.
+pub fn threads() -> String {
+    std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| {
+        std::thread::available_parallelism()
+            .map(|n| n.get().to_string())
+            .unwrap_or_default()
+    })
+}
+
+/// The median of `v` (the upper one of an even count); NaN when empty.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

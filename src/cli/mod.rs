@@ -8,10 +8,11 @@
 //! | `plot.rs` | `fedrun plot`: curves, or a final value against a key |
 //! | `report.rs` | `fedrun report`: a table of runs, seeds aggregated |
 //! | `partition.rs` | `fedrun partition`: how a spec splits the data among clients |
-//! | `bench.rs`, `bench_ops.rs` | `fedrun bench`: time rounds, the gemm ceiling, each convolution |
+//! | `bench.rs`, `bench_ops.rs`, `bench_models.rs` | `fedrun bench`: time rounds, the gemm ceiling, each convolution, each model's step |
 //! | `spec_args.rs` | `--config` and `--set`, shared |
 
 mod bench;
+mod bench_models;
 mod bench_ops;
 mod check;
 mod partition;
