@@ -10,7 +10,8 @@ use crate::data;
 use crate::error::Result;
 use crate::fl::engine::Experiment;
 
-use super::bench_models::BenchModel;
+use super::bench_models::{BenchModel, ModelBench};
+use super::timing::{median, threads};
 
 /// What `fedrun bench` times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -26,7 +27,7 @@ pub enum Workload {
     /// Each convolution through fedrun's kernels and burn's ops.
     Ops,
     /// One model's local steps and test evaluation in its paper's setting (`--model`), on
-    /// random inputs; `bench/torch_models.py` times the same in PyTorch.
+    /// random inputs; `scripts/bench/torch_models.py` times the same in PyTorch.
     Model,
 }
 
@@ -48,9 +49,14 @@ pub struct BenchArgs {
     /// The model of `--workload model`.
     #[arg(long, value_enum, default_value_t = BenchModel::Cnn)]
     pub model: BenchModel,
-    /// Local steps per timed repetition (`--workload model`; `--rounds` repetitions).
+    /// Local steps per client and timed repetition (`--workload model`; `--rounds`
+    /// repetitions).
     #[arg(long, default_value_t = 20)]
     pub steps: usize,
+    /// Clients per timed repetition (`--workload model`): a round's clients, trained as a run
+    /// trains them (two at once for the small models on two cores).
+    #[arg(long, default_value_t = 1)]
+    pub clients: usize,
     /// Extra spec overrides.
     #[arg(long = "set")]
     pub set: Vec<String>,
@@ -81,7 +87,14 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             return Ok(());
         }
         Workload::Model => {
-            return super::bench_models::run(a.model, a.steps, a.rounds, a.no_eval, &a.set);
+            let b = ModelBench {
+                model: a.model,
+                steps: a.steps,
+                clients: a.clients,
+                reps: a.rounds,
+                no_eval: a.no_eval,
+            };
+            return super::bench_models::run(&b, &a.set);
         }
         _ => {}
     }
@@ -143,19 +156,4 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         })
     );
     Ok(())
-}
-
-/// The threads a benchmark runs with: `RAYON_NUM_THREADS`, else the cores.
-pub fn threads() -> String {
-    std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| {
-        std::thread::available_parallelism()
-            .map(|n| n.get().to_string())
-            .unwrap_or_default()
-    })
-}
-
-/// The median of `v` (the upper one of an even count); NaN when empty.
-pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

@@ -1,7 +1,7 @@
 //! `fedrun bench --workload model --model NAME`: one client's local steps and a test-set
 //! evaluation of each model of the three papers, in its paper's local-training setting (batch,
 //! sequence length, clip and weight decay), on random inputs of the model's shape: the time of
-//! a step does not depend on the values, and no data set is needed. `bench/torch_models.py`
+//! a step does not depend on the values, and no data set is needed. `scripts/bench/torch_models.py`
 //! times the same steps in PyTorch from the same table.
 
 use clap::ValueEnum;
@@ -254,36 +254,59 @@ fn random_split(s: &Setting, n: usize, rng: &mut Rng) -> Split {
     Split { x, y }
 }
 
-/// The spec of one client training `steps` steps of the setting, and its random data (one
-/// epoch of `steps` batches, in order).
-fn experiment(m: BenchModel, steps: usize, set: &[String]) -> Result<(Experiment, Setting)> {
+/// What `fedrun bench --workload model` times.
+pub struct ModelBench {
+    pub model: BenchModel,
+    /// Local steps per client.
+    pub steps: usize,
+    /// Clients per round.
+    pub clients: usize,
+    /// Timed rounds.
+    pub reps: usize,
+    pub no_eval: bool,
+}
+
+/// The spec of `clients` clients training `steps` steps each of the setting in one round, and
+/// their random data (one epoch of `steps` batches each, in order).
+fn experiment(
+    m: BenchModel,
+    steps: usize,
+    clients: usize,
+    set: &[String],
+) -> Result<(Experiment, Setting)> {
     let s = setting(m);
+    let per = steps * s.batch;
     let text = format!(
-        "[data]\ndataset = \"{}\"\npartition = \"iid\"\nnum_clients = 1\naugmentation = \"none\"\n[model]\n{}\n[fl]\nclients_per_round = 1\neval_batch_size = {}\n[local]\nepochs = 0\nsteps = {steps}\nbatch_size = {}\nlr_decay = 1.0\n{}\n[run]\nname = \"bench\"\n",
+        "[data]\ndataset = \"{}\"\npartition = \"iid\"\nnum_clients = {clients}\naugmentation = \"none\"\n[model]\n{}\n[fl]\nclients_per_round = {clients}\neval_batch_size = {}\n[local]\nepochs = 0\nsteps = {steps}\nbatch_size = {}\nlr_decay = 1.0\n{}\n[run]\nname = \"bench\"\n",
         s.dataset, s.model, s.eval_batch, s.batch, s.local
     );
     let spec = crate::schema::parse(&text, "workload model", set)?;
     let mut rng = Rng::from_seed(0);
-    let train = random_split(&s, steps * s.batch, &mut rng);
+    let train = random_split(&s, clients * per, &mut rng);
     let test = random_split(&s, s.test, &mut rng);
     let data = FedData {
         name: format!("random {}", s.dataset),
         train,
         test,
-        clients: vec![(0..steps * s.batch).collect()],
+        clients: (0..clients)
+            .map(|c| (c * per..(c + 1) * per).collect())
+            .collect(),
         num_classes: s.classes,
         augment: Augment::None,
     };
     Ok((Experiment::new(&spec, data)?, s))
 }
 
-/// Time `reps` × `steps` local steps (after one untimed warm-up round) and, unless `no_eval`,
-/// one test evaluation per repetition; one JSON line per repetition and a summary.
-pub fn run(m: BenchModel, steps: usize, reps: usize, no_eval: bool, set: &[String]) -> Result<()> {
-    let (mut ex, s) = experiment(m, steps, set)?;
+/// Time `reps` rounds of `clients` × `steps` local steps (after one untimed warm-up round)
+/// and, unless `no_eval`, one test evaluation per round; one JSON line per round and a
+/// summary. `step_s` is a round's time over its steps.
+pub fn run(b: &ModelBench, set: &[String]) -> Result<()> {
+    let (m, reps, no_eval) = (b.model, b.reps, b.no_eval);
+    let steps = b.steps * b.clients.max(1);
+    let (mut ex, s) = experiment(m, b.steps, b.clients.max(1), set)?;
     let name = m.to_possible_value().map(|v| v.get_name().to_string());
     let name = name.unwrap_or_default();
-    let threads = super::bench::threads();
+    let threads = super::timing::threads();
     eprintln!(
         "model {name}: {} parameters, threads={threads}",
         ex.layout.total
@@ -307,10 +330,10 @@ pub fn run(m: BenchModel, steps: usize, reps: usize, no_eval: bool, set: &[Strin
         step_s.push(step);
         eval_s.extend(ev);
     }
-    let med = super::bench::median;
+    let med = super::timing::median;
     println!(
         "{}",
-        serde_json::json!({"summary": true, "model": name, "median_step_s": med(step_s),
+        serde_json::json!({"summary": true, "model": name, "clients": b.clients.max(1), "median_step_s": med(step_s),
             "median_eval_s": (!eval_s.is_empty()).then(|| med(eval_s)),
             "params": ex.layout.total, "threads": threads, "batch": s.batch, "test": s.test})
     );
@@ -322,7 +345,7 @@ mod tests {
     use super::*;
 
     /// Each setting builds its model at the parameter count the papers' code has (and that
-    /// `bench/torch_models.py` asserts for its PyTorch twin), and trains a step.
+    /// `scripts/bench/torch_models.py` asserts for its PyTorch twin), and trains a step.
     #[test]
     fn every_setting_builds_its_model() {
         let counts = [
@@ -339,12 +362,13 @@ mod tests {
         ];
         assert_eq!(counts.len(), BenchModel::value_variants().len());
         for (m, n) in counts {
-            let (ex, s) = experiment(m, 1, &[]).unwrap();
+            let (ex, s) = experiment(m, 1, 1, &[]).unwrap();
             assert_eq!(ex.layout.total, n, "{m:?}");
             assert_eq!(ex.data.clients[0].len(), s.batch, "{m:?}: one step's batch");
         }
-        let (mut ex, _) = experiment(BenchModel::Mlp, 2, &[]).unwrap();
+        let (mut ex, _) = experiment(BenchModel::Mlp, 2, 3, &[]).unwrap();
+        assert_eq!(ex.data.client_sizes(), [256; 3]);
         let st = ex.round_stats(0).unwrap();
-        assert_eq!((st.steps, st.samples), (2, 256));
+        assert_eq!((st.steps, st.samples), (6, 768));
     }
 }

@@ -10,6 +10,7 @@
 //! | `partition.rs` | `fedrun partition`: how a spec splits the data among clients |
 //! | `bench.rs`, `bench_ops.rs`, `bench_models.rs` | `fedrun bench`: time rounds, the gemm ceiling, each convolution, each model's step |
 //! | `spec_args.rs` | `--config` and `--set`, shared |
+//! | `timing.rs` | the benchmarks' thread count and median |
 
 mod bench;
 mod bench_models;
@@ -21,6 +22,7 @@ mod report;
 mod run;
 mod spec_args;
 mod sweep;
+mod timing;
 
 pub use run::RunArgs;
 pub use spec_args::SpecArgs;
