@@ -3,7 +3,10 @@
 //! biases per gate); hidden 100 × 2 is FedDyn/FedDC's `shakes_LSTM` (133,520).
 
 use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, Lstm, LstmConfig};
+use burn::nn::{
+    Embedding, EmbeddingConfig, GateController, Linear, LinearConfig, Lstm, LstmConfig,
+};
+use burn::tensor::activation::sigmoid;
 use burn::tensor::{Device, Int, Tensor};
 
 #[derive(Module, Debug)]
@@ -28,13 +31,98 @@ impl CharLstm {
         }
     }
 
+    /// The logits of the character after each sequence. Burn's `Lstm` equations (gates i, f, o
+    /// sigmoid, cell candidate tanh, h = o·tanh(c), zero initial state) over its own parameters,
+    /// arranged for less memory traffic: each character's embedding looked up on its own and the
+    /// per-character states kept as a list, so neither the forward nor the backward writes or
+    /// slices a whole `[batch, length, hidden]` tensor per character (burn's `Lstm::forward`
+    /// does both, quadratic in the length).
     pub fn forward(&self, x: Tensor<2, Int>) -> Tensor<2> {
-        let mut h = self.emb.forward(x);
-        for l in &self.layers {
+        let [b, len] = x.dims();
+        let d_emb = self.emb.weight.dims()[1];
+        let mut seq: Vec<Tensor<2>> = (0..len)
+            .map(|t| {
+                let col = x.clone().slice([0..b, t..t + 1]);
+                self.emb.forward(col).reshape([b, d_emb])
+            })
+            .collect();
+        let n = self.layers.len();
+        for (k, l) in self.layers.iter().enumerate() {
+            seq = layer(l, seq, k + 1 == n);
+        }
+        let last = seq.pop().expect("a sequence of at least one character");
+        self.out.forward(last)
+    }
+}
+
+/// One layer over the sequence `xs` (one `[batch, d]` tensor per character): the hidden state
+/// after each character, or after the last one only. Each gate is burn's own `gate_product`.
+fn layer(l: &Lstm, xs: Vec<Tensor<2>>, last_only: bool) -> Vec<Tensor<2>> {
+    let forget = l.forget_gate.as_ref().expect("an LSTM with a forget gate");
+    let b = xs.first().map_or(0, |x| x.dims()[0]);
+    let device = l.input_gate.input_transform.weight.device();
+    let mut h: Tensor<2> = Tensor::zeros([b, l.d_hidden], &device);
+    let mut c: Tensor<2> = Tensor::zeros([b, l.d_hidden], &device);
+    let mut out = Vec::with_capacity(if last_only { 1 } else { xs.len() });
+    for x in xs {
+        let gate = |g: &GateController| g.gate_product(x.clone(), h.clone());
+        let (i, f) = (sigmoid(gate(&l.input_gate)), sigmoid(gate(forget)));
+        let (o, g) = (sigmoid(gate(&l.output_gate)), gate(&l.cell_gate).tanh());
+        c = f * c + i * g;
+        h = o * c.clone().tanh();
+        if !last_only {
+            out.push(h.clone());
+        }
+    }
+    if last_only {
+        out.push(h);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::{Distribution, Int};
+
+    /// Burn's own `Lstm::forward` over the same parameters, the reference.
+    fn reference(m: &CharLstm, x: Tensor<2, Int>) -> Tensor<2> {
+        let mut h = m.emb.forward(x);
+        for l in &m.layers {
             h = l.forward(h, None).0;
         }
         let [b, len, d] = h.dims();
-        self.out
+        m.out
             .forward(h.slice([0..b, len - 1..len, 0..d]).reshape([b, d]))
+    }
+
+    #[test]
+    fn forward_is_burns_lstm() {
+        let device = Device::flex().autodiff();
+        let m = CharLstm::new(8, 24, 2, 80, &device);
+        let x = Tensor::<2>::random([5, 11], Distribution::Uniform(0.0, 80.0), &device).int();
+        let (a, r) = (m.forward(x.clone()), reference(&m, x));
+        let diff = |a: Tensor<2>, b: Tensor<2>| (a - b).abs().max().into_scalar::<f32>();
+        // the same ops in the same order: the same logits, bit for bit
+        let bits = |t: &Tensor<2>| t.to_data().try_to_vec::<f32>().unwrap();
+        assert_eq!(bits(&a), bits(&r), "logits");
+        let (ga, gr) = (
+            (a.clone() * a).sum().backward(),
+            (r.clone() * r).sum().backward(),
+        );
+        let w = &m.layers[0]
+            .forget_gate
+            .as_ref()
+            .unwrap()
+            .hidden_transform
+            .weight;
+        let (wa, wr) = (w.grad(&ga).unwrap(), w.grad(&gr).unwrap());
+        let scale = wr.clone().abs().max().into_scalar::<f32>();
+        assert!(scale > 0.0);
+        assert!(diff(wa, wr) < 1e-4 * scale, "a weight's gradient");
+        let e = &m.emb.weight;
+        let (ea, er) = (e.grad(&ga).unwrap(), e.grad(&gr).unwrap());
+        let escale = er.clone().abs().max().into_scalar::<f32>();
+        assert!(diff(ea, er) < 1e-4 * escale, "the embedding's gradient");
     }
 }
