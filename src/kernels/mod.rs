@@ -1,7 +1,7 @@
 //! fedrun's own CPU kernels for the hot ops, plugged into burn as a backend extension
 //! ([`ext`]) for the flex backend, with their own backward under autodiff. The models keep
 //! burn's modules (parameters, records and the flat layout are unchanged) and call
-//! [`conv2d`], [`max_pool2d`] and [`group_norm`] in their forward; on any other backend, or
+//! [`conv2d`], [`max_pool2d`], [`group_norm`] and [`softmax_last`] in their forward; on any other backend, or
 //! with `run.kernels = "burn"`, the call is burn's own op.
 
 pub mod conv;
@@ -13,6 +13,7 @@ mod geom;
 pub mod norm;
 pub mod pool;
 mod scratch;
+pub mod softmax;
 mod winograd;
 
 use burn::backend::{DispatchDevice, ops::ConvOptions};
@@ -115,4 +116,14 @@ pub fn group_norm(gn: &GroupNorm, x: Tensor<4>, relu: bool, kernels: Kernels) ->
         relu,
     );
     Tensor::from_dispatch(y)
+}
+
+/// `softmax(x)` over the last axis, on fedrun's kernel (a vectorised `exp`) where it applies.
+pub fn softmax_last<const D: usize>(x: Tensor<D>, kernels: Kernels) -> Tensor<D> {
+    if !(kernels == Kernels::Fedrun && is_flex(&x.device())) {
+        return burn::tensor::activation::softmax(x, D - 1);
+    }
+    Tensor::from_dispatch(<burn::backend::Dispatch as CpuKernels>::fr_softmax(
+        x.into_dispatch(),
+    ))
 }

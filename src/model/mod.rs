@@ -236,7 +236,7 @@ impl Model {
                         "model.kind = \"{k}\" needs a character data set (shakespeare, leaf), not images"
                     )));
                 }
-                Self::sequence(spec, shape.classes, device)
+                Self::sequence(spec, shape.classes, kernels, device)
             }
         })
     }
@@ -258,11 +258,11 @@ impl Model {
     }
 
     /// The character models: the transformer and the LSTMs.
-    fn sequence(spec: &ModelSpec, classes: usize, device: &Device) -> Model {
+    fn sequence(spec: &ModelSpec, classes: usize, kernels: Kernels, device: &Device) -> Model {
         match spec.kind {
-            ModelKind::Transformer => {
-                Model::Transformer(transformer::CharTransformer::new(spec, classes, device))
-            }
+            ModelKind::Transformer => Model::Transformer(transformer::CharTransformer::new(
+                spec, classes, kernels, device,
+            )),
             ModelKind::LstmSmall => Model::Lstm(lstm::CharLstm::new(8, 100, 2, classes, device)),
             _ => Model::Lstm(lstm::CharLstm::new(8, spec.hidden, 2, classes, device)),
         }

@@ -3,14 +3,16 @@
 //! With d = 128, 4 heads, FFN 512 and 6 layers it has 1,220,432 parameters.
 
 use burn::module::Module;
+use burn::nn::attention::MultiHeadAttention;
 use burn::nn::transformer::{
-    TransformerEncoder, TransformerEncoderConfig, TransformerEncoderInput,
+    TransformerEncoder, TransformerEncoderConfig, TransformerEncoderInput, TransformerEncoderLayer,
 };
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Int, Tensor};
 
 use crate::config::ModelSpec;
 use crate::data::shakespeare::SEQ_LEN;
+use crate::kernels::{Kernels, softmax_last};
 
 #[derive(Module, Debug)]
 pub struct CharTransformer {
@@ -20,10 +22,12 @@ pub struct CharTransformer {
     out: Linear,
     #[module(skip)]
     scale: f32,
+    #[module(skip)]
+    kernels: Kernels,
 }
 
 impl CharTransformer {
-    pub fn new(spec: &ModelSpec, vocab: usize, device: &Device) -> Self {
+    pub fn new(spec: &ModelSpec, vocab: usize, kernels: Kernels, device: &Device) -> Self {
         let d = spec.d_model;
         let encoder = TransformerEncoderConfig::new(d, spec.d_ff, spec.heads, spec.layers)
             .with_dropout(spec.dropout)
@@ -36,6 +40,7 @@ impl CharTransformer {
             encoder,
             out: LinearConfig::new(d, vocab).init(device),
             scale: (d as f32).sqrt(),
+            kernels,
         }
     }
 
@@ -46,9 +51,114 @@ impl CharTransformer {
             .reshape([1, len])
             .repeat_dim(0, b);
         let h = self.tok.forward(x) * self.scale + self.pos.forward(positions);
-        let h = self.encoder.forward(TransformerEncoderInput::new(h));
+        let h = if self.kernels == Kernels::Burn {
+            self.encoder.forward(TransformerEncoderInput::new(h))
+        } else {
+            let layers = self.encoder.layers.iter();
+            layers.fold(h, |h, l| encoder_layer(l, h, self.kernels))
+        };
         let [_, _, d] = h.dims();
         let last: Tensor<2> = h.slice([0..b, len - 1..len, 0..d]).reshape([b, d]);
         self.out.forward(last)
+    }
+}
+
+/// burn's `TransformerEncoderLayer::forward` without masks, the same ops in the same order (so
+/// the same dropout masks), with the attention softmax on fedrun's kernel.
+fn encoder_layer(l: &TransformerEncoderLayer, x: Tensor<3>, kernels: Kernels) -> Tensor<3> {
+    if l.norm_first || l.mha.quiet_softmax {
+        return l.forward(x, None, None);
+    }
+    let r = l.dropout.forward(attention(&l.mha, x.clone(), kernels));
+    let x = l.norm_1.forward(x + r);
+    let r = l.dropout.forward(l.pwff.forward(x.clone()));
+    l.norm_2.forward(x + r)
+}
+
+/// burn's `MultiHeadAttention::forward` for self-attention without masks: the context.
+fn attention(mha: &MultiHeadAttention, x: Tensor<3>, kernels: Kernels) -> Tensor<3> {
+    let [b, t, d] = x.dims();
+    let heads = |lin: &Linear| {
+        lin.forward(x.clone())
+            .reshape([b, t, mha.n_heads, mha.d_k])
+            .swap_dims(1, 2)
+    };
+    let (q, k, v) = (heads(&mha.query), heads(&mha.key), heads(&mha.value));
+    let scores = q.matmul(k.transpose()).div_scalar((mha.d_k as f32).sqrt());
+    let weights = mha.dropout.forward(softmax_last(scores, kernels));
+    let context = weights.matmul(v).swap_dims(1, 2).reshape([b, t, d]);
+    mha.output.forward(context)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Distribution;
+
+    fn model(kernels: Kernels, dropout: f64, device: &Device) -> CharTransformer {
+        let spec = ModelSpec {
+            layers: 2,
+            d_model: 32,
+            heads: 4,
+            d_ff: 64,
+            dropout,
+            ..ModelSpec::default()
+        };
+        CharTransformer::new(&spec, 80, kernels, device)
+    }
+
+    fn max_diff(a: Tensor<2>, b: Tensor<2>) -> f32 {
+        (a - b).abs().max().into_scalar::<f32>()
+    }
+
+    /// With burn's kernels the layer loop is burn's encoder bit for bit; with fedrun's softmax
+    /// it agrees to float rounding, gradients too.
+    #[test]
+    fn encoder_is_burns() {
+        let device = Device::flex().autodiff();
+        let x = Tensor::<2>::random([6, SEQ_LEN], Distribution::Uniform(0.0, 80.0), &device).int();
+        let burn_model = model(Kernels::Burn, 0.0, &device);
+        let bits = |t: &Tensor<2>| t.to_data().try_to_vec::<f32>().unwrap();
+        let reference = |m: &CharTransformer| {
+            device.seed(5);
+            m.forward(x.clone())
+        };
+        let mut ours = burn_model.clone();
+        let r = reference(&burn_model);
+        ours.kernels = Kernels::Fedrun;
+        let loop_burn = {
+            let mut m = burn_model.clone();
+            m.kernels = Kernels::Burn;
+            device.seed(5);
+            let layers = m.encoder.layers.iter();
+            let h = m.tok.forward(x.clone()) * m.scale
+                + m.pos.forward(
+                    Tensor::<1, Int>::arange(0..SEQ_LEN as i64, &device)
+                        .reshape([1, SEQ_LEN])
+                        .repeat_dim(0, 6),
+                );
+            let h = layers.fold(h, |h, l| encoder_layer(l, h, Kernels::Burn));
+            let [b, len, d] = h.dims();
+            m.out
+                .forward(h.slice([0..b, len - 1..len, 0..d]).reshape([b, d]))
+        };
+        assert_eq!(
+            bits(&loop_burn),
+            bits(&r),
+            "the layer loop with burn's softmax"
+        );
+        let o = reference(&ours);
+        assert!(max_diff(o.clone(), r.clone()) < 1e-4, "fedrun's softmax");
+        let (go, gr) = (
+            (o.clone() * o).sum().backward(),
+            (r.clone() * r).sum().backward(),
+        );
+        let w = &burn_model.encoder.layers[0].mha.query.weight;
+        let (a, b) = (w.grad(&go).unwrap(), w.grad(&gr).unwrap());
+        let scale = b.clone().abs().max().into_scalar::<f32>();
+        assert!(
+            scale > 0.0 && max_diff(a, b) < 1e-3 * scale,
+            "a query weight's gradient"
+        );
     }
 }
