@@ -11,6 +11,16 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // glibc hands freed blocks above its thresholds back to the OS at once (munmap, heap trim),
+    // so every step's parameter-sized tensors come back as fresh pages: page faults and zeroing
+    // took an eighth of a FEMNIST CNN step. Keep freed memory for reuse (docs/PERFORMANCE.md).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: allocator settings, made before any thread starts or any large block is taken.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
+    }
     let cli = fedrun::cli::Cli::parse();
     if let Err(e) = fedrun::cli::main_with(cli) {
         eprintln!("error: {e}");
