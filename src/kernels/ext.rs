@@ -12,6 +12,7 @@ use burn::backend::ops::ConvOptions;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Bytes, DType, Flex, Shape, backend_extension};
 
+use super::activation;
 use super::conv::{self, Geom};
 use super::norm::{self, Gn};
 use super::pool::{self, Pool};
@@ -84,6 +85,14 @@ pub trait CpuKernels: Backend {
     fn fr_softmax(x: FloatTensor<Self>) -> FloatTensor<Self>;
     /// `dL/dx` of [`CpuKernels::fr_softmax`].
     fn fr_softmax_dx(x: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self>;
+    /// `tanh(x)` if `is_tanh`, else `σ(x)`.
+    fn fr_activation(x: FloatTensor<Self>, is_tanh: bool) -> FloatTensor<Self>;
+    /// `dL/dx` of [`CpuKernels::fr_activation`].
+    fn fr_activation_dx(
+        x: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        is_tanh: bool,
+    ) -> FloatTensor<Self>;
 }
 
 fn geom(x: &FlexTensor, w: &FlexTensor, o: &ConvOptions<2>) -> Geom {
@@ -270,6 +279,18 @@ impl CpuKernels for Flex {
         let dx = with_slice(&x, |xs| with_slice(&dy, |d| softmax::backward(n, xs, d)));
         FlexTensor::new(Bytes::from_elems(dx), Layout::contiguous(shape), DType::F32)
     }
+    fn fr_activation(x: FlexTensor, is_tanh: bool) -> FlexTensor {
+        let shape = x.layout().shape().clone();
+        let y = with_slice(&x, |xs| activation::forward(xs, is_tanh));
+        FlexTensor::new(Bytes::from_elems(y), Layout::contiguous(shape), DType::F32)
+    }
+    fn fr_activation_dx(x: FlexTensor, dy: FlexTensor, is_tanh: bool) -> FlexTensor {
+        let shape = x.layout().shape().clone();
+        let dx = with_slice(&x, |xs| {
+            with_slice(&dy, |d| activation::backward(xs, d, is_tanh))
+        });
+        FlexTensor::new(Bytes::from_elems(dx), Layout::contiguous(shape), DType::F32)
+    }
 }
 
 #[derive(Debug)]
@@ -318,6 +339,21 @@ impl<B: Backend + CpuKernels> Backward<B, 1> for SoftmaxBackward {
         let x = ck.retrieve_node_output::<FloatTensor<B>>(ops.state);
         if let [Some(node)] = ops.parents {
             grads.register::<B>(node.id, B::fr_softmax_dx(x, dy));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ActivationBackward;
+
+impl<B: Backend + CpuKernels> Backward<B, 1> for ActivationBackward {
+    type State = (NodeId, bool);
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, ck: &mut Checkpointer) {
+        let dy = grads.consume::<B>(&ops.node);
+        let (xs, is_tanh) = ops.state;
+        let x = ck.retrieve_node_output::<FloatTensor<B>>(xs);
+        if let [Some(node)] = ops.parents {
+            grads.register::<B>(node.id, B::fr_activation_dx(x, dy, is_tanh));
         }
     }
 }
@@ -534,5 +570,22 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
     }
     fn fr_softmax_dx(_: FloatTensor<Self>, _: FloatTensor<Self>) -> FloatTensor<Self> {
         unimplemented!("second-order gradients of fedrun's softmax")
+    }
+    fn fr_activation(x: FloatTensor<Self>, is_tanh: bool) -> FloatTensor<Self> {
+        match ActivationBackward
+            .prepare::<C>([x.node()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(mut prep) => {
+                let xs = prep.checkpoint(&x);
+                let y = B::fr_activation(x.into_primitive(), is_tanh);
+                prep.finish((xs, is_tanh), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::fr_activation(x.into_primitive(), is_tanh)),
+        }
+    }
+    fn fr_activation_dx(_: FloatTensor<Self>, _: FloatTensor<Self>, _: bool) -> FloatTensor<Self> {
+        unimplemented!("second-order gradients of fedrun's activations")
     }
 }

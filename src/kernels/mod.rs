@@ -1,12 +1,15 @@
 //! fedrun's own CPU kernels for the hot ops, plugged into burn as a backend extension
 //! ([`ext`]) for the flex backend, with their own backward under autodiff. The models keep
 //! burn's modules (parameters, records and the flat layout are unchanged) and call
-//! [`conv2d`], [`max_pool2d`], [`group_norm`] and [`softmax_last`] in their forward; on any other backend, or
+//! [`conv2d`], [`max_pool2d`], [`group_norm`], [`softmax_last`], [`sigmoid`] and [`tanh`] in their
+//! forward; on any other backend, or
 //! with `run.kernels = "burn"`, the call is burn's own op.
 
+pub mod activation;
 pub mod conv;
 mod conv_nchw;
 mod conv_nhwc;
+mod exp;
 mod ext;
 pub mod gemm;
 mod geom;
@@ -125,5 +128,29 @@ pub fn softmax_last<const D: usize>(x: Tensor<D>, kernels: Kernels) -> Tensor<D>
     }
     Tensor::from_dispatch(<burn::backend::Dispatch as CpuKernels>::fr_softmax(
         x.into_dispatch(),
+    ))
+}
+
+/// `σ(x)`, on fedrun's kernel (a vectorised `exp`) where it applies.
+pub fn sigmoid<const D: usize>(x: Tensor<D>, kernels: Kernels) -> Tensor<D> {
+    activation(x, false, kernels)
+}
+
+/// `tanh(x)`, on fedrun's kernel (a vectorised `exp`) where it applies.
+pub fn tanh<const D: usize>(x: Tensor<D>, kernels: Kernels) -> Tensor<D> {
+    activation(x, true, kernels)
+}
+
+fn activation<const D: usize>(x: Tensor<D>, is_tanh: bool, kernels: Kernels) -> Tensor<D> {
+    if !(kernels == Kernels::Fedrun && is_flex(&x.device())) {
+        return if is_tanh {
+            x.tanh()
+        } else {
+            burn::tensor::activation::sigmoid(x)
+        };
+    }
+    Tensor::from_dispatch(<burn::backend::Dispatch as CpuKernels>::fr_activation(
+        x.into_dispatch(),
+        is_tanh,
     ))
 }

@@ -4,32 +4,8 @@
 //! backward pass recomputes the output from the input. Each row is computed on its own, in a
 //! fixed order: the same bits at any thread count.
 
+use super::exp::exp;
 use super::scratch::{for_chunks, threads};
-
-const LOG2E: f32 = std::f32::consts::LOG2_E;
-/// ln 2 split in two so that `x − n·ln 2` is exact for the `n` that occur.
-const LN2_HI: f32 = 0.693_359_4;
-const LN2_LO: f32 = -2.121_944_4e-4;
-/// 1.5 · 2²³: adding and subtracting it rounds an `f32` of magnitude below 2²² to an integer.
-const ROUND: f32 = 12_582_912.0;
-
-/// `eˣ` within 2 ulp on [−87.3, 88.7], clamped there (so `e^−∞` is about 1e−38, not 0):
-/// Cephes' `expf`, range reduction by `n = round(x·log₂e)` and a degree-6 polynomial, with no
-/// branch and no call, so a loop of it vectorises.
-#[inline(always)]
-pub fn exp(x: f32) -> f32 {
-    let x = x.clamp(-87.336_54, 88.722_83);
-    let n = (x * LOG2E + ROUND) - ROUND;
-    let r = x - n * LN2_HI - n * LN2_LO;
-    let mut p = 1.987_569_1e-4_f32;
-    p = p * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 0.5;
-    let e = p * r * r + r + 1.0;
-    e * f32::from_bits(((n as i32 + 127) as u32) << 23)
-}
 
 /// One row's softmax into `y`.
 fn row(x: &[f32], y: &mut [f32]) {
@@ -78,19 +54,6 @@ fn rows_per_chunk(n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn exp_is_libm_exp_within_two_ulp() {
-        let mut worst = 0f32;
-        for i in 0..200_000 {
-            let x = -87.0 + 175.0 * i as f32 / 200_000.0;
-            let (a, b) = (exp(x), x.exp());
-            worst = worst.max((a - b).abs() / b);
-        }
-        assert!(worst < 2.5e-7, "relative error {worst}");
-        assert_eq!(exp(0.0), 1.0);
-        assert!(exp(f32::NEG_INFINITY) < 1.2e-38 && exp(-1e4) >= 0.0);
-    }
 
     #[test]
     fn softmax_rows_and_gradient() {

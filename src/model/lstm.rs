@@ -6,18 +6,28 @@ use burn::module::Module;
 use burn::nn::{
     Embedding, EmbeddingConfig, GateController, Linear, LinearConfig, Lstm, LstmConfig,
 };
-use burn::tensor::activation::sigmoid;
 use burn::tensor::{Device, Int, Tensor};
+
+use crate::kernels::{Kernels, sigmoid, tanh};
 
 #[derive(Module, Debug)]
 pub struct CharLstm {
     emb: Embedding,
     layers: Vec<Lstm>,
     out: Linear,
+    #[module(skip)]
+    kernels: Kernels,
 }
 
 impl CharLstm {
-    pub fn new(d_emb: usize, hidden: usize, layers: usize, vocab: usize, device: &Device) -> Self {
+    pub fn new(
+        d_emb: usize,
+        hidden: usize,
+        layers: usize,
+        vocab: usize,
+        kernels: Kernels,
+        device: &Device,
+    ) -> Self {
         let mut ls = Vec::new();
         for i in 0..layers {
             ls.push(
@@ -28,6 +38,7 @@ impl CharLstm {
             emb: EmbeddingConfig::new(vocab, d_emb).init(device),
             layers: ls,
             out: LinearConfig::new(hidden, vocab).init(device),
+            kernels,
         }
     }
 
@@ -48,7 +59,7 @@ impl CharLstm {
             .collect();
         let n = self.layers.len();
         for (k, l) in self.layers.iter().enumerate() {
-            seq = layer(l, seq, k + 1 == n);
+            seq = layer(l, seq, k + 1 == n, self.kernels);
         }
         let last = seq.pop().expect("a sequence of at least one character");
         self.out.forward(last)
@@ -56,8 +67,9 @@ impl CharLstm {
 }
 
 /// One layer over the sequence `xs` (one `[batch, d]` tensor per character): the hidden state
-/// after each character, or after the last one only. Each gate is burn's own `gate_product`.
-fn layer(l: &Lstm, xs: Vec<Tensor<2>>, last_only: bool) -> Vec<Tensor<2>> {
+/// after each character, or after the last one only. Each gate is burn's own `gate_product`;
+/// σ and tanh run on fedrun's kernels where they apply.
+fn layer(l: &Lstm, xs: Vec<Tensor<2>>, last_only: bool, k: Kernels) -> Vec<Tensor<2>> {
     let forget = l.forget_gate.as_ref().expect("an LSTM with a forget gate");
     let b = xs.first().map_or(0, |x| x.dims()[0]);
     let device = l.input_gate.input_transform.weight.device();
@@ -66,10 +78,13 @@ fn layer(l: &Lstm, xs: Vec<Tensor<2>>, last_only: bool) -> Vec<Tensor<2>> {
     let mut out = Vec::with_capacity(if last_only { 1 } else { xs.len() });
     for x in xs {
         let gate = |g: &GateController| g.gate_product(x.clone(), h.clone());
-        let (i, f) = (sigmoid(gate(&l.input_gate)), sigmoid(gate(forget)));
-        let (o, g) = (sigmoid(gate(&l.output_gate)), gate(&l.cell_gate).tanh());
+        let (i, f) = (sigmoid(gate(&l.input_gate), k), sigmoid(gate(forget), k));
+        let (o, g) = (
+            sigmoid(gate(&l.output_gate), k),
+            tanh(gate(&l.cell_gate), k),
+        );
         c = f * c + i * g;
-        h = o * c.clone().tanh();
+        h = o * tanh(c.clone(), k);
         if !last_only {
             out.push(h.clone());
         }
@@ -97,18 +112,18 @@ mod tests {
     }
 
     #[test]
-    fn forward_is_burns_lstm() {
+    fn forward_is_burns_lstm_and_fedruns_kernels_agree() {
         let device = Device::flex().autodiff();
-        let m = CharLstm::new(8, 24, 2, 80, &device);
+        let mut m = CharLstm::new(8, 24, 2, 80, Kernels::Burn, &device);
         let x = Tensor::<2>::random([5, 11], Distribution::Uniform(0.0, 80.0), &device).int();
-        let (a, r) = (m.forward(x.clone()), reference(&m, x));
+        let (a, r) = (m.forward(x.clone()), reference(&m, x.clone()));
         let diff = |a: Tensor<2>, b: Tensor<2>| (a - b).abs().max().into_scalar::<f32>();
         // the same ops in the same order: the same logits, bit for bit
         let bits = |t: &Tensor<2>| t.to_data().try_to_vec::<f32>().unwrap();
         assert_eq!(bits(&a), bits(&r), "logits");
         let (ga, gr) = (
             (a.clone() * a).sum().backward(),
-            (r.clone() * r).sum().backward(),
+            (r.clone() * r.clone()).sum().backward(),
         );
         let w = &m.layers[0]
             .forget_gate
@@ -124,5 +139,18 @@ mod tests {
         let (ea, er) = (e.grad(&ga).unwrap(), e.grad(&gr).unwrap());
         let escale = er.clone().abs().max().into_scalar::<f32>();
         assert!(diff(ea, er) < 1e-4 * escale, "the embedding's gradient");
+        // fedrun's σ and tanh: the same to float rounding, gradients too
+        m.kernels = Kernels::Fedrun;
+        let f = m.forward(x);
+        assert!(
+            diff(f.clone(), r.clone()) < 1e-5,
+            "logits with fedrun's kernels"
+        );
+        let gf = (f.clone() * f).sum().backward();
+        let wf = w.grad(&gf).unwrap();
+        assert!(
+            diff(wf, w.grad(&gr).unwrap()) < 1e-4 * scale,
+            "its weight gradient"
+        );
     }
 }

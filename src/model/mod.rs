@@ -263,8 +263,17 @@ impl Model {
             ModelKind::Transformer => Model::Transformer(transformer::CharTransformer::new(
                 spec, classes, kernels, device,
             )),
-            ModelKind::LstmSmall => Model::Lstm(lstm::CharLstm::new(8, 100, 2, classes, device)),
-            _ => Model::Lstm(lstm::CharLstm::new(8, spec.hidden, 2, classes, device)),
+            ModelKind::LstmSmall => {
+                Model::Lstm(lstm::CharLstm::new(8, 100, 2, classes, kernels, device))
+            }
+            _ => Model::Lstm(lstm::CharLstm::new(
+                8,
+                spec.hidden,
+                2,
+                classes,
+                kernels,
+                device,
+            )),
         }
     }
 

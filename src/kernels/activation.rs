@@ -1,0 +1,80 @@
+//! The LSTM's gate activations, σ and tanh, over `f32` slices with [`super::exp`]'s branch-free
+//! functions, and their gradients from the output (σ′ = y(1 − y), tanh′ = 1 − y²), the output
+//! recomputed from the input. Element by element: the same bits at any thread count.
+
+use super::exp::{sigmoid, tanh};
+use super::scratch::{for_chunks, threads};
+
+/// Elements per parallel task.
+const CHUNK: usize = 16_384;
+
+fn act(x: f32, is_tanh: bool) -> f32 {
+    if is_tanh { tanh(x) } else { sigmoid(x) }
+}
+
+/// `tanh(x)` if `is_tanh`, else `σ(x)`, element by element.
+pub fn forward(x: &[f32], is_tanh: bool) -> Vec<f32> {
+    let mut y = vec![0.0f32; x.len()];
+    for_chunks(threads(), &mut y, CHUNK, |i, out| {
+        let src = &x[i * CHUNK..][..out.len()];
+        if is_tanh {
+            out.iter_mut().zip(src).for_each(|(o, &v)| *o = tanh(v));
+        } else {
+            out.iter_mut().zip(src).for_each(|(o, &v)| *o = sigmoid(v));
+        }
+    });
+    y
+}
+
+/// The gradient of [`forward`] against `dy`.
+pub fn backward(x: &[f32], dy: &[f32], is_tanh: bool) -> Vec<f32> {
+    let mut dx = vec![0.0f32; x.len()];
+    for_chunks(threads(), &mut dx, CHUNK, |i, out| {
+        let at = i * CHUNK;
+        let (src, d) = (&x[at..][..out.len()], &dy[at..][..out.len()]);
+        for ((o, &v), &g) in out.iter_mut().zip(src).zip(d) {
+            let y = act(v, is_tanh);
+            *o = if is_tanh {
+                g * (1.0 - y * y)
+            } else {
+                g * y * (1.0 - y)
+            };
+        }
+    });
+    dx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gradients_are_the_derivatives() {
+        let x: Vec<f32> = (0..40_000)
+            .map(|i| (i as f32 - 20_000.0) / 2_000.0)
+            .collect();
+        let dy = vec![1.0f32; x.len()];
+        for is_tanh in [false, true] {
+            let y = forward(&x, is_tanh);
+            let dx = backward(&x, &dy, is_tanh);
+            for k in (0..x.len()).step_by(997) {
+                let h = 1e-2f64;
+                let f = |v: f64| {
+                    if is_tanh {
+                        v.tanh()
+                    } else {
+                        1.0 / (1.0 + (-v).exp())
+                    }
+                };
+                let v = x[k] as f64;
+                let fd = (f(v + h) - f(v - h)) / (2.0 * h);
+                assert!(
+                    (fd - dx[k] as f64).abs() < 1e-4,
+                    "{is_tanh} {v}: {fd} vs {}",
+                    dx[k]
+                );
+                assert!((y[k] as f64 - f(v)).abs() < 2e-7);
+            }
+        }
+    }
+}
