@@ -7,10 +7,9 @@ use fedrun::config::Spec;
 use fedrun::data;
 use fedrun::fl::algorithms;
 use fedrun::fl::algorithms::fedlamb::{self, Step};
-use fedrun::fl::client::{ClipDecay, HostChain, Work};
+use fedrun::fl::client::{ClipDecay, HostChain};
 use fedrun::fl::engine::Experiment;
-use fedrun::fl::plan::{ClientInfo, ClientPlan, Report, Rule, Uplink};
-use fedrun::fl::schedule::Schedule;
+use fedrun::fl::plan::{ClientInfo, Report, Rule, Uplink};
 use fedrun::fl::strategy::{Aggregate, RoundInfo, ServerStep, Setup, Strategy};
 use fedrun::fl::term::Term;
 use fedrun::optim::{Ctx, Moments, global_norm};
@@ -281,57 +280,6 @@ fn full_data_gradient_is_taken_in_evaluation_mode() {
     let c = ex0.trainers[0].full_gradient(&ex0.data, &idx, &at, 16);
     assert!(a == c, "the gradient of the weights without dropout");
     assert!(global_norm(&a) > 0.0);
-}
-
-#[test]
-fn svrg_anchor_gradient_draws_the_models_dropout_masks() {
-    // the quickstart's transformer with dropout 0.5 and Mime's SVRG term without c:
-    // g ← g(x) − g(anchor). At the first step x = anchor, so with the same masks for both
-    // forwards the direction is exactly 0 and the client does not move; with masks of its own
-    // the anchor's gradient would not cancel
-    let s = fedrun::schema::parse(
-        fedrun::config::QUICKSTART,
-        "q",
-        &["model.dropout=0.5".into(), "local.weight_decay=0".into()],
-    )
-    .unwrap();
-    let mut ex = Experiment::new(&s, data::load(&s, None).unwrap()).unwrap();
-    let at = ex.global.clone();
-    let schedule = Schedule::new(&s.local);
-    let c: Vec<f32> = random(&mut Rng::from_seed(3), at.len(), 1e-3);
-    let train = |ex: &mut Experiment, anchor_grad: f32, c: &[f32], steps: usize, seed: u64| {
-        let plan = ClientPlan {
-            term: Term {
-                anchor_grad,
-                ..Term::none()
-            }
-            .shift(1.0, c),
-            ..ClientPlan::default()
-        };
-        let w = Work {
-            client: 0,
-            round: 0,
-            anchor: &at,
-            steps,
-            batch_size: 8,
-            schedule: &schedule,
-            dropout_seed: seed,
-        };
-        let (data, tr) = (&ex.data, &mut ex.trainers[0]);
-        tr.train(data, plan, &w, &mut Rng::from_seed(1));
-        tr.delta().to_vec()
-    };
-    let zero = vec![0.0; at.len()];
-    assert!(train(&mut ex, -1.0, &zero, 1, 7).iter().all(|d| *d == 0.0));
-    assert!(
-        global_norm(&train(&mut ex, 0.0, &zero, 1, 7)) > 0.0,
-        "a plain step moves"
-    );
-    // with c the client moves away from the anchor: the correction no longer cancels, and the
-    // masks follow the seed
-    let a = train(&mut ex, -1.0, &c, 3, 7);
-    assert!(a == train(&mut ex, -1.0, &c, 3, 7), "the same masks");
-    assert!(a != train(&mut ex, -1.0, &c, 3, 8), "other masks");
 }
 
 /// The strategy of `sets` on a model of two parameters in one tensor, a step context of lr 0.1,
