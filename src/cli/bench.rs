@@ -76,6 +76,17 @@ fn workload(w: Workload) -> String {
     }
 }
 
+/// What `--workload model` times, from the arguments.
+fn model_bench(a: &BenchArgs) -> ModelBench {
+    ModelBench {
+        model: a.model,
+        steps: a.steps,
+        clients: a.clients,
+        reps: a.rounds,
+        no_eval: a.no_eval,
+    }
+}
+
 pub fn run(a: &BenchArgs) -> Result<()> {
     match a.workload {
         Workload::Gemm => {
@@ -86,16 +97,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             super::bench_ops::ops(a.reps);
             return Ok(());
         }
-        Workload::Model => {
-            let b = ModelBench {
-                model: a.model,
-                steps: a.steps,
-                clients: a.clients,
-                reps: a.rounds,
-                no_eval: a.no_eval,
-            };
-            return super::bench_models::run(&b, &a.set);
-        }
+        Workload::Model => return super::bench_models::run(&model_bench(a), &a.set),
         _ => {}
     }
     let text = workload(a.workload);

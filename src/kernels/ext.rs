@@ -12,11 +12,9 @@ use burn::backend::ops::ConvOptions;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Bytes, DType, Flex, Shape, backend_extension};
 
-use super::activation;
 use super::conv::{self, Geom};
 use super::norm::{self, Gn};
 use super::pool::{self, Pool};
-use super::softmax;
 
 #[backend_extension(Flex, Autodiff)]
 pub trait CpuKernels: Backend {
@@ -81,18 +79,6 @@ pub trait CpuKernels: Backend {
         s: [usize; 2],
         relu: bool,
     ) -> FloatTensor<Self>;
-    /// `softmax(x)` over the last axis.
-    fn fr_softmax(x: FloatTensor<Self>) -> FloatTensor<Self>;
-    /// `dL/dx` of [`CpuKernels::fr_softmax`].
-    fn fr_softmax_dx(x: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self>;
-    /// `tanh(x)` if `is_tanh`, else `σ(x)`.
-    fn fr_activation(x: FloatTensor<Self>, is_tanh: bool) -> FloatTensor<Self>;
-    /// `dL/dx` of [`CpuKernels::fr_activation`].
-    fn fr_activation_dx(
-        x: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        is_tanh: bool,
-    ) -> FloatTensor<Self>;
 }
 
 fn geom(x: &FlexTensor, w: &FlexTensor, o: &ConvOptions<2>) -> Geom {
@@ -113,7 +99,7 @@ fn geom(x: &FlexTensor, w: &FlexTensor, o: &ConvOptions<2>) -> Geom {
 }
 
 /// The f32 data of `t`, borrowed when contiguous.
-fn with_slice<R>(t: &FlexTensor, f: impl FnOnce(&[f32]) -> R) -> R {
+pub(super) fn with_slice<R>(t: &FlexTensor, f: impl FnOnce(&[f32]) -> R) -> R {
     match t.as_slice::<f32>() {
         Some(s) => f(s),
         None => f(t.to_contiguous().as_slice::<f32>().expect("contiguous f32")),
@@ -267,30 +253,6 @@ impl CpuKernels for Flex {
         let dx = with_slice(&x, |xs| with_slice(&dy, |d| pool::backward(&p, xs, d)));
         tensor(dx, [n, c, p.h, p.w])
     }
-    fn fr_softmax(x: FlexTensor) -> FlexTensor {
-        let shape = x.layout().shape().clone();
-        let n = shape[shape.len() - 1];
-        let y = with_slice(&x, |xs| softmax::forward(n, xs));
-        FlexTensor::new(Bytes::from_elems(y), Layout::contiguous(shape), DType::F32)
-    }
-    fn fr_softmax_dx(x: FlexTensor, dy: FlexTensor) -> FlexTensor {
-        let shape = x.layout().shape().clone();
-        let n = shape[shape.len() - 1];
-        let dx = with_slice(&x, |xs| with_slice(&dy, |d| softmax::backward(n, xs, d)));
-        FlexTensor::new(Bytes::from_elems(dx), Layout::contiguous(shape), DType::F32)
-    }
-    fn fr_activation(x: FlexTensor, is_tanh: bool) -> FlexTensor {
-        let shape = x.layout().shape().clone();
-        let y = with_slice(&x, |xs| activation::forward(xs, is_tanh));
-        FlexTensor::new(Bytes::from_elems(y), Layout::contiguous(shape), DType::F32)
-    }
-    fn fr_activation_dx(x: FlexTensor, dy: FlexTensor, is_tanh: bool) -> FlexTensor {
-        let shape = x.layout().shape().clone();
-        let dx = with_slice(&x, |xs| {
-            with_slice(&dy, |d| activation::backward(xs, d, is_tanh))
-        });
-        FlexTensor::new(Bytes::from_elems(dx), Layout::contiguous(shape), DType::F32)
-    }
 }
 
 #[derive(Debug)]
@@ -325,35 +287,6 @@ impl<B: Backend + CpuKernels> Backward<B, 1> for PoolBackward {
         let x = ck.retrieve_node_output::<FloatTensor<B>>(xs);
         if let [Some(node)] = ops.parents {
             grads.register::<B>(node.id, B::fr_max_pool2d_dx(x, dy, k, s, relu));
-        }
-    }
-}
-
-#[derive(Debug)]
-struct SoftmaxBackward;
-
-impl<B: Backend + CpuKernels> Backward<B, 1> for SoftmaxBackward {
-    type State = NodeId;
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, ck: &mut Checkpointer) {
-        let dy = grads.consume::<B>(&ops.node);
-        let x = ck.retrieve_node_output::<FloatTensor<B>>(ops.state);
-        if let [Some(node)] = ops.parents {
-            grads.register::<B>(node.id, B::fr_softmax_dx(x, dy));
-        }
-    }
-}
-
-#[derive(Debug)]
-struct ActivationBackward;
-
-impl<B: Backend + CpuKernels> Backward<B, 1> for ActivationBackward {
-    type State = (NodeId, bool);
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, ck: &mut Checkpointer) {
-        let dy = grads.consume::<B>(&ops.node);
-        let (xs, is_tanh) = ops.state;
-        let x = ck.retrieve_node_output::<FloatTensor<B>>(xs);
-        if let [Some(node)] = ops.parents {
-            grads.register::<B>(node.id, B::fr_activation_dx(x, dy, is_tanh));
         }
     }
 }
@@ -553,39 +486,5 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
         _: bool,
     ) -> FloatTensor<Self> {
         unimplemented!("second-order gradients of fedrun's max_pool2d")
-    }
-    fn fr_softmax(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        match SoftmaxBackward
-            .prepare::<C>([x.node()])
-            .compute_bound()
-            .stateful()
-        {
-            OpsKind::Tracked(mut prep) => {
-                let xs = prep.checkpoint(&x);
-                let y = B::fr_softmax(x.into_primitive());
-                prep.finish(xs, y)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(B::fr_softmax(x.into_primitive())),
-        }
-    }
-    fn fr_softmax_dx(_: FloatTensor<Self>, _: FloatTensor<Self>) -> FloatTensor<Self> {
-        unimplemented!("second-order gradients of fedrun's softmax")
-    }
-    fn fr_activation(x: FloatTensor<Self>, is_tanh: bool) -> FloatTensor<Self> {
-        match ActivationBackward
-            .prepare::<C>([x.node()])
-            .compute_bound()
-            .stateful()
-        {
-            OpsKind::Tracked(mut prep) => {
-                let xs = prep.checkpoint(&x);
-                let y = B::fr_activation(x.into_primitive(), is_tanh);
-                prep.finish((xs, is_tanh), y)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(B::fr_activation(x.into_primitive(), is_tanh)),
-        }
-    }
-    fn fr_activation_dx(_: FloatTensor<Self>, _: FloatTensor<Self>, _: bool) -> FloatTensor<Self> {
-        unimplemented!("second-order gradients of fedrun's activations")
     }
 }

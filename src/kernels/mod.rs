@@ -11,6 +11,7 @@ mod conv_nchw;
 mod conv_nhwc;
 mod exp;
 mod ext;
+mod ext_act;
 pub mod gemm;
 mod geom;
 pub mod norm;
@@ -28,6 +29,7 @@ use burn::tensor::activation::relu as relu_op;
 use burn::tensor::{Device, Tensor};
 
 use ext::CpuKernels;
+use ext_act::CpuActivations;
 
 /// Which implementation runs the hot ops (`run.kernels`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -126,7 +128,7 @@ pub fn softmax_last<const D: usize>(x: Tensor<D>, kernels: Kernels) -> Tensor<D>
     if !(kernels == Kernels::Fedrun && is_flex(&x.device())) {
         return burn::tensor::activation::softmax(x, D - 1);
     }
-    Tensor::from_dispatch(<burn::backend::Dispatch as CpuKernels>::fr_softmax(
+    Tensor::from_dispatch(<burn::backend::Dispatch as CpuActivations>::fr_softmax(
         x.into_dispatch(),
     ))
 }
@@ -149,7 +151,7 @@ fn activation<const D: usize>(x: Tensor<D>, is_tanh: bool, kernels: Kernels) -> 
             burn::tensor::activation::sigmoid(x)
         };
     }
-    Tensor::from_dispatch(<burn::backend::Dispatch as CpuKernels>::fr_activation(
+    Tensor::from_dispatch(<burn::backend::Dispatch as CpuActivations>::fr_activation(
         x.into_dispatch(),
         is_tanh,
     ))
