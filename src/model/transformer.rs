@@ -45,21 +45,35 @@ impl CharTransformer {
     }
 
     pub fn forward(&self, x: Tensor<2, Int>) -> Tensor<2> {
-        let [b, len] = x.dims();
-        let device = x.device();
-        let positions = Tensor::<1, Int>::arange(0..len as i64, &device)
-            .reshape([1, len])
-            .repeat_dim(0, b);
-        let h = self.tok.forward(x) * self.scale + self.pos.forward(positions);
+        let h = self.embed(x);
         let h = if self.kernels == Kernels::Burn {
             self.encoder.forward(TransformerEncoderInput::new(h))
         } else {
-            let layers = self.encoder.layers.iter();
-            layers.fold(h, |h, l| encoder_layer(l, h, self.kernels))
+            self.layers(h, self.kernels)
         };
-        let [_, _, d] = h.dims();
-        let last: Tensor<2> = h.slice([0..b, len - 1..len, 0..d]).reshape([b, d]);
-        self.out.forward(last)
+        self.last(h)
+    }
+
+    /// Token embedding ×√d plus the learned positional embedding.
+    fn embed(&self, x: Tensor<2, Int>) -> Tensor<3> {
+        let [b, len] = x.dims();
+        let positions = Tensor::<1, Int>::arange(0..len as i64, &x.device())
+            .reshape([1, len])
+            .repeat_dim(0, b);
+        self.tok.forward(x) * self.scale + self.pos.forward(positions)
+    }
+
+    /// The encoder layers through [`encoder_layer`].
+    fn layers(&self, h: Tensor<3>, kernels: Kernels) -> Tensor<3> {
+        let layers = self.encoder.layers.iter();
+        layers.fold(h, |h, l| encoder_layer(l, h, kernels))
+    }
+
+    /// The logits from the last position.
+    fn last(&self, h: Tensor<3>) -> Tensor<2> {
+        let [b, len, d] = h.dims();
+        self.out
+            .forward(h.slice([0..b, len - 1..len, 0..d]).reshape([b, d]))
     }
 }
 
@@ -119,35 +133,17 @@ mod tests {
         let x = Tensor::<2>::random([6, SEQ_LEN], Distribution::Uniform(0.0, 80.0), &device).int();
         let burn_model = model(Kernels::Burn, 0.0, &device);
         let bits = |t: &Tensor<2>| t.to_data().try_to_vec::<f32>().unwrap();
-        let reference = |m: &CharTransformer| {
-            device.seed(5);
-            m.forward(x.clone())
-        };
-        let mut ours = burn_model.clone();
-        let r = reference(&burn_model);
-        ours.kernels = Kernels::Fedrun;
-        let loop_burn = {
-            let mut m = burn_model.clone();
-            m.kernels = Kernels::Burn;
-            device.seed(5);
-            let layers = m.encoder.layers.iter();
-            let h = m.tok.forward(x.clone()) * m.scale
-                + m.pos.forward(
-                    Tensor::<1, Int>::arange(0..SEQ_LEN as i64, &device)
-                        .reshape([1, SEQ_LEN])
-                        .repeat_dim(0, 6),
-                );
-            let h = layers.fold(h, |h, l| encoder_layer(l, h, Kernels::Burn));
-            let [b, len, d] = h.dims();
-            m.out
-                .forward(h.slice([0..b, len - 1..len, 0..d]).reshape([b, d]))
-        };
+        let r = burn_model.forward(x.clone());
+        let m = &burn_model;
+        let loop_burn = m.last(m.layers(m.embed(x.clone()), Kernels::Burn));
         assert_eq!(
             bits(&loop_burn),
             bits(&r),
             "the layer loop with burn's softmax"
         );
-        let o = reference(&ours);
+        let mut ours = burn_model.clone();
+        ours.kernels = Kernels::Fedrun;
+        let o = ours.forward(x);
         assert!(max_diff(o.clone(), r.clone()) < 1e-4, "fedrun's softmax");
         let (go, gr) = (
             (o.clone() * o).sum().backward(),

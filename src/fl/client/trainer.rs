@@ -95,14 +95,15 @@ struct Objective<'p> {
 
 impl Objective<'_> {
     /// The batch loss of `model`; with an anchor, its batch gradient lands in `g_anchor` first,
-    /// and both forwards draw their dropout masks from `masks` (the same masks for both).
+    /// and both forwards draw the same dropout masks, seeded from `masks` = (the client's
+    /// dropout seed, the step, the device).
     fn loss(
         &self,
         model: &Model,
         input: Input,
         y: Tensor<1, Int>,
         g_anchor: &mut [f32],
-        masks: (u64, &Device),
+        masks: (u64, usize, &Device),
     ) -> Tensor<1> {
         let frozen: Vec<Outputs> = if self.frozen_outputs {
             self.frozen
@@ -113,11 +114,13 @@ impl Objective<'_> {
             Vec::new()
         };
         if let Some(am) = self.anchor {
-            masks.1.seed(masks.0);
+            let (seed, step, device) = masks;
+            let seed = Rng::derive(seed, Stream::Dropout, &[step as u64]).next_u64();
+            device.seed(seed);
             let la = cross_entropy(am.forward(input.clone()), y.clone());
             let grads = la.backward();
             read_grads(am, &grads, g_anchor);
-            masks.1.seed(masks.0);
+            device.seed(seed);
         }
         let out = model.outputs(input);
         match self.loss {
@@ -347,8 +350,8 @@ fn run_steps(
         if let Stepper::Host(_) = stepper {
             model = write_params(model, &buf.x);
         }
-        let masks = Rng::derive(w.dropout_seed, Stream::Dropout, &[step as u64]).next_u64();
-        let loss = objective.loss(&model, input, y, &mut buf.g_anchor, (masks, job.device));
+        let masks = (w.dropout_seed, step, job.device);
+        let loss = objective.loss(&model, input, y, &mut buf.g_anchor, masks);
         let ctx = Ctx {
             round: w.round,
             lr,
