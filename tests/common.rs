@@ -190,3 +190,12 @@ pub fn run_config(config: &str, data: &Path, out: &Path, sets: &[&str]) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The lines of a rounds.csv without its last column (the wall time, `elapsed_s`).
+pub fn without_time(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect()
+}

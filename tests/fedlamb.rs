@@ -315,7 +315,11 @@ fn mime_sgdm_momentum_and_local_terms_by_hand() {
             with.push("mime.lite=false");
         }
         let (mut alg, ctx, mut global) = two_parameters(&with);
-        assert!(alg.begin_round(&info(0), &global).mean_full_gradient);
+        assert!(
+            alg.begin_round(&info(0), &global)
+                .unwrap()
+                .mean_full_gradient
+        );
         let mut agg = Aggregate {
             mean_delta: vec![0.0; 2],
             mean_sq_norm: 0.0,
@@ -400,7 +404,11 @@ fn original_mime_with_frozen_amsgrad_state_by_hand() {
         x.iter().map(|v| -v).collect::<Vec<f32>>()
     };
     // round 0: m = 0 and v̂ = ε, so the direction is (1−β1)·g/√ε
-    assert!(alg.begin_round(&info(0), &global).mean_full_gradient);
+    assert!(
+        alg.begin_round(&info(0), &global)
+            .unwrap()
+            .mean_full_gradient
+    );
     let g = [2.0f32, -1.0];
     let u = direction(alg.as_ref(), &g);
     for j in 0..2 {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TempDir, synthetic_spec};
+use common::{TempDir, synthetic_spec, without_time};
 use fedrun::fl::engine::{RunOptions, run};
 use fedrun::metrics::summary::{Status, Summary};
 
@@ -51,14 +51,6 @@ fn wait_for_lines(path: &Path, lines: usize) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn without_time(p: &Path) -> Vec<String> {
-    std::fs::read_to_string(p)
-        .unwrap()
-        .lines()
-        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
-        .collect()
 }
 
 #[test]

@@ -70,6 +70,22 @@ fn a_set_key_the_run_will_not_read_is_refused_with_the_reason() {
 }
 
 #[test]
+fn a_client_state_budget_for_an_algorithm_without_client_state_is_refused() {
+    let set = ["run.client_state_mb=100"];
+    let o = check(&config("cifar_fedavg.toml"), &set);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("`run.client_state_mb` is not read by `fl.algorithm = \"fedavg\"` (it keeps no per-client state)"),
+        "{e}"
+    );
+    for cfg in ["cifar_scaffold.toml", "fedlamb/mnist_fedams.toml"] {
+        let ok = check(&config(cfg), &set);
+        assert!(ok.status.success(), "{cfg}: {}", stderr(&ok));
+    }
+}
+
+#[test]
 fn a_file_key_the_run_will_not_read_is_a_warning() {
     let d = TempDir::new("wf-warn");
     let cfg = d.path().join("spec.toml");

@@ -346,6 +346,10 @@ pub struct RunSpec {
     /// Clients trained at once, each on one core; 0 = auto (one per core for small models
     /// without dropout, else 1). Results are identical whatever the value.
     pub client_workers: usize,
+    /// Per-client state (SCAFFOLD's c_i, FedDyn's g_i, …) kept in memory, in MB (10⁶ bytes),
+    /// at least the clients trained at once; the rest is spilled to `client_state_*.bin` in the
+    /// run folder. 0 = no limit. Results are identical whatever the value.
+    pub client_state_mb: f64,
 }
 
 impl Default for RunSpec {
@@ -359,6 +363,7 @@ impl Default for RunSpec {
             local_step: LocalStep::Auto,
             checkpoint_every: 10,
             client_workers: 0,
+            client_state_mb: 0.0,
         }
     }
 }

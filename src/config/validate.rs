@@ -90,6 +90,7 @@ pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
             s.run.name
         )));
     }
+    non_negative("run.client_state_mb", s.run.client_state_mb)?;
     if s.run.init_seed < -1 {
         return Err(Error::Config(format!(
             "key `run.init_seed` must be a seed ≥ 0, or −1 to follow `run.seed`, got {}",

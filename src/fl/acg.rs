@@ -9,6 +9,7 @@
 //! …). With λ = 0 it is plain averaging, bit for bit.
 
 use crate::error::Result;
+use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report};
 use crate::fl::strategy::{
     RoundInfo, RoundNeeds, ServerLog, ServerStep, Strategy, Traffic, axpy, load_momentum,
@@ -37,7 +38,7 @@ impl Acg {
 }
 
 impl Strategy for Acg {
-    fn begin_round(&mut self, info: &RoundInfo, global: &[f32]) -> RoundNeeds {
+    fn begin_round(&mut self, info: &RoundInfo, global: &[f32]) -> Result<RoundNeeds> {
         let l = self.lambda;
         self.phi
             .iter_mut()
@@ -81,8 +82,12 @@ impl Strategy for Acg {
         self.inner.per_client_vectors()
     }
 
-    fn forget(&mut self, client: usize) {
-        self.inner.forget(client);
+    fn forget(&mut self, client: usize) -> Result<()> {
+        self.inner.forget(client)
+    }
+
+    fn client_stores(&mut self) -> Vec<&mut PerClient> {
+        self.inner.client_stores()
     }
 
     fn traffic(&self, info: &RoundInfo) -> Traffic {

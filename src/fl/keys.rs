@@ -67,6 +67,13 @@ pub fn unread_keys(s: &Spec) -> Vec<Unread> {
         ));
     }
     out.extend(fl_unread(s));
+    if !reads_key(&s.fl.algorithm, "run.client_state_mb") {
+        let why = format!(
+            "by `fl.algorithm = \"{}\"` (it keeps no per-client state)",
+            s.fl.algorithm
+        );
+        out.push(Unread::new("run.client_state_mb", why));
+    }
     out
 }
 

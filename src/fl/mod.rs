@@ -13,7 +13,7 @@
 //! | `acg.rs` | ACG, the lookahead broadcast and server momentum, around another algorithm |
 //! | `keys.rs` | which `[local]` keys and algorithm tables a spec's run reads |
 //! | `losses.rs` | the local objectives' terms as tensor ops |
-//! | `per_client.rs` | model-sized vectors kept per client |
+//! | `per_client/` | model-sized vectors kept per client, in memory or spilled to a slot file |
 //! | `schedule.rs` | the local learning-rate schedules |
 
 pub mod acg;

@@ -14,6 +14,7 @@
 //! 5. evaluation of `eval_params` (default: the global model; FedExP: the last two iterates'
 //!    average).
 
+use super::per_client::PerClient;
 use super::plan::{ClientPlan, Report};
 use crate::config::{Keys, Spec};
 use crate::error::Result;
@@ -122,8 +123,8 @@ pub struct ServerLog {
 
 pub trait Strategy: Send + Sync {
     /// The start of a round; what it needs before the clients train.
-    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) -> RoundNeeds {
-        RoundNeeds::default()
+    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) -> Result<RoundNeeds> {
+        Ok(RoundNeeds::default())
     }
 
     /// The model the clients start from and are anchored to. None = the global model.
@@ -158,7 +159,15 @@ pub trait Strategy: Send + Sync {
     /// Client `client` left the federation (`fl.replace_every`): drop what the algorithm keeps
     /// for it (its per-client vectors, freeing their memory), so that a client who takes its
     /// place, or comes back, starts afresh (default: nothing kept).
-    fn forget(&mut self, _client: usize) {}
+    fn forget(&mut self, _client: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// Its per-client stores, for the engine to stage a round's clients, spill beyond the
+    /// memory budget and checkpoint (default: none).
+    fn client_stores(&mut self) -> Vec<&mut PerClient> {
+        Vec::new()
+    }
 
     /// What each sampled client of round `info.round` receives and sends besides the model it
     /// starts from and its update, in model-sized vectors, as the algorithm's protocol has it

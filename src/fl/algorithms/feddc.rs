@@ -11,7 +11,7 @@
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::per_client::PerClient;
+use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Report};
 use crate::fl::strategy::{
     FromSetup, RoundInfo, ServerLog, ServerStep, Setup, Strategy, Traffic, take_state,
@@ -45,6 +45,8 @@ pub struct FedDc {
 }
 
 impl FromSetup for FedDc {
+    const READS: &'static [&'static str] = CLIENT_STATE;
+
     fn from_setup(s: &Setup) -> Result<Self> {
         let n = s.client_sizes.len();
         let mean = s.client_sizes.iter().sum::<usize>() as f64 / n as f64;
@@ -86,11 +88,11 @@ impl Strategy for FedDc {
         let inv_w = (1.0 / w) as f32;
         let scale = (1.0 / (report.info.steps as f64 * self.base_lr)) as f32;
         let dim = self.dim;
-        let h = self.h.get_mut(client);
+        let h = self.h.get_mut(client)?;
         for (h, d) in h.iter_mut().zip(delta) {
             *h += d;
         }
-        let gi = self.gi.get_mut(client);
+        let gi = self.gi.get_mut(client)?;
         for i in 0..dim {
             self.sum_h[i] += delta[i];
             let new = gi[i] - self.g[i] * inv_w - delta[i] * scale;
@@ -102,12 +104,16 @@ impl Strategy for FedDc {
 
     /// Its drift leaves the mean drift; the server's g keeps what the client added (the code
     /// updates it incrementally).
-    fn forget(&mut self, client: usize) {
-        if let Some(h) = self.h.get(client) {
-            self.sum_h.iter_mut().zip(h).for_each(|(s, h)| *s -= h);
+    fn forget(&mut self, client: usize) -> Result<()> {
+        if let Some(h) = self.h.take(client)? {
+            self.sum_h.iter_mut().zip(&h).for_each(|(s, h)| *s -= h);
         }
-        self.h.remove(client);
         self.gi.remove(client);
+        Ok(())
+    }
+
+    fn client_stores(&mut self) -> Vec<&mut PerClient> {
+        vec![&mut self.h, &mut self.gi]
     }
 
     /// g down; the drift-corrected model θ_i + h_i and Δg_i up (the FedDC paper's Algorithm 1).

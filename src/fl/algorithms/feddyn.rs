@@ -11,7 +11,7 @@
 
 use crate::config::validate::positive;
 use crate::error::Result;
-use crate::fl::per_client::PerClient;
+use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Report};
 use crate::fl::strategy::{FromSetup, ServerLog, ServerStep, Setup, Strategy, take_state};
 use crate::fl::term::Term;
@@ -42,6 +42,8 @@ impl FedDyn {
 }
 
 impl FromSetup for FedDyn {
+    const READS: &'static [&'static str] = CLIENT_STATE;
+
     fn from_setup(s: &Setup) -> Result<Self> {
         Ok(FedDyn {
             alpha: s.spec.keys::<Keys>()?.alpha as f32,
@@ -66,7 +68,7 @@ impl Strategy for FedDyn {
 
     fn receive(&mut self, client: usize, report: Report) -> Result<()> {
         let a = self.alpha;
-        let gi = self.gi.get_mut(client);
+        let gi = self.gi.get_mut(client)?;
         gi.iter_mut()
             .zip(report.delta)
             .for_each(|(g, d)| *g -= a * d);
@@ -77,8 +79,13 @@ impl Strategy for FedDyn {
         Ok(())
     }
 
-    fn forget(&mut self, client: usize) {
+    fn client_stores(&mut self) -> Vec<&mut PerClient> {
+        vec![&mut self.gi]
+    }
+
+    fn forget(&mut self, client: usize) -> Result<()> {
         self.gi.remove(client);
+        Ok(())
     }
 
     fn server_update(&mut self, s: ServerStep) -> ServerLog {

@@ -202,7 +202,7 @@ impl Strategy for FedLamb {
     fn receive(&mut self, client: usize, report: Report) -> Result<()> {
         let missing = |what: &str| Error::Run(format!("client {client} sent no {what}"));
         let moments = report.uplink.moments.ok_or_else(|| missing("moments"))?;
-        self.mi.set(client, moments.m);
+        self.mi.set(client, moments.m)?;
         let v = match self.source {
             Source::ClientV => moments.v,
             Source::FullGradient => report
@@ -237,8 +237,13 @@ impl Strategy for FedLamb {
         1
     }
 
-    fn forget(&mut self, client: usize) {
+    fn forget(&mut self, client: usize) -> Result<()> {
         self.mi.remove(client);
+        Ok(())
+    }
+
+    fn client_stores(&mut self) -> Vec<&mut PerClient> {
+        vec![&mut self.mi]
     }
 
     /// v̂ down every round; up, v_i at a sync round (Fed-LAMB, Fed-AMS) or the full-data

@@ -133,10 +133,10 @@ impl FromSetup for MimeSgdm {
 }
 
 impl Strategy for MimeSgdm {
-    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) -> RoundNeeds {
-        RoundNeeds {
+    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) -> Result<RoundNeeds> {
+        Ok(RoundNeeds {
             mean_full_gradient: true,
-        }
+        })
     }
 
     fn round_gradient(&mut self, mean: &[f32]) {

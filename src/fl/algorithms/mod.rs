@@ -22,6 +22,7 @@ pub mod moon;
 pub mod scaffold;
 
 use super::acg::Acg;
+use super::per_client::CLIENT_STATE;
 use super::strategy::{FromSetup, Setup, Strategy};
 use crate::config::{Alias, KeyTable, Spec};
 use crate::error::Result;
@@ -72,10 +73,10 @@ pub const REGISTRY: &[Entry] = &[
     alg::<feddecorr::FedDecorr>("feddecorr", &[feddecorr::KEYS]),
     alg::<moon::Moon>("moon", &[moon::KEYS]),
     alg::<fedmlb::FedMlb>("fedmlb", &[fedmlb::KEYS]),
-    with("fedlamb", &[fedlamb::KEYS], fedlamb::lamb),
-    with("fedams", &[fedlamb::KEYS], fedlamb::ams),
-    with("mimelamb", &[fedlamb::KEYS], fedlamb::mimelamb),
-    with("mime", &[mime::KEYS, fedlamb::KEYS], mime::build),
+    with("fedlamb", &[fedlamb::KEYS], fedlamb::lamb).reading(CLIENT_STATE),
+    with("fedams", &[fedlamb::KEYS], fedlamb::ams).reading(CLIENT_STATE),
+    with("mimelamb", &[fedlamb::KEYS], fedlamb::mimelamb).reading(CLIENT_STATE),
+    with("mime", &[mime::KEYS, fedlamb::KEYS], mime::build).reading(CLIENT_STATE),
 ];
 
 /// Other names of algorithms: the papers' names for a variant chosen by a key.

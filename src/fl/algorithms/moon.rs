@@ -14,7 +14,7 @@ use burn::tensor::Tensor;
 use crate::config::validate::{non_negative, positive};
 use crate::error::Result;
 use crate::fl::losses::{cross_entropy, model_contrastive};
-use crate::fl::per_client::PerClient;
+use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput, Report};
 use crate::fl::strategy::{FromSetup, RoundInfo, RoundNeeds, Setup, Strategy, take_state};
 
@@ -51,6 +51,8 @@ impl LocalLoss for Moon {
 }
 
 impl FromSetup for Moon {
+    const READS: &'static [&'static str] = CLIENT_STATE;
+
     const AVERAGES: bool = true;
 
     fn from_setup(s: &Setup) -> Result<Self> {
@@ -67,12 +69,12 @@ impl FromSetup for Moon {
 }
 
 impl Strategy for Moon {
-    fn begin_round(&mut self, _info: &RoundInfo, global: &[f32]) -> RoundNeeds {
+    fn begin_round(&mut self, _info: &RoundInfo, global: &[f32]) -> Result<RoundNeeds> {
         self.start.copy_from_slice(global);
         if self.initial.is_none() {
             self.initial = Some(global.to_vec());
         }
-        RoundNeeds::default()
+        Ok(RoundNeeds::default())
     }
 
     fn plan(&self, client: usize) -> ClientPlan<'_> {
@@ -92,15 +94,20 @@ impl Strategy for Moon {
         if self.mu == 0.0 {
             return Ok(());
         }
-        let p = self.prev.get_mut(client);
+        let p = self.prev.get_mut(client)?;
         p.iter_mut()
             .zip(self.start.iter().zip(report.delta))
             .for_each(|(p, (s, d))| *p = s + d);
         Ok(())
     }
 
-    fn forget(&mut self, client: usize) {
+    fn forget(&mut self, client: usize) -> Result<()> {
         self.prev.remove(client);
+        Ok(())
+    }
+
+    fn client_stores(&mut self) -> Vec<&mut PerClient> {
+        vec![&mut self.prev]
     }
 
     fn per_client_vectors(&self) -> usize {

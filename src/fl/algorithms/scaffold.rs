@@ -7,7 +7,7 @@
 //! - server as FedAvg.
 
 use crate::error::Result;
-use crate::fl::per_client::PerClient;
+use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Report};
 use crate::fl::strategy::{
     FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, Traffic, average,
@@ -35,6 +35,8 @@ impl Scaffold {
 }
 
 impl FromSetup for Scaffold {
+    const READS: &'static [&'static str] = CLIENT_STATE;
+
     fn from_setup(s: &Setup) -> Result<Self> {
         // p_j = n_j / Σ n over the federation: the pool's total scaled to the federation's size
         // (×1 when every client is in it), so that c stays the members' weighted mean
@@ -50,19 +52,20 @@ impl FromSetup for Scaffold {
 }
 
 impl Strategy for Scaffold {
-    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) -> RoundNeeds {
+    fn begin_round(&mut self, _info: &RoundInfo, _global: &[f32]) -> Result<RoundNeeds> {
         let mut acc = vec![0f64; self.dim];
-        for (j, ci) in self.ci.iter() {
-            let p = self.weights[j];
+        let weights = &self.weights;
+        self.ci.for_each(|j, ci| {
+            let p = weights[j];
             acc.iter_mut()
                 .zip(ci)
                 .for_each(|(a, c)| *a += p * *c as f64);
-        }
+        })?;
         self.c
             .iter_mut()
             .zip(&acc)
             .for_each(|(c, a)| *c = *a as f32);
-        RoundNeeds::default()
+        Ok(RoundNeeds::default())
     }
 
     fn plan(&self, client: usize) -> ClientPlan<'_> {
@@ -78,15 +81,20 @@ impl Strategy for Scaffold {
 
     fn receive(&mut self, client: usize, report: Report) -> Result<()> {
         let scale = (1.0 / (report.info.steps as f64 * report.info.lr)) as f32;
-        let ci = self.ci.get_mut(client);
+        let ci = self.ci.get_mut(client)?;
         ci.iter_mut()
             .zip(self.c.iter().zip(report.delta))
             .for_each(|(ci, (c, d))| *ci = *ci - c - d * scale);
         Ok(())
     }
 
-    fn forget(&mut self, client: usize) {
+    fn forget(&mut self, client: usize) -> Result<()> {
         self.ci.remove(client);
+        Ok(())
+    }
+
+    fn client_stores(&mut self) -> Vec<&mut PerClient> {
+        vec![&mut self.ci]
     }
 
     /// c down, Δc_i up.

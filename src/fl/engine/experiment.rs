@@ -12,6 +12,7 @@ use crate::data::FedData;
 use crate::error::{Error, Result};
 use crate::fl::algorithms;
 use crate::fl::client::{ClipDecay, Trainer};
+use crate::fl::per_client::Budget;
 use crate::fl::schedule::Schedule;
 use crate::fl::strategy::{Setup, Strategy};
 use crate::kernels::Kernels;
@@ -152,13 +153,28 @@ impl Experiment {
         })
     }
 
+    /// Keep at most `run.client_state_mb` of per-client state in memory (0: all of it) and
+    /// spill the rest to the run folder `dir`; `fresh`: a new run (not resumed).
+    pub fn spill_client_state(&mut self, dir: &std::path::Path, fresh: bool) -> Result<()> {
+        let mb = self.spec.run.client_state_mb;
+        let limit = match mb > 0.0 {
+            true => (mb * 1e6) as u64,
+            false => u64::MAX,
+        };
+        let budget = Budget::new(limit);
+        for store in self.alg.client_stores() {
+            store.spill_to(dir, budget.clone(), fresh)?;
+        }
+        Ok(())
+    }
+
     /// Run round t; returns the round's raw statistics, or why it stopped.
     pub fn round_stats(&mut self, t: usize) -> std::result::Result<RoundStats, Stop> {
         let lr = self.lr(t);
         let sizes = self.data.client_sizes();
         let uplink = self.uplink();
         for c in self.members.begin_round(t) {
-            self.alg.forget(c);
+            self.alg.forget(c).map_err(Stop::Failed)?;
         }
         let mut client = BurnClients {
             trainers: &mut self.trainers,

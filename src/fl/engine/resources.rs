@@ -123,7 +123,8 @@ pub fn check_batches(spec: &Spec, data: &FedData, budget: u64) -> Result<()> {
 }
 
 /// Check the per-client state of a run before it grows: `vectors` model-sized vectors of `dim`
-/// floats for each of `clients` clients (at most, once every client has trained).
+/// floats for each of `clients` clients (at most, once every client has trained), or the part
+/// of it `run.client_state_mb` keeps in memory.
 pub fn check_state(
     spec: &Spec,
     clients: usize,
@@ -131,12 +132,22 @@ pub fn check_state(
     dim: usize,
     budget: u64,
 ) -> Result<()> {
+    // the state comes on top of the model and its copies (as `check_spec` counts them)
+    let workers = spec.run.client_workers.max(1) as u128;
+    let model = dim as u128 * 4 * (6 * workers + 10);
     let bytes = clients as u128 * vectors as u128 * dim as u128 * 4;
+    let cap = (spec.run.client_state_mb * 1e6) as u128;
+    if cap > 0 {
+        let keys = format!("key `run.client_state_mb` = {}", spec.run.client_state_mb);
+        let what = "the per-client state kept in memory, with the model,";
+        return fits(model + bytes.min(cap), budget, &keys, what);
+    }
     let keys = format!(
-        "key `data.num_clients` = {} with `fl.algorithm` = \"{}\"",
+        "key `data.num_clients` = {} with `fl.algorithm` = \"{}\" (or set `run.client_state_mb` to keep at most that many MB of it in memory and spill the rest to the run folder)",
         spec.data.num_clients, spec.fl.algorithm
     );
-    let what =
-        format!("{vectors} per-client vector(s) of {dim} floats for each of {clients} clients");
-    fits(bytes, budget, &keys, &what)
+    let what = format!(
+        "{vectors} per-client vector(s) of {dim} floats for each of {clients} clients, with the model,"
+    );
+    fits(model + bytes, budget, &keys, &what)
 }

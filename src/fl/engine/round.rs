@@ -184,7 +184,7 @@ pub fn run_round(
         server_lr: cfg.server_lr,
         sampled: sampled.clone(),
     };
-    let needs = alg.begin_round(&info, global);
+    let needs = alg.begin_round(&info, global).map_err(Stop::Failed)?;
     let anchor: Vec<f32> = alg
         .broadcast()
         .map(|b| b.to_vec())
@@ -210,6 +210,9 @@ pub fn run_round(
     // Clients are trained `width` at a time and aggregated strictly in sampling order, so the
     // result does not depend on the width.
     for chunk in sampled.chunks(trainer.width().max(1)) {
+        for store in alg.client_stores() {
+            store.stage(chunk).map_err(Stop::Failed)?;
+        }
         let plans: Vec<ClientPlan> = chunk.iter().map(|&c| alg.plan(c)).collect();
         let stats = trainer.train_many(t, chunk, &anchor, plans, cfg.lr);
         for (k, (&c, ls)) in chunk.iter().zip(stats).enumerate() {

@@ -65,6 +65,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     );
     // Only now touch the output folder.
     dir.prepare(opts.force)?;
+    ex.spill_client_state(dir.path(), resume.is_none())?;
     let restored = match resume {
         Some(_) => {
             let (p, csv) = dir.restore(&mut ex)?;
@@ -205,14 +206,15 @@ fn diverged(p: &Progress, name: &str, dir: &RunDir, stop: Stop) -> Result<Summar
 
 /// The summary at the end of this call: complete, or interrupted with a checkpoint.
 fn finish(
-    ex: &Experiment,
+    ex: &mut Experiment,
     dir: &RunDir,
     csv: &mut CsvWriter,
     p: &Progress,
     opts: &RunOptions,
     pace: f64,
 ) -> Result<Summary> {
-    let name = &ex.spec.run.name;
+    let name = ex.spec.run.name.clone();
+    let name = &name;
     let mut s = if p.next == ex.spec.fl.rounds {
         p.summary(name, Status::Complete, String::new())
     } else {

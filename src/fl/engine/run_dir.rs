@@ -233,7 +233,16 @@ impl RunDir {
     }
 
     /// Write a checkpoint of the experiment at `progress` (after syncing the CSV).
-    pub fn save(&self, ex: &Experiment, csv: &mut CsvWriter, progress: &Progress) -> Result<()> {
+    pub fn save(
+        &self,
+        ex: &mut Experiment,
+        csv: &mut CsvWriter,
+        progress: &Progress,
+    ) -> Result<()> {
+        // what the checkpoint refers to on disk is durable before it does
+        for store in ex.alg.client_stores() {
+            store.sync()?;
+        }
         let csv_bytes = csv.sync()?;
         let mut vectors: Vec<(String, &[f32])> = vec![("global".into(), &ex.global)];
         vectors.extend(ex.alg.state());
@@ -249,7 +258,11 @@ impl RunDir {
             rounds_from: crate::metrics::csv::ROUNDS_FROM,
             active: ex.members.active().map(<[usize]>::to_vec),
         };
-        checkpoint::write(&self.checkpoint(), &header, &vectors)
+        checkpoint::write(&self.checkpoint(), &header, &vectors)?;
+        for store in ex.alg.client_stores() {
+            store.commit();
+        }
+        Ok(())
     }
 
     pub fn write_summary(&self, s: &Summary) -> Result<()> {
