@@ -1,16 +1,12 @@
 //! The LSTM's gate activations, σ and tanh, over `f32` slices with [`super::exp`]'s branch-free
 //! functions, and their gradients from the output (σ′ = y(1 − y), tanh′ = 1 − y²), the output
-//! recomputed from the input. Element by element: the same bits at any thread count.
+//! kept by the autodiff node. Element by element: the same bits at any thread count.
 
 use super::exp::{sigmoid, tanh};
 use super::scratch::{for_chunks, threads};
 
 /// Elements per parallel task.
 const CHUNK: usize = 16_384;
-
-fn act(x: f32, is_tanh: bool) -> f32 {
-    if is_tanh { tanh(x) } else { sigmoid(x) }
-}
 
 /// `tanh(x)` if `is_tanh`, else `σ(x)`, element by element.
 pub fn forward(x: &[f32], is_tanh: bool) -> Vec<f32> {
@@ -26,14 +22,13 @@ pub fn forward(x: &[f32], is_tanh: bool) -> Vec<f32> {
     y
 }
 
-/// The gradient of [`forward`] against `dy`.
-pub fn backward(x: &[f32], dy: &[f32], is_tanh: bool) -> Vec<f32> {
-    let mut dx = vec![0.0f32; x.len()];
+/// The gradient of `y = forward(x)` against `dy`, from `y`.
+pub fn backward(y: &[f32], dy: &[f32], is_tanh: bool) -> Vec<f32> {
+    let mut dx = vec![0.0f32; y.len()];
     for_chunks(threads(), &mut dx, CHUNK, |i, out| {
         let at = i * CHUNK;
-        let (src, d) = (&x[at..][..out.len()], &dy[at..][..out.len()]);
-        for ((o, &v), &g) in out.iter_mut().zip(src).zip(d) {
-            let y = act(v, is_tanh);
+        let (src, d) = (&y[at..][..out.len()], &dy[at..][..out.len()]);
+        for ((o, &y), &g) in out.iter_mut().zip(src).zip(d) {
             *o = if is_tanh {
                 g * (1.0 - y * y)
             } else {
@@ -56,7 +51,7 @@ mod tests {
         let dy = vec![1.0f32; x.len()];
         for is_tanh in [false, true] {
             let y = forward(&x, is_tanh);
-            let dx = backward(&x, &dy, is_tanh);
+            let dx = backward(&y, &dy, is_tanh);
             for k in (0..x.len()).step_by(997) {
                 let h = 1e-2f64;
                 let f = |v: f64| {

@@ -1,9 +1,9 @@
 //! fedrun's softmax and gate activations as a burn backend extension, beside [`super::ext`]'s
 //! convolution, norm and pool: the flex side runs [`super::softmax`] and [`super::activation`]
 //! on the tensors' memory, the autodiff side records the op and computes its gradient with the
-//! same kernels from the checkpointed input.
+//! same kernels from the output it keeps (for the softmax and σ/tanh the output is all the
+//! gradient needs, so nothing is recomputed).
 
-use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -20,13 +20,13 @@ use super::softmax;
 pub trait CpuActivations: Backend {
     /// `softmax(x)` over the last axis.
     fn fr_softmax(x: FloatTensor<Self>) -> FloatTensor<Self>;
-    /// `dL/dx` of [`CpuActivations::fr_softmax`].
-    fn fr_softmax_dx(x: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self>;
+    /// `dL/dx` of [`CpuActivations::fr_softmax`], from its output `y`.
+    fn fr_softmax_dx(y: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self>;
     /// `tanh(x)` if `is_tanh`, else `σ(x)`.
     fn fr_activation(x: FloatTensor<Self>, is_tanh: bool) -> FloatTensor<Self>;
-    /// `dL/dx` of [`CpuActivations::fr_activation`].
+    /// `dL/dx` of [`CpuActivations::fr_activation`], from its output `y`.
     fn fr_activation_dx(
-        x: FloatTensor<Self>,
+        y: FloatTensor<Self>,
         dy: FloatTensor<Self>,
         is_tanh: bool,
     ) -> FloatTensor<Self>;
@@ -39,10 +39,10 @@ impl CpuActivations for Flex {
         let y = with_slice(&x, |xs| softmax::forward(n, xs));
         FlexTensor::new(Bytes::from_elems(y), Layout::contiguous(shape), DType::F32)
     }
-    fn fr_softmax_dx(x: FlexTensor, dy: FlexTensor) -> FlexTensor {
-        let shape = x.layout().shape().clone();
+    fn fr_softmax_dx(y: FlexTensor, dy: FlexTensor) -> FlexTensor {
+        let shape = y.layout().shape().clone();
         let n = shape[shape.len() - 1];
-        let dx = with_slice(&x, |xs| with_slice(&dy, |d| softmax::backward(n, xs, d)));
+        let dx = with_slice(&y, |ys| with_slice(&dy, |d| softmax::backward(n, ys, d)));
         FlexTensor::new(Bytes::from_elems(dx), Layout::contiguous(shape), DType::F32)
     }
     fn fr_activation(x: FlexTensor, is_tanh: bool) -> FlexTensor {
@@ -50,10 +50,10 @@ impl CpuActivations for Flex {
         let y = with_slice(&x, |xs| activation::forward(xs, is_tanh));
         FlexTensor::new(Bytes::from_elems(y), Layout::contiguous(shape), DType::F32)
     }
-    fn fr_activation_dx(x: FlexTensor, dy: FlexTensor, is_tanh: bool) -> FlexTensor {
-        let shape = x.layout().shape().clone();
-        let dx = with_slice(&x, |xs| {
-            with_slice(&dy, |d| activation::backward(xs, d, is_tanh))
+    fn fr_activation_dx(y: FlexTensor, dy: FlexTensor, is_tanh: bool) -> FlexTensor {
+        let shape = y.layout().shape().clone();
+        let dx = with_slice(&y, |ys| {
+            with_slice(&dy, |d| activation::backward(ys, d, is_tanh))
         });
         FlexTensor::new(Bytes::from_elems(dx), Layout::contiguous(shape), DType::F32)
     }
@@ -63,12 +63,12 @@ impl CpuActivations for Flex {
 struct SoftmaxBackward;
 
 impl<B: Backend + CpuActivations> Backward<B, 1> for SoftmaxBackward {
-    type State = NodeId;
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, ck: &mut Checkpointer) {
+    /// The output y (the gradient needs nothing else).
+    type State = FloatTensor<B>;
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let dy = grads.consume::<B>(&ops.node);
-        let x = ck.retrieve_node_output::<FloatTensor<B>>(ops.state);
         if let [Some(node)] = ops.parents {
-            grads.register::<B>(node.id, B::fr_softmax_dx(x, dy));
+            grads.register::<B>(node.id, B::fr_softmax_dx(ops.state, dy));
         }
     }
 }
@@ -77,13 +77,13 @@ impl<B: Backend + CpuActivations> Backward<B, 1> for SoftmaxBackward {
 struct ActivationBackward;
 
 impl<B: Backend + CpuActivations> Backward<B, 1> for ActivationBackward {
-    type State = (NodeId, bool);
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, ck: &mut Checkpointer) {
+    /// The output y, and which activation.
+    type State = (FloatTensor<B>, bool);
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let dy = grads.consume::<B>(&ops.node);
-        let (xs, is_tanh) = ops.state;
-        let x = ck.retrieve_node_output::<FloatTensor<B>>(xs);
+        let (y, is_tanh) = ops.state;
         if let [Some(node)] = ops.parents {
-            grads.register::<B>(node.id, B::fr_activation_dx(x, dy, is_tanh));
+            grads.register::<B>(node.id, B::fr_activation_dx(y, dy, is_tanh));
         }
     }
 }
@@ -95,10 +95,9 @@ impl<B: Backend + CpuActivations, C: CheckpointStrategy> CpuActivations for Auto
             .compute_bound()
             .stateful()
         {
-            OpsKind::Tracked(mut prep) => {
-                let xs = prep.checkpoint(&x);
+            OpsKind::Tracked(prep) => {
                 let y = B::fr_softmax(x.into_primitive());
-                prep.finish(xs, y)
+                prep.finish(y.clone(), y)
             }
             OpsKind::UnTracked(prep) => prep.finish(B::fr_softmax(x.into_primitive())),
         }
@@ -112,10 +111,9 @@ impl<B: Backend + CpuActivations, C: CheckpointStrategy> CpuActivations for Auto
             .compute_bound()
             .stateful()
         {
-            OpsKind::Tracked(mut prep) => {
-                let xs = prep.checkpoint(&x);
+            OpsKind::Tracked(prep) => {
                 let y = B::fr_activation(x.into_primitive(), is_tanh);
-                prep.finish((xs, is_tanh), y)
+                prep.finish((y.clone(), is_tanh), y)
             }
             OpsKind::UnTracked(prep) => prep.finish(B::fr_activation(x.into_primitive(), is_tanh)),
         }

@@ -1,7 +1,7 @@
 //! Softmax over the last axis of `f32` rows, with an `exp` that the compiler vectorises: the
 //! attention softmax of the transformers, where burn-flex calls libm's scalar `expf` once per
 //! score (and its slow underflow path for the many scores far below the row's maximum). The
-//! backward pass recomputes the output from the input. Each row is computed on its own, in a
+//! backward pass works from the output, kept by the autodiff node. Each row is computed on its own, in a
 //! fixed order: the same bits at any thread count.
 
 use super::exp::exp;
@@ -30,15 +30,15 @@ pub fn forward(n: usize, x: &[f32]) -> Vec<f32> {
     y
 }
 
-/// The gradient of `softmax(x)` against `dy`: `y ⊙ (dy − Σ dy ⊙ y)` per row.
-pub fn backward(n: usize, x: &[f32], dy: &[f32]) -> Vec<f32> {
-    let mut dx = vec![0.0f32; x.len()];
+/// The gradient of `y = softmax(x)` against `dy`, from `y`: `y ⊙ (dy − Σ dy ⊙ y)` per row.
+pub fn backward(n: usize, y: &[f32], dy: &[f32]) -> Vec<f32> {
+    let mut dx = vec![0.0f32; y.len()];
     let rows = rows_per_chunk(n);
     for_chunks(threads(), &mut dx, rows * n, |i, out| {
         let at = i * rows * n;
-        let (src, d) = (&x[at..][..out.len()], &dy[at..][..out.len()]);
-        for ((xr, dr), o) in src.chunks(n).zip(d.chunks(n)).zip(out.chunks_mut(n)) {
-            row(xr, o);
+        let (src, d) = (&y[at..][..out.len()], &dy[at..][..out.len()]);
+        for ((yr, dr), o) in src.chunks(n).zip(d.chunks(n)).zip(out.chunks_mut(n)) {
+            o.copy_from_slice(yr);
             let dot: f32 = o.iter().zip(dr).map(|(y, g)| y * g).sum();
             o.iter_mut().zip(dr).for_each(|(y, g)| *y *= g - dot);
         }
@@ -73,7 +73,7 @@ mod tests {
         }
         // the gradient against finite differences of L = Σ w ⊙ softmax(x)
         let w: Vec<f32> = (0..3 * n).map(|i| (i % 5) as f32 - 2.0).collect();
-        let dx = backward(n, &x, &w);
+        let dx = backward(n, &y, &w);
         let loss = |x: &[f32]| -> f64 {
             forward(n, x)
                 .iter()
