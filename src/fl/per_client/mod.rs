@@ -46,11 +46,6 @@ impl Budget {
     fn over(&self) -> bool {
         self.used.load(Ordering::Relaxed) > self.limit
     }
-
-    /// Bytes held now.
-    pub fn used(&self) -> u64 {
-        self.used.load(Ordering::Relaxed)
-    }
 }
 
 pub struct PerClient {
@@ -178,7 +173,10 @@ impl PerClient {
     /// Client `i`'s vector, removed from the store.
     pub fn take(&mut self, i: usize) -> Result<Option<Vec<f32>>> {
         self.resident(i)?;
-        let v = self.v[i].clone();
+        let v = self.v[i].take();
+        if v.is_some() {
+            self.budget.sub(self.bytes());
+        }
         self.remove(i);
         Ok(v)
     }
