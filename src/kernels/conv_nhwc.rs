@@ -27,15 +27,31 @@ pub(super) fn to_padded_nhwc(g: &Geom, x: &[f32], i0: usize, nb: usize, xp: &mut
             row[..g.pw * cin].fill(0.0);
             row[(g.pw + g.w) * cin..].fill(0.0);
             let src = &x[(i0 + j) * cin * plane + iy * g.w..];
-            let body = &mut row[g.pw * cin..(g.pw + g.w) * cin];
-            for c in 0..cin {
-                let s = &src[c * plane..c * plane + g.w];
-                for (ix, &v) in s.iter().enumerate() {
-                    body[ix * cin + c] = v;
-                }
-            }
+            transpose_row(
+                src,
+                plane,
+                g.w,
+                &mut row[g.pw * cin..(g.pw + g.w) * cin],
+                cin,
+            );
         },
     );
+}
+
+/// `body[ix·cin + c] = src[c·plane + ix]` for `ix < w`, `c < cin`: one image row from planar
+/// to interleaved, a block of [`TILE`] channels at a time, so that each store fills
+/// consecutive floats and the block's `w`-float source rows stay in L1.
+fn transpose_row(src: &[f32], plane: usize, w: usize, body: &mut [f32], cin: usize) {
+    const TILE: usize = 8;
+    for c0 in (0..cin).step_by(TILE) {
+        let cb = TILE.min(cin - c0);
+        let s = &src[c0 * plane..];
+        for (ix, d) in body.chunks_exact_mut(cin).take(w).enumerate() {
+            for (cc, v) in d[c0..c0 + cb].iter_mut().enumerate() {
+                *v = s[cc * plane + ix];
+            }
+        }
+    }
 }
 
 /// im2row of a padded channels-last chunk: row `p = (j, oy, ox)` of `col` holds the window
