@@ -10,7 +10,9 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::backend::ops::ConvOptions;
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, Backend, Bytes, DType, Flex, Shape, backend_extension};
+use burn::backend::{
+    Autodiff, AutodiffBackend, Backend, Bytes, DType, Flex, Shape, backend_extension,
+};
 
 use super::conv::{self, Geom};
 use super::norm::{self, Gn};
@@ -45,7 +47,8 @@ pub trait CpuKernels: Backend {
         dy: FloatTensor<Self>,
         o: ConvOptions<2>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>);
-    /// `GroupNorm(x)·gamma + beta` over `groups` channel groups, then `max(0, ·)` if `relu`.
+    /// `GroupNorm(x)·gamma + beta` over `groups` channel groups, then `max(0, ·)` if `relu`;
+    /// with each (sample, group)'s mean and `1/σ`, `[n·groups·2]`, for the backward pass.
     fn fr_group_norm(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
@@ -53,15 +56,15 @@ pub trait CpuKernels: Backend {
         groups: usize,
         eps: f64,
         relu: bool,
-    ) -> FloatTensor<Self>;
-    /// `(dL/dx, dL/dgamma, dL/dbeta)` of [`CpuKernels::fr_group_norm`].
+    ) -> (FloatTensor<Self>, FloatTensor<Self>);
+    /// `(dL/dx, dL/dgamma, dL/dbeta)` of [`CpuKernels::fr_group_norm`], from its statistics.
     fn fr_group_norm_backward(
         x: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
         beta: FloatTensor<Self>,
         dy: FloatTensor<Self>,
         groups: usize,
-        eps: f64,
         relu: bool,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
     /// `max_pool2d(x)` with window `k` and stride `s`, no padding, then `max(0, ·)` if `relu`.
@@ -203,31 +206,37 @@ impl CpuKernels for Flex {
         groups: usize,
         eps: f64,
         relu: bool,
-    ) -> FlexTensor {
+    ) -> (FlexTensor, FlexTensor) {
         let g = gn_geom(&x, groups, eps, relu);
         let shape = x.layout().shape().clone();
-        let y = with_slice(&x, |xs| {
+        let (y, st) = with_slice(&x, |xs| {
             with_slice(&gamma, |ga| {
                 with_slice(&beta, |be| norm::forward(&g, xs, ga, be))
             })
         });
-        FlexTensor::new(Bytes::from_elems(y), Layout::contiguous(shape), DType::F32)
+        (
+            FlexTensor::new(Bytes::from_elems(y), Layout::contiguous(shape), DType::F32),
+            vector(st),
+        )
     }
     fn fr_group_norm_backward(
         x: FlexTensor,
+        stats: FlexTensor,
         gamma: FlexTensor,
         beta: FlexTensor,
         dy: FlexTensor,
         groups: usize,
-        eps: f64,
         relu: bool,
     ) -> (FlexTensor, FlexTensor, FlexTensor) {
-        let g = gn_geom(&x, groups, eps, relu);
+        // ε is in the statistics
+        let g = gn_geom(&x, groups, 0.0, relu);
         let shape = x.layout().shape().clone();
         let (dx, dga, dbe) = with_slice(&x, |xs| {
-            with_slice(&gamma, |ga| {
-                with_slice(&beta, |be| {
-                    with_slice(&dy, |d| norm::backward(&g, xs, ga, be, d))
+            with_slice(&stats, |st| {
+                with_slice(&gamma, |ga| {
+                    with_slice(&beta, |be| {
+                        with_slice(&dy, |d| norm::backward(&g, xs, st, ga, be, d))
+                    })
                 })
             })
         });
@@ -259,14 +268,14 @@ impl CpuKernels for Flex {
 struct GnBackward;
 
 impl<B: Backend + CpuKernels> Backward<B, 3> for GnBackward {
-    type State = (NodeId, NodeId, NodeId, usize, f64, bool);
+    type State = (NodeId, FloatTensor<B>, NodeId, NodeId, usize, bool);
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, ck: &mut Checkpointer) {
         let dy = grads.consume::<B>(&ops.node);
-        let (xs, gs, bs, groups, eps, relu) = ops.state;
+        let (xs, stats, gs, bs, groups, relu) = ops.state;
         let x = ck.retrieve_node_output::<FloatTensor<B>>(xs);
         let gamma = ck.retrieve_node_output::<FloatTensor<B>>(gs);
         let beta = ck.retrieve_node_output::<FloatTensor<B>>(bs);
-        let (dx, dg, db) = B::fr_group_norm_backward(x, gamma, beta, dy, groups, eps, relu);
+        let (dx, dg, db) = B::fr_group_norm_backward(x, stats, gamma, beta, dy, groups, relu);
         let [px, pg, pb] = ops.parents.map(|p| p.map(|n| n.id));
         for (id, t) in [(px, dx), (pg, dg), (pb, db)] {
             if let Some(id) = id {
@@ -414,7 +423,7 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
         groups: usize,
         eps: f64,
         relu: bool,
-    ) -> FloatTensor<Self> {
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         match GnBackward
             .prepare::<C>([x.node(), gamma.node(), beta.node()])
             .compute_bound()
@@ -426,7 +435,7 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
                     prep.checkpoint(&gamma),
                     prep.checkpoint(&beta),
                 );
-                let y = B::fr_group_norm(
+                let (y, st) = B::fr_group_norm(
                     x.into_primitive(),
                     gamma.into_primitive(),
                     beta.into_primitive(),
@@ -434,16 +443,23 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
                     eps,
                     relu,
                 );
-                prep.finish((xs, gs, bs, groups, eps, relu), y)
+                let state = (xs, st.clone(), gs, bs, groups, relu);
+                (
+                    prep.finish(state, y),
+                    <Self as AutodiffBackend>::from_inner(st),
+                )
             }
-            OpsKind::UnTracked(prep) => prep.finish(B::fr_group_norm(
-                x.into_primitive(),
-                gamma.into_primitive(),
-                beta.into_primitive(),
-                groups,
-                eps,
-                relu,
-            )),
+            OpsKind::UnTracked(prep) => {
+                let (y, st) = B::fr_group_norm(
+                    x.into_primitive(),
+                    gamma.into_primitive(),
+                    beta.into_primitive(),
+                    groups,
+                    eps,
+                    relu,
+                );
+                (prep.finish(y), <Self as AutodiffBackend>::from_inner(st))
+            }
         }
     }
     fn fr_group_norm_backward(
@@ -451,8 +467,8 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
         _: FloatTensor<Self>,
         _: FloatTensor<Self>,
         _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
         _: usize,
-        _: f64,
         _: bool,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
         unimplemented!("second-order gradients of fedrun's group_norm")

@@ -112,7 +112,7 @@ pub fn group_norm(gn: &GroupNorm, x: Tensor<4>, relu: bool, kernels: Kernels) ->
             return if relu { relu_op(y) } else { y };
         }
     };
-    let y = <burn::backend::Dispatch as CpuKernels>::fr_group_norm(
+    let (y, _stats) = <burn::backend::Dispatch as CpuKernels>::fr_group_norm(
         x.into_dispatch(),
         gamma.val().into_dispatch(),
         beta.val().into_dispatch(),

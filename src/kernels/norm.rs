@@ -1,11 +1,12 @@
 //! GroupNorm with its affine transform, optionally followed by a ReLU, on NCHW `f32` slices:
 //! one pass for the statistics and one for the output, instead of about ten whole-tensor ops.
-//! The backward pass recomputes the statistics from the input. Statistics are accumulated in
-//! `f64`; every sum runs in an order fixed by the shapes (same bits at any thread count).
+//! The forward pass returns each block's mean and `1/σ`, which the backward pass reuses.
+//! Statistics are accumulated in `f64`; every sum runs in an order fixed by the shapes (same
+//! bits at any thread count).
 
 use rayon::prelude::*;
 
-use super::scratch::{for_chunks, threads, worth_parallel};
+use super::scratch::{threads, worth_parallel};
 
 /// Input `[n, c, hw]` (hw = all spatial positions) in `groups` groups of channels.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -49,12 +50,15 @@ fn sum_f64(it: impl Iterator<Item = f64>) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
-pub fn forward(g: &Gn, x: &[f32], gamma: &[f32], beta: &[f32]) -> Vec<f32> {
+/// `(y, stats)`: `stats[2b], stats[2b + 1]` are block `b`'s mean and `1/sqrt(var + eps)`.
+pub fn forward(g: &Gn, x: &[f32], gamma: &[f32], beta: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let mut y = vec![0.0f32; x.len()];
+    let mut st = vec![0.0f32; 2 * g.n * g.groups];
     let (bl, cpg, hw) = (g.block(), g.cpg(), g.hw);
-    let body = |(b, out): (usize, &mut [f32])| {
+    let body = |(b, (out, st)): (usize, (&mut [f32], &mut [f32]))| {
         let src = &x[b * bl..(b + 1) * bl];
         let (mean, rstd) = stats(src, g.eps);
+        st.copy_from_slice(&[mean, rstd]);
         let c0 = (b % g.groups) * cpg;
         for k in 0..cpg {
             let a = rstd * gamma[c0 + k];
@@ -69,14 +73,25 @@ pub fn forward(g: &Gn, x: &[f32], gamma: &[f32], beta: &[f32]) -> Vec<f32> {
             }
         }
     };
-    for_chunks(threads(), &mut y, bl, |i, out| body((i, out)));
-    y
+    if worth_parallel(threads(), x.len()) {
+        y.par_chunks_mut(bl)
+            .zip(st.par_chunks_mut(2))
+            .enumerate()
+            .for_each(body);
+    } else {
+        y.chunks_mut(bl)
+            .zip(st.chunks_mut(2))
+            .enumerate()
+            .for_each(body);
+    }
+    (y, st)
 }
 
-/// `(dx, dgamma, dbeta)`.
+/// `(dx, dgamma, dbeta)`, with `st` the forward's statistics.
 pub fn backward(
     g: &Gn,
     x: &[f32],
+    st: &[f32],
     gamma: &[f32],
     beta: &[f32],
     dy: &[f32],
@@ -88,7 +103,7 @@ pub fn backward(
     let body = |(b, (out, sums)): (usize, (&mut [f32], &mut [[f64; 2]]))| {
         let src = &x[b * bl..(b + 1) * bl];
         let d = &dy[b * bl..(b + 1) * bl];
-        let (mean, rstd) = stats(src, g.eps);
+        let (mean, rstd) = (st[2 * b], st[2 * b + 1]);
         let c0 = (b % g.groups) * cpg;
         let (mut s1, mut s2) = (0f64, 0f64);
         for k in 0..cpg {
