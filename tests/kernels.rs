@@ -178,13 +178,22 @@ fn max_pool2d_matches_burn() {
     use fedrun::kernels::max_pool2d;
     let dev = Device::flex().autodiff();
     dev.seed(3);
-    for &(n, c, h, w, k, s) in &[
-        (50usize, 32usize, 28usize, 28usize, 2usize, 2usize),
-        (3, 5, 9, 7, 2, 2),
-        (2, 3, 9, 9, 3, 2),
-        (2, 3, 8, 6, 3, 1),
+    // (…, ceil mode): odd sides leave a partial last window in ceil mode (the CelebA CNN's
+    // 21 → 11 → 6)
+    for &(n, c, h, w, k, s, ceil) in &[
+        (50usize, 32usize, 28usize, 28usize, 2usize, 2usize, false),
+        (3, 5, 9, 7, 2, 2, false),
+        (2, 3, 9, 9, 3, 2, false),
+        (2, 3, 8, 6, 3, 1, false),
+        (4, 6, 21, 11, 2, 2, true),
+        (3, 5, 9, 8, 2, 2, true),
+        (2, 3, 10, 9, 3, 2, true),
+        (2, 3, 7, 7, 3, 3, true),
     ] {
-        let pool = MaxPool2dConfig::new([k, k]).with_strides([s, s]).init();
+        let pool = MaxPool2dConfig::new([k, k])
+            .with_strides([s, s])
+            .with_ceil_mode(ceil)
+            .init();
         let base = Tensor::<4>::random([n, c, h, w], Distribution::Normal(0.0, 1.0), &dev);
         // plain, with a ReLU in front (ties at zero), and fused with a ReLU after: burn's
         // pool(relu(x)) is the reference for the fused relu(pool(x))
@@ -210,7 +219,8 @@ fn max_pool2d_matches_burn() {
             };
             let (y0, dx0) = run(Kernels::Burn);
             let (y1, dx1) = run(Kernels::Fedrun);
-            let what = format!("{n}×{c}×{h}×{w} k{k} s{s} relu {with_relu} fused {fused}");
+            let what =
+                format!("{n}×{c}×{h}×{w} k{k} s{s} ceil {ceil} relu {with_relu} fused {fused}");
             assert_eq!(y0.into_data(), y1.into_data(), "{what}: forward");
             assert!(rel_err(dx1, dx0) <= 1e-6, "{what}: dx");
         }

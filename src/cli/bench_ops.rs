@@ -227,6 +227,7 @@ fn pools(reps: usize, dev: &Device) {
             k: [2, 2],
             s: [2, 2],
             relu: true,
+            ceil: false,
         };
         let x = data(BATCH * c * h * h, 7);
         let dy = data(BATCH * c * p.oh() * p.ow(), 8);

@@ -67,12 +67,14 @@ pub trait CpuKernels: Backend {
         groups: usize,
         relu: bool,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
-    /// `max_pool2d(x)` with window `k` and stride `s`, no padding, then `max(0, ·)` if `relu`.
+    /// `max_pool2d(x)` with window `k` and stride `s`, no padding, in ceil mode if `ceil`, then
+    /// `max(0, ·)` if `relu`.
     fn fr_max_pool2d(
         x: FloatTensor<Self>,
         k: [usize; 2],
         s: [usize; 2],
         relu: bool,
+        ceil: bool,
     ) -> FloatTensor<Self>;
     /// `dL/dx` of [`CpuKernels::fr_max_pool2d`].
     fn fr_max_pool2d_dx(
@@ -81,6 +83,7 @@ pub trait CpuKernels: Backend {
         k: [usize; 2],
         s: [usize; 2],
         relu: bool,
+        ceil: bool,
     ) -> FloatTensor<Self>;
 }
 
@@ -109,7 +112,13 @@ pub(super) fn with_slice<R>(t: &FlexTensor, f: impl FnOnce(&[f32]) -> R) -> R {
     }
 }
 
-fn pool_geom(x: &FlexTensor, k: [usize; 2], s: [usize; 2], relu: bool) -> (Pool, [usize; 2]) {
+fn pool_geom(
+    x: &FlexTensor,
+    k: [usize; 2],
+    s: [usize; 2],
+    relu: bool,
+    ceil: bool,
+) -> (Pool, [usize; 2]) {
     let xs = x.layout().shape();
     let p = Pool {
         planes: xs[0] * xs[1],
@@ -118,6 +127,7 @@ fn pool_geom(x: &FlexTensor, k: [usize; 2], s: [usize; 2], relu: bool) -> (Pool,
         k,
         s,
         relu,
+        ceil,
     };
     (p, [xs[0], xs[1]])
 }
@@ -246,8 +256,14 @@ impl CpuKernels for Flex {
             vector(dbe),
         )
     }
-    fn fr_max_pool2d(x: FlexTensor, k: [usize; 2], s: [usize; 2], relu: bool) -> FlexTensor {
-        let (p, [n, c]) = pool_geom(&x, k, s, relu);
+    fn fr_max_pool2d(
+        x: FlexTensor,
+        k: [usize; 2],
+        s: [usize; 2],
+        relu: bool,
+        ceil: bool,
+    ) -> FlexTensor {
+        let (p, [n, c]) = pool_geom(&x, k, s, relu, ceil);
         let y = with_slice(&x, |xs| pool::forward(&p, xs));
         tensor(y, [n, c, p.oh(), p.ow()])
     }
@@ -257,8 +273,9 @@ impl CpuKernels for Flex {
         k: [usize; 2],
         s: [usize; 2],
         relu: bool,
+        ceil: bool,
     ) -> FlexTensor {
-        let (p, [n, c]) = pool_geom(&x, k, s, relu);
+        let (p, [n, c]) = pool_geom(&x, k, s, relu, ceil);
         let dx = with_slice(&x, |xs| with_slice(&dy, |d| pool::backward(&p, xs, d)));
         tensor(dx, [n, c, p.h, p.w])
     }
@@ -289,13 +306,13 @@ impl<B: Backend + CpuKernels> Backward<B, 3> for GnBackward {
 struct PoolBackward;
 
 impl<B: Backend + CpuKernels> Backward<B, 1> for PoolBackward {
-    type State = (NodeId, [usize; 2], [usize; 2], bool);
+    type State = (NodeId, [usize; 2], [usize; 2], bool, bool);
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, ck: &mut Checkpointer) {
         let dy = grads.consume::<B>(&ops.node);
-        let (xs, k, s, relu) = ops.state;
+        let (xs, k, s, relu, ceil) = ops.state;
         let x = ck.retrieve_node_output::<FloatTensor<B>>(xs);
         if let [Some(node)] = ops.parents {
-            grads.register::<B>(node.id, B::fr_max_pool2d_dx(x, dy, k, s, relu));
+            grads.register::<B>(node.id, B::fr_max_pool2d_dx(x, dy, k, s, relu, ceil));
         }
     }
 }
@@ -478,6 +495,7 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
         k: [usize; 2],
         s: [usize; 2],
         relu: bool,
+        ceil: bool,
     ) -> FloatTensor<Self> {
         match PoolBackward
             .prepare::<C>([x.node()])
@@ -486,11 +504,11 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
         {
             OpsKind::Tracked(mut prep) => {
                 let xs = prep.checkpoint(&x);
-                let y = B::fr_max_pool2d(x.into_primitive(), k, s, relu);
-                prep.finish((xs, k, s, relu), y)
+                let y = B::fr_max_pool2d(x.into_primitive(), k, s, relu, ceil);
+                prep.finish((xs, k, s, relu, ceil), y)
             }
             OpsKind::UnTracked(prep) => {
-                prep.finish(B::fr_max_pool2d(x.into_primitive(), k, s, relu))
+                prep.finish(B::fr_max_pool2d(x.into_primitive(), k, s, relu, ceil))
             }
         }
     }
@@ -499,6 +517,7 @@ impl<B: Backend + CpuKernels, C: CheckpointStrategy> CpuKernels for Autodiff<B, 
         _: FloatTensor<Self>,
         _: [usize; 2],
         _: [usize; 2],
+        _: bool,
         _: bool,
     ) -> FloatTensor<Self> {
         unimplemented!("second-order gradients of fedrun's max_pool2d")

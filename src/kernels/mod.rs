@@ -79,14 +79,13 @@ pub fn conv2d(conv: &Conv2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
 }
 
 /// `pool.forward(x)`, followed by a ReLU if `relu`, on fedrun's kernel where it applies (no
-/// padding, dilation 1, floor mode). `relu(pool(x))` equals `pool(relu(x))`, value and
+/// padding, dilation 1, floor or ceil mode). `relu(pool(x))` equals `pool(relu(x))`, value and
 /// gradient; models use this order, which applies the ReLU to a quarter of the values.
 pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>, relu: bool, kernels: Kernels) -> Tensor<4> {
     let plain = matches!(
         pool.padding,
         PaddingConfig2d::Valid | PaddingConfig2d::Explicit(0, 0, 0, 0)
-    ) && pool.dilation == [1, 1]
-        && !pool.ceil_mode;
+    ) && pool.dilation == [1, 1];
     if !(plain && kernels == Kernels::Fedrun && is_flex(&x.device())) {
         let y = pool.forward(x);
         return if relu { relu_op(y) } else { y };
@@ -96,6 +95,7 @@ pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>, relu: bool, kernels: Kernels) 
         pool.kernel_size,
         pool.stride,
         relu,
+        pool.ceil_mode,
     );
     Tensor::from_dispatch(y)
 }

@@ -1,4 +1,6 @@
-//! 2-D max pooling without padding or dilation on NCHW `f32` slices. The backward pass
+//! 2-D max pooling without padding or dilation on NCHW `f32` slices, in floor or ceil mode
+//! (ceil: a last, partial window where the side leaves a remainder, as TF's "same" pooling of
+//! stride 2 and PyTorch's `ceil_mode`). The backward pass
 //! recomputes each window's arg-max from the input (first maximum wins, as in burn and
 //! PyTorch) instead of keeping an index tensor. With `relu`, the output is `max(0, ·)` of the
 //! pooled value: `relu(pool(x))`, which equals `pool(relu(x))` in value and gradient (ReLU is
@@ -16,23 +18,38 @@ pub struct Pool {
     pub k: [usize; 2],
     pub s: [usize; 2],
     pub relu: bool,
+    /// Ceil mode: windows that start inside the input are kept, clipped at its edge.
+    pub ceil: bool,
+}
+
+/// Windows along a side of `n` (window `k`, stride `s`).
+fn windows(n: usize, k: usize, s: usize, ceil: bool) -> usize {
+    if !ceil {
+        return (n - k) / s + 1;
+    }
+    let o = (n - k).div_ceil(s) + 1;
+    if (o - 1) * s >= n { o - 1 } else { o }
 }
 
 impl Pool {
     pub fn oh(&self) -> usize {
-        (self.h - self.k[0]) / self.s[0] + 1
+        windows(self.h, self.k[0], self.s[0], self.ceil)
     }
     pub fn ow(&self) -> usize {
-        (self.w - self.k[1]) / self.s[1] + 1
+        windows(self.w, self.k[1], self.s[1], self.ceil)
+    }
+    /// Whole 2×2 windows along each side (the fast paths' range; the rest are partial).
+    fn whole(&self) -> (usize, usize) {
+        (self.h / 2, self.w / 2)
     }
     /// Offset in the plane of the first maximum of output `(oy, ox)`'s window.
     #[inline]
     fn argmax(&self, x: &[f32], oy: usize, ox: usize) -> (usize, f32) {
         let (y0, x0) = (oy * self.s[0], ox * self.s[1]);
         let mut best = (y0 * self.w + x0, x[y0 * self.w + x0]);
-        for i in 0..self.k[0] {
+        for i in 0..self.k[0].min(self.h - y0) {
             let row = (y0 + i) * self.w + x0;
-            for j in 0..self.k[1] {
+            for j in 0..self.k[1].min(self.w - x0) {
                 let v = x[row + j];
                 if v > best.1 {
                     best = (row + j, v);
@@ -40,6 +57,18 @@ impl Pool {
             }
         }
         best
+    }
+    /// Output `(oy, ox)`: its window's maximum, through the ReLU if `relu`.
+    fn pooled(&self, x: &[f32], oy: usize, ox: usize) -> f32 {
+        let m = self.argmax(x, oy, ox).1;
+        if self.relu && m <= 0.0 { 0.0 } else { m }
+    }
+    /// Adds output `(oy, ox)`'s gradient `g` to its window's first maximum in `dx`.
+    fn route(&self, x: &[f32], oy: usize, ox: usize, g: f32, dx: &mut [f32]) {
+        let (at, m) = self.argmax(x, oy, ox);
+        if !self.relu || m > 0.0 {
+            dx[at] += g;
+        }
     }
 }
 
@@ -49,9 +78,10 @@ pub fn forward(p: &Pool, x: &[f32]) -> Vec<f32> {
     let body = |(i, out): (usize, &mut [f32])| {
         let src = &x[i * plane..(i + 1) * plane];
         if p.k == [2, 2] && p.s == [2, 2] {
-            for oy in 0..oh {
+            let (wh, ww) = p.whole();
+            for oy in 0..wh {
                 let (r0, r1) = (&src[2 * oy * p.w..], &src[(2 * oy + 1) * p.w..]);
-                for (ox, o) in out[oy * ow..(oy + 1) * ow].iter_mut().enumerate() {
+                for (ox, o) in out[oy * ow..oy * ow + ww].iter_mut().enumerate() {
                     let mut m = r0[2 * ox];
                     for v in [r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]] {
                         if v > m {
@@ -64,11 +94,16 @@ pub fn forward(p: &Pool, x: &[f32]) -> Vec<f32> {
                     *o = m;
                 }
             }
+            // the partial windows of ceil mode: the last column, then the last row
+            for (oy, ox) in (0..wh).map(|oy| (oy, ww)).chain((0..ow).map(|ox| (wh, ox))) {
+                if oy < oh && ox < ow {
+                    out[oy * ow + ox] = p.pooled(src, oy, ox);
+                }
+            }
         } else {
             for oy in 0..oh {
                 for ox in 0..ow {
-                    let m = p.argmax(src, oy, ox).1;
-                    out[oy * ow + ox] = if p.relu && m <= 0.0 { 0.0 } else { m };
+                    out[oy * ow + ox] = p.pooled(src, oy, ox);
                 }
             }
         }
@@ -86,9 +121,10 @@ pub fn backward(p: &Pool, x: &[f32], dy: &[f32]) -> Vec<f32> {
         if p.k == [2, 2] && p.s == [2, 2] {
             // branch-free arg-max of each 2×2 window (first maximum wins); every input of a
             // covered window is written, the max with its gradient and the others with 0
-            for oy in 0..oh {
+            let (wh, ww) = p.whole();
+            for oy in 0..wh {
                 let (a, b) = (2 * oy * p.w, (2 * oy + 1) * p.w);
-                for ox in 0..ow {
+                for ox in 0..ww {
                     let (i, j) = (a + 2 * ox, b + 2 * ox);
                     let v = [src[i], src[i + 1], src[j], src[j + 1]];
                     let (k01, m01) = if v[1] > v[0] { (1, v[1]) } else { (0, v[0]) };
@@ -103,14 +139,17 @@ pub fn backward(p: &Pool, x: &[f32], dy: &[f32]) -> Vec<f32> {
                     out[j + 1] = if k == 3 { d } else { 0.0 };
                 }
             }
+            // ceil mode's partial windows cover inputs no whole window wrote (still 0)
+            for (oy, ox) in (0..wh).map(|oy| (oy, ww)).chain((0..ow).map(|ox| (wh, ox))) {
+                if oy < oh && ox < ow {
+                    p.route(src, oy, ox, g[oy * ow + ox], out);
+                }
+            }
             return;
         }
         for oy in 0..oh {
             for ox in 0..ow {
-                let (at, m) = p.argmax(src, oy, ox);
-                if !p.relu || m > 0.0 {
-                    out[at] += g[oy * ow + ox];
-                }
+                p.route(src, oy, ox, g[oy * ow + ox], out);
             }
         }
     };
