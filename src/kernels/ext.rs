@@ -47,8 +47,7 @@ pub trait CpuKernels: Backend {
         dy: FloatTensor<Self>,
         o: ConvOptions<2>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>);
-    /// `GroupNorm(x)·gamma + beta` over `groups` channel groups, then `max(0, ·)` if `relu`;
-    /// with each (sample, group)'s mean and `1/σ`, `[n·groups·2]`, for the backward pass.
+    /// `(GroupNorm(x)·gamma + beta [then max(0, ·)], each (sample, group)'s mean and 1/σ)`.
     fn fr_group_norm(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
@@ -67,8 +66,7 @@ pub trait CpuKernels: Backend {
         groups: usize,
         relu: bool,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
-    /// `max_pool2d(x)` with window `k` and stride `s`, no padding, in ceil mode if `ceil`, then
-    /// `max(0, ·)` if `relu`.
+    /// `max_pool2d(x)`, window `k`, stride `s`, no padding [ceil mode] [then `max(0, ·)`].
     fn fr_max_pool2d(
         x: FloatTensor<Self>,
         k: [usize; 2],
