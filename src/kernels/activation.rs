@@ -4,6 +4,7 @@
 
 use super::exp::{sigmoid, tanh};
 use super::scratch::{for_chunks, threads};
+use super::wide::wide;
 
 /// Elements per parallel task.
 const CHUNK: usize = 16_384;
@@ -12,14 +13,37 @@ const CHUNK: usize = 16_384;
 pub fn forward(x: &[f32], is_tanh: bool) -> Vec<f32> {
     let mut y = vec![0.0f32; x.len()];
     for_chunks(threads(), &mut y, CHUNK, |i, out| {
-        let src = &x[i * CHUNK..][..out.len()];
-        if is_tanh {
-            out.iter_mut().zip(src).for_each(|(o, &v)| *o = tanh(v));
-        } else {
-            out.iter_mut().zip(src).for_each(|(o, &v)| *o = sigmoid(v));
-        }
+        apply(&x[i * CHUNK..][..out.len()], out, is_tanh);
     });
     y
+}
+
+wide! {
+    /// `out = tanh(x)` or `σ(x)`, element by element.
+    fn apply(x: &[f32], out: &mut [f32], is_tanh: bool) {
+        if is_tanh {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = tanh(v);
+            }
+        } else {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = sigmoid(v);
+            }
+        }
+    }
+}
+
+wide! {
+    /// `out = dy·(1 − y²)` or `dy·y(1 − y)`, element by element.
+    fn gradient(y: &[f32], dy: &[f32], out: &mut [f32], is_tanh: bool) {
+        for ((o, &y), &g) in out.iter_mut().zip(y).zip(dy) {
+            *o = if is_tanh {
+                g * (1.0 - y * y)
+            } else {
+                g * y * (1.0 - y)
+            };
+        }
+    }
 }
 
 /// The gradient of `y = forward(x)` against `dy`, from `y`.
@@ -27,14 +51,7 @@ pub fn backward(y: &[f32], dy: &[f32], is_tanh: bool) -> Vec<f32> {
     let mut dx = vec![0.0f32; y.len()];
     for_chunks(threads(), &mut dx, CHUNK, |i, out| {
         let at = i * CHUNK;
-        let (src, d) = (&y[at..][..out.len()], &dy[at..][..out.len()]);
-        for ((o, &y), &g) in out.iter_mut().zip(src).zip(d) {
-            *o = if is_tanh {
-                g * (1.0 - y * y)
-            } else {
-                g * y * (1.0 - y)
-            };
-        }
+        gradient(&y[at..][..out.len()], &dy[at..][..out.len()], out, is_tanh);
     });
     dx
 }

@@ -50,17 +50,45 @@ pub fn matmul(
     b: View,
     threads: usize,
 ) {
+    product([m, n, k], (dst, ldd, 1), accumulate, a, b, threads);
+}
+
+/// [`matmul`] into a column-major `dst` (element (i, j) at `j·ldd + i`). gemm's kernels run
+/// along the destination's columns, so with few rows in `a` and a row-major `b` this form reads
+/// `b` in place, where [`matmul`] would repack it on every call (an LSTM's recurrent weight,
+/// once per character).
+pub fn matmul_col_major(
+    mnk: [usize; 3],
+    (dst, ldd): (&mut [f32], usize),
+    accumulate: bool,
+    (a, b): (View, View),
+    threads: usize,
+) {
+    product(mnk, (dst, 1, ldd), accumulate, a, b, threads);
+}
+
+/// `dst (+)= a·b` with `dst`'s element (i, j) at `i·rs + j·cs`.
+fn product(
+    [m, n, k]: [usize; 3],
+    (dst, rs, cs): (&mut [f32], usize, usize),
+    accumulate: bool,
+    a: View,
+    b: View,
+    threads: usize,
+) {
     if m == 0 || n == 0 {
         return;
     }
     assert!(
-        a.fits(m, k) && b.fits(k, n) && (m - 1) * ldd + n <= dst.len(),
+        a.fits(m, k) && b.fits(k, n) && (m - 1) * rs + (n - 1) * cs < dst.len(),
         "matmul: operands out of bounds"
     );
     if k == 0 {
         if !accumulate {
-            for r in 0..m {
-                dst[r * ldd..r * ldd + n].fill(0.0);
+            for i in 0..m {
+                for j in 0..n {
+                    dst[i * rs + j * cs] = 0.0;
+                }
             }
         }
         return;
@@ -78,8 +106,8 @@ pub fn matmul(
             n,
             k,
             dst.as_mut_ptr(),
-            1,
-            ldd as isize,
+            cs as isize,
+            rs as isize,
             accumulate,
             a.data.as_ptr(),
             a.cs as isize,

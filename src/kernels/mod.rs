@@ -1,9 +1,9 @@
 //! fedrun's own CPU kernels for the hot ops, plugged into burn as a backend extension
 //! ([`ext`]) for the flex backend, with their own backward under autodiff. The models keep
 //! burn's modules (parameters, records and the flat layout are unchanged) and call
-//! [`conv2d`], [`max_pool2d`], [`group_norm`], [`softmax_last`], [`sigmoid`] and [`tanh`] in their
-//! forward; on any other backend, or
-//! with `run.kernels = "burn"`, the call is burn's own op.
+//! [`conv2d`], [`max_pool2d`], [`group_norm`], [`softmax_last`], [`sigmoid`], [`tanh`] and
+//! [`lstm_layer`] in their forward; on any other backend, or with `run.kernels = "burn"`, the
+//! call is burn's own op (the LSTM model runs burn's gate equations instead of the layer).
 
 pub mod activation;
 pub mod conv;
@@ -12,12 +12,15 @@ mod conv_nhwc;
 mod exp;
 mod ext;
 mod ext_act;
+mod ext_lstm;
 pub mod gemm;
 mod geom;
+pub mod lstm;
 pub mod norm;
 pub mod pool;
 mod scratch;
 pub mod softmax;
+mod wide;
 mod winograd;
 
 use burn::backend::{DispatchDevice, ops::ConvOptions};
@@ -30,6 +33,7 @@ use burn::tensor::{Device, Tensor};
 
 use ext::CpuKernels;
 use ext_act::CpuActivations;
+use ext_lstm::CpuRecurrent;
 
 /// Which implementation runs the hot ops (`run.kernels`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -155,4 +159,18 @@ fn activation<const D: usize>(x: Tensor<D>, is_tanh: bool, kernels: Kernels) -> 
         x.into_dispatch(),
         is_tanh,
     ))
+}
+
+/// One LSTM layer over a whole sequence on fedrun's kernel ([`lstm`]): the hidden state after
+/// each character `[batch, len, hidden]` from the input projections `xw` (`[batch, len,
+/// 4·hidden]`, biases included, gates i, f, g, o) and the recurrent weight `wh` (`[hidden,
+/// 4·hidden]`), zero initial states. Flex only: the caller checks [`is_flex`].
+pub fn lstm_layer(xw: Tensor<3>, wh: Tensor<2>) -> Tensor<3> {
+    // autodiff keeps what its backward pass needs whatever `keep` says; flex alone keeps nothing
+    let (hs, _, _) = <burn::backend::Dispatch as CpuRecurrent>::fr_lstm(
+        xw.into_dispatch(),
+        wh.into_dispatch(),
+        false,
+    );
+    Tensor::from_dispatch(hs)
 }

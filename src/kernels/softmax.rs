@@ -6,15 +6,31 @@
 
 use super::exp::exp;
 use super::scratch::{for_chunks, threads};
+use super::wide::wide;
 
-/// One row's softmax into `y`.
-fn row(x: &[f32], y: &mut [f32]) {
-    let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    for (o, &v) in y.iter_mut().zip(x) {
-        *o = exp(v - m);
+wide! {
+    /// One row's softmax into `y`.
+    fn row(x: &[f32], y: &mut [f32]) {
+        let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = exp(v - m);
+        }
+        let inv = 1.0 / y.iter().sum::<f32>();
+        for o in y.iter_mut() {
+            *o *= inv;
+        }
     }
-    let inv = 1.0 / y.iter().sum::<f32>();
-    y.iter_mut().for_each(|o| *o *= inv);
+}
+
+wide! {
+    /// One row's gradient into `o`, from its output `y` and `dy`.
+    fn row_backward(y: &[f32], dy: &[f32], o: &mut [f32]) {
+        o.copy_from_slice(y);
+        let dot: f32 = o.iter().zip(dy).map(|(y, g)| y * g).sum();
+        for (y, g) in o.iter_mut().zip(dy) {
+            *y *= g - dot;
+        }
+    }
 }
 
 /// Softmax of each row of `n` values of `x`.
@@ -38,9 +54,7 @@ pub fn backward(n: usize, y: &[f32], dy: &[f32]) -> Vec<f32> {
         let at = i * rows * n;
         let (src, d) = (&y[at..][..out.len()], &dy[at..][..out.len()]);
         for ((yr, dr), o) in src.chunks(n).zip(d.chunks(n)).zip(out.chunks_mut(n)) {
-            o.copy_from_slice(yr);
-            let dot: f32 = o.iter().zip(dr).map(|(y, g)| y * g).sum();
-            o.iter_mut().zip(dr).for_each(|(y, g)| *y *= g - dot);
+            row_backward(yr, dr, o);
         }
     });
     dx

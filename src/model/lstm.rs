@@ -8,7 +8,13 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Int, Tensor};
 
-use crate::kernels::{Kernels, sigmoid, tanh};
+use crate::kernels::{Kernels, is_flex, lstm_layer, sigmoid, tanh};
+
+/// The largest batch that runs through fedrun's fused layer ([`lstm_layer`]). Its step gemms
+/// read the recurrent weight in place, which wins for the local steps' small batches (50 in
+/// the papers' code); for an evaluation batch of hundreds of sequences, burn's per-gate
+/// products (each packing its weight once for the whole batch) are faster.
+pub const FUSED_MAX_BATCH: usize = 128;
 
 #[derive(Module, Debug)]
 pub struct CharLstm {
@@ -49,6 +55,10 @@ impl CharLstm {
     /// slices a whole `[batch, length, hidden]` tensor per character (burn's `Lstm::forward`
     /// does both, quadratic in the length).
     pub fn forward(&self, x: Tensor<2, Int>) -> Tensor<2> {
+        if self.kernels == Kernels::Fedrun && is_flex(&x.device()) && x.dims()[0] <= FUSED_MAX_BATCH
+        {
+            return self.forward_fused(x);
+        }
         let [b, len] = x.dims();
         let d_emb = self.emb.weight.dims()[1];
         let mut seq: Vec<Tensor<2>> = (0..len)
@@ -64,6 +74,45 @@ impl CharLstm {
         let last = seq.pop().expect("a sequence of at least one character");
         self.out.forward(last)
     }
+}
+
+impl CharLstm {
+    /// The same equations with each layer's recurrence on fedrun's kernel ([`lstm_layer`]):
+    /// the embeddings of all characters looked up at once, each layer's input projection for
+    /// all characters as one matmul, then one call through time.
+    fn forward_fused(&self, x: Tensor<2, Int>) -> Tensor<2> {
+        let [b, len] = x.dims();
+        let mut seq: Tensor<3> = self.emb.forward(x);
+        for l in &self.layers {
+            let d = seq.dims()[2];
+            let (wx, wh, bias) = fused(l);
+            let xw = seq.reshape([b * len, d]).matmul(wx) + bias.unsqueeze::<2>();
+            seq = lstm_layer(xw.reshape([b, len, 4 * l.d_hidden]), wh);
+        }
+        let h = seq.dims()[2];
+        self.out
+            .forward(seq.slice([0..b, len - 1..len, 0..h]).reshape([b, h]))
+    }
+}
+
+/// A layer's gates side by side in the order i, f, g, o: the input weights `[d, 4·hidden]`,
+/// the recurrent weights `[hidden, 4·hidden]` and the two biases summed `[4·hidden]`.
+fn fused(l: &Lstm) -> (Tensor<2>, Tensor<2>, Tensor<1>) {
+    let forget = l.forget_gate.as_ref().expect("an LSTM with a forget gate");
+    let gates = [&l.input_gate, forget, &l.cell_gate, &l.output_gate];
+    let cat = |f: &dyn Fn(&GateController) -> Tensor<2>| {
+        Tensor::cat(gates.iter().map(|g| f(g)).collect(), 1)
+    };
+    let bias = |lin: &Linear| lin.bias.as_ref().expect("an LSTM with biases").val();
+    let b = gates
+        .iter()
+        .map(|g| bias(&g.input_transform) + bias(&g.hidden_transform))
+        .collect();
+    (
+        cat(&|g| g.input_transform.weight.val()),
+        cat(&|g| g.hidden_transform.weight.val()),
+        Tensor::cat(b, 0),
+    )
 }
 
 /// One layer over the sequence `xs` (one `[batch, d]` tensor per character): the hidden state
@@ -152,5 +201,20 @@ mod tests {
             diff(wf, w.grad(&gr).unwrap()) < 1e-4 * scale,
             "its weight gradient"
         );
+        // the fused layer's input projections, biases and embeddings get burn's gradients
+        let ef = e.grad(&gf).unwrap();
+        assert!(
+            diff(ef, e.grad(&gr).unwrap()) < 1e-4 * escale,
+            "its embedding gradient"
+        );
+        for l in &m.layers {
+            let lin = &l.cell_gate.input_transform;
+            let (wi, bi) = (&lin.weight, lin.bias.as_ref().unwrap());
+            let ws = wi.grad(&gr).unwrap().abs().max().into_scalar::<f32>();
+            let bs = bi.grad(&gr).unwrap().abs().max().into_scalar::<f32>();
+            assert!(diff(wi.grad(&gf).unwrap(), wi.grad(&gr).unwrap()) < 1e-4 * ws);
+            let db = bi.grad(&gf).unwrap() - bi.grad(&gr).unwrap();
+            assert!(db.abs().max().into_scalar::<f32>() < 1e-4 * bs);
+        }
     }
 }

@@ -1,0 +1,40 @@
+//! Element-wise kernels compiled for the widest vectors the CPU has, chosen at run time: the
+//! [`wide!`] macro builds a function's body three times (AVX-512, AVX2 and the x86-64
+//! baseline's SSE2) and calls the one the CPU supports. The three run the same IEEE operations
+//! in the same order (Rust never fuses a multiply and an add, nor reorders a sum, on its own),
+//! so they give the same bits; only the width of the vectors the compiler picks differs.
+
+/// `wide! { /// doc
+///     fn name(arg: Type, ...) { body } }` defines `name`, whose `body` runs compiled for
+/// AVX-512 or AVX2 where the CPU has them (detected at run time), else for the baseline.
+macro_rules! wide {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn v4($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                #[target_feature(enable = "avx2")]
+                fn v3($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has AVX-512F (checked just above)
+                    return unsafe { v4($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU has AVX2 (checked just above)
+                    return unsafe { v3($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+
+pub(super) use wide;
