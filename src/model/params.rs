@@ -154,7 +154,7 @@ pub fn write_params(model: Model, src: &[f32]) -> Model {
 }
 
 struct GradReader<'a> {
-    grads: &'a Gradients,
+    grads: &'a mut Gradients,
     out: &'a mut [f32],
     pos: usize,
 }
@@ -163,7 +163,9 @@ impl ModuleVisitor for GradReader<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         let v = param.val();
         let n = v.shape().num_elements();
-        match v.grad(self.grads) {
+        // taken out of `grads`, so the tensor is this call's alone and its data moves out
+        // without the copy that a shared tensor's `into_data` makes
+        match v.grad_remove(self.grads) {
             Some(g) => {
                 let data = g.into_data().convert::<f32>();
                 self.out[self.pos..self.pos + n]
@@ -175,8 +177,9 @@ impl ModuleVisitor for GradReader<'_> {
     }
 }
 
-/// Copy the gradient of every parameter into `out` (zero where a parameter has none).
-pub fn read_grads(model: &Model, grads: &Gradients, out: &mut [f32]) {
+/// Move the gradient of every parameter out of `grads` into `out` (zero where a parameter has
+/// none).
+pub fn read_grads(model: &Model, grads: &mut Gradients, out: &mut [f32]) {
     let mut r = GradReader { grads, out, pos: 0 };
     model.visit(&mut r);
 }

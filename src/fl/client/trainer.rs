@@ -118,8 +118,8 @@ impl Objective<'_> {
             let seed = Rng::derive(seed, Stream::Dropout, &[step as u64]).next_u64();
             device.seed(seed);
             let la = cross_entropy(am.forward(input.clone()), y.clone());
-            let grads = la.backward();
-            read_grads(am, &grads, g_anchor);
+            let mut grads = la.backward();
+            read_grads(am, &mut grads, g_anchor);
             device.seed(seed);
         }
         let out = model.outputs(input);
@@ -309,8 +309,8 @@ impl Trainer {
             let (input, y) =
                 data::batch(&data.train, chunk, data::Augment::None, None, &self.device);
             let loss = cross_entropy(model.forward(input), y);
-            let grads = loss.backward();
-            read_grads(&model, &grads, &mut self.buf.g);
+            let mut grads = loss.backward();
+            read_grads(&model, &mut grads, &mut self.buf.g);
             let wgt = chunk.len() as f64 / idx.len() as f64;
             acc.iter_mut()
                 .zip(&self.buf.g)
@@ -367,8 +367,8 @@ fn run_steps(
             }
             Stepper::Host(chain) => {
                 let loss_v = loss.clone().into_scalar::<f32>() as f64;
-                let grads = loss.backward();
-                read_grads(&model, &grads, &mut buf.g);
+                let mut grads = loss.backward();
+                read_grads(&model, &mut grads, &mut buf.g);
                 drop(grads);
                 (loss_v, chain.step(lr as f32, &mut buf.x, &mut buf.g, &ctx))
             }
