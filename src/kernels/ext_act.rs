@@ -1,4 +1,4 @@
-//! fedrun's softmax and gate activations as a burn backend extension, beside [`super::ext`]'s
+//! fedrun's softmax, gate activations and dropout as a burn backend extension, beside [`super::ext`]'s
 //! convolution, norm and pool: the flex side runs [`super::softmax`] and [`super::activation`]
 //! on the tensors' memory, the autodiff side records the op and computes its gradient with the
 //! same kernels from the output it keeps (for the softmax and σ/tanh the output is all the
@@ -13,6 +13,7 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Bytes, DType, Flex, backend_extension};
 
 use super::activation;
+use super::dropout::{self, Mask};
 use super::ext::with_slice;
 use super::softmax;
 
@@ -30,6 +31,8 @@ pub trait CpuActivations: Backend {
         dy: FloatTensor<Self>,
         is_tanh: bool,
     ) -> FloatTensor<Self>;
+    /// Dropout of probability `prob` with the mask of `seed` (its own gradient: the same mask).
+    fn fr_dropout(x: FloatTensor<Self>, seed: u64, prob: f64) -> FloatTensor<Self>;
 }
 
 impl CpuActivations for Flex {
@@ -56,6 +59,26 @@ impl CpuActivations for Flex {
             with_slice(&dy, |d| activation::backward(ys, d, is_tanh))
         });
         FlexTensor::new(Bytes::from_elems(dx), Layout::contiguous(shape), DType::F32)
+    }
+    fn fr_dropout(x: FlexTensor, seed: u64, prob: f64) -> FlexTensor {
+        let shape = x.layout().shape().clone();
+        let y = with_slice(&x, |xs| dropout::forward(xs, Mask::new(seed, prob)));
+        FlexTensor::new(Bytes::from_elems(y), Layout::contiguous(shape), DType::F32)
+    }
+}
+
+#[derive(Debug)]
+struct DropoutBackward;
+
+impl<B: Backend + CpuActivations> Backward<B, 1> for DropoutBackward {
+    /// The seed and the probability: the mask is recomputed, not kept.
+    type State = (u64, f64);
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let dy = grads.consume::<B>(&ops.node);
+        let (seed, prob) = ops.state;
+        if let [Some(node)] = ops.parents {
+            grads.register::<B>(node.id, B::fr_dropout(dy, seed, prob));
+        }
     }
 }
 
@@ -120,5 +143,17 @@ impl<B: Backend + CpuActivations, C: CheckpointStrategy> CpuActivations for Auto
     }
     fn fr_activation_dx(_: FloatTensor<Self>, _: FloatTensor<Self>, _: bool) -> FloatTensor<Self> {
         unimplemented!("second-order gradients of fedrun's activations")
+    }
+    fn fr_dropout(x: FloatTensor<Self>, seed: u64, prob: f64) -> FloatTensor<Self> {
+        match DropoutBackward
+            .prepare::<C>([x.node()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                prep.finish((seed, prob), B::fr_dropout(x.into_primitive(), seed, prob))
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::fr_dropout(x.into_primitive(), seed, prob)),
+        }
     }
 }

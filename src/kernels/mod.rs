@@ -9,6 +9,7 @@ pub mod activation;
 pub mod conv;
 mod conv_nchw;
 mod conv_nhwc;
+pub mod dropout;
 mod exp;
 mod ext;
 mod ext_act;
@@ -24,12 +25,12 @@ mod wide;
 mod winograd;
 
 use burn::backend::{DispatchDevice, ops::ConvOptions};
-use burn::nn::GroupNorm;
 use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
 use burn::nn::pool::MaxPool2d;
+use burn::nn::{Dropout, GroupNorm};
 use burn::tensor::activation::relu as relu_op;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Distribution, Tensor};
 
 use ext::CpuKernels;
 use ext_act::CpuActivations;
@@ -173,4 +174,25 @@ pub fn lstm_layer(xw: Tensor<3>, wh: Tensor<2>) -> Tensor<3> {
         false,
     );
     Tensor::from_dispatch(hs)
+}
+
+/// `d.forward(x)`, on fedrun's kernel where it applies: the same probability and scaling, a
+/// mask drawn from one 64-bit seed taken from burn's generator (so seeding the backend still
+/// fixes every mask) instead of one Bernoulli draw per element. Like burn's, the identity when
+/// the layer is not training, off an autodiff device, or at probability 0.
+pub fn dropout<const D: usize>(d: &Dropout, x: Tensor<D>, kernels: Kernels) -> Tensor<D> {
+    if !(kernels == Kernels::Fedrun && is_flex(&x.device())) {
+        return d.forward(x);
+    }
+    if !d.training.is_enabled() || !x.device().is_autodiff() || d.prob == 0.0 {
+        return x;
+    }
+    let draw = Tensor::<1>::random([2], Distribution::Uniform(0.0, 1.0), &x.device());
+    let r = draw.into_data().try_to_vec::<f32>().expect("two f32 draws");
+    let seed = ((r[0].to_bits() as u64) << 32) | r[1].to_bits() as u64;
+    Tensor::from_dispatch(<burn::backend::Dispatch as CpuActivations>::fr_dropout(
+        x.into_dispatch(),
+        seed,
+        d.prob,
+    ))
 }

@@ -5,14 +5,15 @@
 use burn::module::Module;
 use burn::nn::attention::MultiHeadAttention;
 use burn::nn::transformer::{
-    TransformerEncoder, TransformerEncoderConfig, TransformerEncoderInput, TransformerEncoderLayer,
+    PositionWiseFeedForward, TransformerEncoder, TransformerEncoderConfig, TransformerEncoderInput,
+    TransformerEncoderLayer,
 };
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Int, Tensor};
 
 use crate::config::ModelSpec;
 use crate::data::shakespeare::SEQ_LEN;
-use crate::kernels::{Kernels, softmax_last};
+use crate::kernels::{Kernels, dropout, softmax_last};
 
 #[derive(Module, Debug)]
 pub struct CharTransformer {
@@ -77,16 +78,27 @@ impl CharTransformer {
     }
 }
 
-/// burn's `TransformerEncoderLayer::forward` without masks, the same ops in the same order (so
-/// the same dropout masks), with the attention softmax on fedrun's kernel.
+/// burn's `TransformerEncoderLayer::forward` without masks, the same ops in the same order (with
+/// `run.kernels = "burn"` the same dropout masks too), with the attention softmax and the
+/// dropouts on fedrun's kernels.
 fn encoder_layer(l: &TransformerEncoderLayer, x: Tensor<3>, kernels: Kernels) -> Tensor<3> {
     if l.norm_first || l.mha.quiet_softmax {
         return l.forward(x, None, None);
     }
-    let r = l.dropout.forward(attention(&l.mha, x.clone(), kernels));
+    let r = dropout(&l.dropout, attention(&l.mha, x.clone(), kernels), kernels);
     let x = l.norm_1.forward(x + r);
-    let r = l.dropout.forward(l.pwff.forward(x.clone()));
+    let r = dropout(
+        &l.dropout,
+        feed_forward(&l.pwff, x.clone(), kernels),
+        kernels,
+    );
     l.norm_2.forward(x + r)
+}
+
+/// burn's `PositionWiseFeedForward::forward`, with its dropout on fedrun's kernel.
+fn feed_forward(f: &PositionWiseFeedForward, x: Tensor<3>, kernels: Kernels) -> Tensor<3> {
+    let h = f.activation.forward(f.linear_inner.forward(x));
+    f.linear_outer.forward(dropout(&f.dropout, h, kernels))
 }
 
 /// burn's `MultiHeadAttention::forward` for self-attention without masks: the context.
@@ -99,7 +111,7 @@ fn attention(mha: &MultiHeadAttention, x: Tensor<3>, kernels: Kernels) -> Tensor
     };
     let (q, k, v) = (heads(&mha.query), heads(&mha.key), heads(&mha.value));
     let scores = q.matmul(k.transpose()).div_scalar((mha.d_k as f32).sqrt());
-    let weights = mha.dropout.forward(softmax_last(scores, kernels));
+    let weights = dropout(&mha.dropout, softmax_last(scores, kernels), kernels);
     let context = weights.matmul(v).swap_dims(1, 2).reshape([b, t, d]);
     mha.output.forward(context)
 }
