@@ -20,6 +20,15 @@ fn rel_err(a: Tensor<4>, b: Tensor<4>) -> f32 {
     diff / scale
 }
 
+/// `f()` on a pool of `threads` threads.
+fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(f)
+}
+
 fn flat<const D: usize>(t: Tensor<D>) -> Tensor<4> {
     let n = t.shape().num_elements();
     t.reshape([1, 1, 1, n])
@@ -259,11 +268,7 @@ fn kernels_give_the_same_bits_at_one_and_two_threads() {
         let b = v(g.cout, 3);
         let dy = v(g.n * g.cout * g.oh() * g.ow(), 4);
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| {
+            on_threads(threads, || {
                 (
                     conv::forward(&g, &x, &w, Some(&b)),
                     conv::input_grad(&g, &w, &dy),
@@ -381,4 +386,46 @@ fn dropout_keeps_and_scales_like_burns_and_its_gradient_is_its_mask() {
             .unwrap(),
         xs
     );
+}
+
+#[test]
+fn linear_matches_burn_values_and_gradients_at_any_thread_count() {
+    use burn::nn::LinearConfig;
+    use fedrun::kernels::linear;
+    let device = Device::flex().autodiff();
+    let lin = LinearConfig::new(300, 70).init(&device);
+    for m in [1, 50, 128] {
+        let x =
+            Tensor::<2>::random([m, 300], Distribution::Uniform(-1.0, 1.0), &device).require_grad();
+        let run = |threads: usize| {
+            on_threads(threads, || {
+                let y = linear(&lin, x.clone(), Kernels::Fedrun);
+                let g = (y.clone() * y.clone()).sum().backward();
+                let b = lin.bias.as_ref().unwrap();
+                let v = |t: Tensor<2>| t.into_data().try_to_vec::<f32>().unwrap();
+                (
+                    v(y),
+                    v(x.grad(&g).unwrap()),
+                    v(lin.weight.grad(&g).unwrap()),
+                    b.grad(&g).unwrap().into_data().try_to_vec::<f32>().unwrap(),
+                )
+            })
+        };
+        let ours = run(2);
+        assert_eq!(ours, run(1), "m {m}: one thread");
+        let r = lin.forward(x.clone());
+        let g = (r.clone() * r.clone()).sum().backward();
+        let flat4 = |v: Vec<f32>| Tensor::<1>::from_floats(v.as_slice(), &device);
+        let check = |a: Vec<f32>, b: Tensor<1>, what: &str| {
+            assert!(rel_err(flat(flat4(a)), flat(b)) < 1e-5, "m {m}: {what}");
+        };
+        check(ours.0, r.reshape([m * 70]), "y");
+        check(ours.1, x.grad(&g).unwrap().reshape([m * 300]), "dx");
+        check(
+            ours.2,
+            lin.weight.grad(&g).unwrap().reshape([300 * 70]),
+            "dw",
+        );
+        check(ours.3, lin.bias.as_ref().unwrap().grad(&g).unwrap(), "db");
+    }
 }

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use super::exp::{sigmoid, tanh};
 use super::gemm::{View, matmul, matmul_col_major};
-use super::scratch::threads;
+use super::scratch::{gather, scatter, threads};
 use super::wide::wide;
 
 /// About this many sequences per chunk (the chunks of a batch are as even as can be).
@@ -125,36 +125,6 @@ fn forward_chunk(s: &Seq, wt: &[f32], x: &[f32], bufs: [&mut [f32]; 3], keep: bo
         };
         cell_forward(gt, c_prev, c_t, &mut state);
         scatter(&mut o[t * h..], len * h, &state, h, m);
-    }
-}
-
-/// Columns per block of [`gather`] and [`scatter`]: a cache line of the rows' side.
-const BLOCK: usize = 16;
-
-/// `dst[q·m + r] = src[r·stride + q]` for `q < n`, `r < m`: `m` rows of `n` side by side,
-/// a block of [`BLOCK`] columns at a time so that the block's `dst` stays in L1.
-fn gather(dst: &mut [f32], src: &[f32], stride: usize, n: usize, m: usize) {
-    for q0 in (0..n).step_by(BLOCK) {
-        let q1 = (q0 + BLOCK).min(n);
-        for r in 0..m {
-            let row = &src[r * stride + q0..r * stride + q1];
-            for (q, &v) in (q0..q1).zip(row) {
-                dst[q * m + r] = v;
-            }
-        }
-    }
-}
-
-/// `dst[r·stride + q] = src[q·m + r]`: [`gather`]'s inverse.
-fn scatter(dst: &mut [f32], stride: usize, src: &[f32], n: usize, m: usize) {
-    for q0 in (0..n).step_by(BLOCK) {
-        let q1 = (q0 + BLOCK).min(n);
-        for r in 0..m {
-            let row = &mut dst[r * stride + q0..r * stride + q1];
-            for (q, d) in (q0..q1).zip(row) {
-                *d = src[q * m + r];
-            }
-        }
     }
 }
 

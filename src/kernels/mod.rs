@@ -13,9 +13,11 @@ pub mod dropout;
 mod exp;
 mod ext;
 mod ext_act;
+mod ext_linear;
 mod ext_lstm;
 pub mod gemm;
 mod geom;
+pub mod linear;
 pub mod lstm;
 pub mod norm;
 pub mod pool;
@@ -28,12 +30,13 @@ use burn::backend::{DispatchDevice, ops::ConvOptions};
 use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
 use burn::nn::pool::MaxPool2d;
-use burn::nn::{Dropout, GroupNorm};
+use burn::nn::{Dropout, GroupNorm, Linear};
 use burn::tensor::activation::relu as relu_op;
 use burn::tensor::{Device, Distribution, Tensor};
 
 use ext::CpuKernels;
 use ext_act::CpuActivations;
+use ext_linear::CpuLinear;
 use ext_lstm::CpuRecurrent;
 
 /// Which implementation runs the hot ops (`run.kernels`).
@@ -194,5 +197,21 @@ pub fn dropout<const D: usize>(d: &Dropout, x: Tensor<D>, kernels: Kernels) -> T
         x.into_dispatch(),
         seed,
         d.prob,
+    ))
+}
+
+/// `lin.forward(x)` for a batch of `x` `[m, k]`, on fedrun's dense kernel where it applies (a
+/// layer with a bias, at most [`linear::MAX_ROWS`] rows, on flex): the same products, with the
+/// weight read in place instead of repacked per call.
+pub fn linear(lin: &Linear, x: Tensor<2>, kernels: Kernels) -> Tensor<2> {
+    let fits = x.dims()[0] <= linear::MAX_ROWS && lin.bias.is_some();
+    if !(fits && kernels == Kernels::Fedrun && is_flex(&x.device())) {
+        return lin.forward(x);
+    }
+    let b = lin.bias.as_ref().expect("checked above").val();
+    Tensor::from_dispatch(<burn::backend::Dispatch as CpuLinear>::fr_linear(
+        x.into_dispatch(),
+        lin.weight.val().into_dispatch(),
+        b.into_dispatch(),
     ))
 }

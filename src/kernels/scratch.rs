@@ -193,3 +193,33 @@ pub fn sum(v: &[f32]) -> f32 {
     }
     s
 }
+
+/// Columns per block of [`gather`] and [`scatter`]: a cache line of the rows' side.
+const BLOCK: usize = 16;
+
+/// `dst[q·m + r] = src[r·stride + q]` for `q < n`, `r < m`: `m` rows of `n` side by side,
+/// a block of [`BLOCK`] columns at a time so that the block's `dst` stays in L1.
+pub fn gather(dst: &mut [f32], src: &[f32], stride: usize, n: usize, m: usize) {
+    for q0 in (0..n).step_by(BLOCK) {
+        let q1 = (q0 + BLOCK).min(n);
+        for r in 0..m {
+            let row = &src[r * stride + q0..r * stride + q1];
+            for (q, &v) in (q0..q1).zip(row) {
+                dst[q * m + r] = v;
+            }
+        }
+    }
+}
+
+/// `dst[r·stride + q] = src[q·m + r]`: [`gather`]'s inverse.
+pub fn scatter(dst: &mut [f32], stride: usize, src: &[f32], n: usize, m: usize) {
+    for q0 in (0..n).step_by(BLOCK) {
+        let q1 = (q0 + BLOCK).min(n);
+        for r in 0..m {
+            let row = &mut dst[r * stride + q0..r * stride + q1];
+            for (q, d) in (q0..q1).zip(row) {
+                *d = src[q * m + r];
+            }
+        }
+    }
+}

@@ -17,7 +17,7 @@ use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
-use crate::kernels::{Kernels, conv2d, max_pool2d};
+use crate::kernels::{Kernels, conv2d, linear, max_pool2d};
 
 /// A conv with "same" padding (odd kernel, stride 1).
 fn same_conv(cin: usize, cout: usize, k: usize, device: &Device) -> Conv2d {
@@ -55,7 +55,7 @@ impl FemnistCnn {
         let k = self.kernels;
         let x = max_pool2d(&self.pool, conv2d(&self.conv1, x, k), true, k);
         let x = max_pool2d(&self.pool, conv2d(&self.conv2, x, k), true, k);
-        relu(self.fc1.forward(x.flatten(1, 3)))
+        relu(linear(&self.fc1, x.flatten(1, 3), k))
     }
 
     pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {
