@@ -243,8 +243,9 @@ fn kernels_give_the_same_bits_at_one_and_two_threads() {
     // channels-first im2col (3 channels); 23×23 and 24×24 maps give one image per chunk, so
     // on two threads the chunks run in parallel (each with one-thread kernels), while 15×15
     // and 16×16 maps give few chunks that run one after another with the gemm and copy loops
-    // split over the threads
-    for (cin, side) in [(64, 24), (64, 16), (64, 23), (64, 15), (3, 24)] {
+    // split over the threads; 4×4 maps (ResNet-18's last stage) take Winograd with the weight
+    // transforms split over the threads
+    for (cin, side) in [(64, 24), (64, 16), (64, 23), (64, 15), (3, 24), (64, 4)] {
         let g = Geom {
             n: 6,
             cin,

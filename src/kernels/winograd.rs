@@ -11,26 +11,28 @@
 use super::conv_nhwc::to_padded_nhwc;
 use super::gemm::{View, matmul};
 use super::geom::Geom;
-use super::scratch::{for_chunks, over_chunks, sum_over_chunks, with_weights, with_workspace};
+use super::scratch::{
+    for_chunks, over_chunks, sum_over_chunks, threads, with_weights, with_workspace,
+};
 
-/// Whether the convolution `g` runs here. Maps of at least 8×8: on ResNet-18's 4×4 stage the
-/// 16·cin·cout transformed weights (built on one thread) made a two-thread training step 7 %
-/// slower than im2row, though one thread alone was faster.
+/// Whether the convolution `g` runs here: 3×3, stride 1, padding 1, even maps of at least 4×4
+/// (ResNet-18's last stage included, since the weight transforms run on all threads).
 pub fn applies(g: &Geom) -> bool {
     (g.kh, g.kw, g.sh, g.sw, g.ph, g.pw) == (3, 3, 1, 1, 1, 1)
-        && g.h * g.w >= 64
+        && g.h * g.w >= 16
         && g.h.is_multiple_of(2)
         && g.w.is_multiple_of(2)
         && g.cin >= 16
         && g.cout >= 16
 }
 
-/// `u[ξ][c][co] = (G w[co][c] Gᵀ)[ξ]`, ξ = 4·row + column of the 4×4 transform.
+/// `u[ξ][c][co] = (G w[co][c] Gᵀ)[ξ]`, ξ = 4·row + column of the 4×4 transform. Built on all
+/// threads, one input channel per task (`[c][ξ][co]` in `tmp`), then moved to `u`'s order one
+/// ξ per task: each value is computed by the same arithmetic on any thread.
 #[allow(clippy::needless_range_loop)]
-fn weight_transform(g: &Geom, w: &[f32], flip: bool, u: &mut [f32]) {
+fn weight_transform(g: &Geom, w: &[f32], flip: bool, u: &mut [f32], tmp: &mut [f32]) {
     let (cin, cout) = (g.cin, g.cout);
-    // c outer, co inner: the writes run along u's rows
-    for c in 0..cin {
+    for_chunks(threads(), &mut tmp[..16 * cin * cout], 16 * cout, |c, out| {
         for co in 0..cout {
             // the kernel as this convolution sees it: for the input gradient, w is
             // [cin', cout', 3, 3] of the forward layer, flipped and with channels swapped
@@ -55,11 +57,17 @@ fn weight_transform(g: &Geom, w: &[f32], flip: bool, u: &mut [f32]) {
                 let (a, b, d) = (row[0], row[1], row[2]);
                 let v = [a, 0.5 * (a + b + d), 0.5 * (a - b + d), d];
                 for (s, &x) in v.iter().enumerate() {
-                    u[((4 * r + s) * cin + c) * cout + co] = x;
+                    out[(4 * r + s) * cout + co] = x;
                 }
             }
         }
-    }
+    });
+    let tmp = &*tmp;
+    for_chunks(threads(), &mut u[..16 * cin * cout], cin * cout, |xi, block| {
+        for (c, row) in block.chunks_mut(cout).enumerate() {
+            row.copy_from_slice(&tmp[(c * 16 + xi) * cout..][..cout]);
+        }
+    });
 }
 
 /// `v[p][ξ][c] = (Bᵀ d B)[ξ]` for every tile `p = (j, ty, tx)` of the chunk.
@@ -144,8 +152,9 @@ fn output_transform(g: &Geom, m: &[f32], nb: usize, yt: &mut [f32], th: usize) {
 pub fn forward(g: &Geom, x: &[f32], w: &[f32], b: Option<&[f32]>, flip: bool, y: &mut [f32]) {
     let (cin, cout, hw) = (g.cin, g.cout, g.h * g.w);
     let nb = g.chunk();
-    with_weights(16 * cin * cout, |u| {
-        weight_transform(g, w, flip, u);
+    with_weights(32 * cin * cout, |buf| {
+        let (u, tmp) = buf.split_at_mut(16 * cin * cout);
+        weight_transform(g, w, flip, u, tmp);
         let u = &*u;
         over_chunks(y, nb * cout * hw, |c, y, th| {
             let i0 = c * nb;
@@ -234,7 +243,8 @@ fn weight_grad_transform(g: &Geom, du: &[f32], dw: &mut [f32]) {
         [0.0, 0.5, -0.5, 0.0],
         [0.0, 0.5, 0.5, 1.0],
     ];
-    for co in 0..cout {
+    // one output channel per task (its `cin·9` weights are contiguous)
+    for_chunks(threads(), &mut dw[..cout * cin * 9], cin * 9, |co, out| {
         for c in 0..cin {
             let q = |r: usize, s: usize| du[((4 * r + s) * cin + c) * cout + co];
             for (i, gi) in GT.iter().enumerate() {
@@ -243,12 +253,12 @@ fn weight_grad_transform(g: &Geom, du: &[f32], dw: &mut [f32]) {
                     gi[0] * q(0, s) + gi[1] * q(1, s) + gi[2] * q(2, s) + gi[3] * q(3, s)
                 });
                 for (j, gj) in GT.iter().enumerate() {
-                    dw[((co * cin + c) * 3 + i) * 3 + j] =
+                    out[(c * 3 + i) * 3 + j] =
                         gj[0] * t[0] + gj[1] * t[1] + gj[2] * t[2] + gj[3] * t[3];
                 }
             }
         }
-    }
+    });
 }
 
 /// Writes the transform-domain weight gradient of images `i0 .. i0 + nb` into
