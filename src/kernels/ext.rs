@@ -144,14 +144,11 @@ fn gn_geom(x: &FlexTensor, groups: usize, eps: f64, relu: bool) -> Gn {
 
 fn vector(v: Vec<f32>) -> FlexTensor {
     let n = v.len();
-    FlexTensor::new(
-        Bytes::from_elems(v),
-        Layout::contiguous(Shape::from(vec![n])),
-        DType::F32,
-    )
+    tensor(v, &[n])
 }
 
-fn tensor(v: Vec<f32>, shape: [usize; 4]) -> FlexTensor {
+/// A contiguous f32 flex tensor of `shape` that owns `v` (no copy).
+pub(super) fn tensor(v: Vec<f32>, shape: &[usize]) -> FlexTensor {
     FlexTensor::new(
         Bytes::from_elems(v),
         Layout::contiguous(Shape::from(shape.to_vec())),
@@ -172,7 +169,7 @@ fn flex_forward(
             None => conv::forward(&g, xs, ws, None),
         })
     });
-    tensor(y, [g.n, g.cout, g.oh(), g.ow()])
+    tensor(y, &[g.n, g.cout, g.oh(), g.ow()])
 }
 
 impl CpuKernels for Flex {
@@ -190,7 +187,7 @@ impl CpuKernels for Flex {
     fn fr_conv2d_dx(x: FlexTensor, w: FlexTensor, dy: FlexTensor, o: ConvOptions<2>) -> FlexTensor {
         let g = geom(&x, &w, &o);
         let dx = with_slice(&w, |ws| with_slice(&dy, |d| conv::input_grad(&g, ws, d)));
-        tensor(dx, [g.n, g.cin, g.h, g.w])
+        tensor(dx, &[g.n, g.cin, g.h, g.w])
     }
     fn fr_conv2d_dwb(
         x: FlexTensor,
@@ -205,7 +202,7 @@ impl CpuKernels for Flex {
             Layout::contiguous(Shape::from(vec![g.cout])),
             DType::F32,
         );
-        (tensor(dw, [g.cout, g.cin, g.kh, g.kw]), db)
+        (tensor(dw, &[g.cout, g.cin, g.kh, g.kw]), db)
     }
     fn fr_group_norm(
         x: FlexTensor,
@@ -263,7 +260,7 @@ impl CpuKernels for Flex {
     ) -> FlexTensor {
         let (p, [n, c]) = pool_geom(&x, k, s, relu, ceil);
         let y = with_slice(&x, |xs| pool::forward(&p, xs));
-        tensor(y, [n, c, p.oh(), p.ow()])
+        tensor(y, &[n, c, p.oh(), p.ow()])
     }
     fn fr_max_pool2d_dx(
         x: FlexTensor,
@@ -275,7 +272,7 @@ impl CpuKernels for Flex {
     ) -> FlexTensor {
         let (p, [n, c]) = pool_geom(&x, k, s, relu, ceil);
         let dx = with_slice(&x, |xs| with_slice(&dy, |d| pool::backward(&p, xs, d)));
-        tensor(dx, [n, c, p.h, p.w])
+        tensor(dx, &[n, c, p.h, p.w])
     }
 }
 

@@ -7,11 +7,11 @@ use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::flex::{FlexTensor, Layout};
+use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, Backend, Bytes, DType, Flex, Shape, backend_extension};
+use burn::backend::{Autodiff, Backend, Flex, backend_extension};
 
-use super::ext::with_slice;
+use super::ext::{tensor, with_slice};
 use super::linear::{self, Dense};
 
 #[backend_extension(Flex, Autodiff)]
@@ -37,14 +37,6 @@ fn dense(x: &FlexTensor, w: &FlexTensor) -> Dense {
         k: xs[1],
         n: ws[1],
     }
-}
-
-fn tensor(v: Vec<f32>, shape: &[usize]) -> FlexTensor {
-    FlexTensor::new(
-        Bytes::from_elems(v),
-        Layout::contiguous(Shape::from(shape.to_vec())),
-        DType::F32,
-    )
 }
 
 impl CpuLinear for Flex {

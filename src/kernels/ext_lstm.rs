@@ -8,13 +8,11 @@ use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::flex::{FlexTensor, Layout};
+use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{
-    Autodiff, AutodiffBackend, Backend, Bytes, DType, Flex, Shape, backend_extension,
-};
+use burn::backend::{Autodiff, AutodiffBackend, Backend, Flex, backend_extension};
 
-use super::ext::with_slice;
+use super::ext::{tensor, with_slice};
 use super::lstm::{self, Kept, Seq};
 
 #[backend_extension(Flex, Autodiff)]
@@ -45,14 +43,6 @@ fn seq(xw: &FlexTensor) -> Seq {
         len: s[1],
         hidden: s[2] / 4,
     }
-}
-
-fn tensor(v: Vec<f32>, shape: &[usize]) -> FlexTensor {
-    FlexTensor::new(
-        Bytes::from_elems(v),
-        Layout::contiguous(Shape::from(shape.to_vec())),
-        DType::F32,
-    )
 }
 
 impl CpuRecurrent for Flex {

@@ -55,10 +55,6 @@ pub struct Kept<V = Vec<f32>> {
 pub fn forward(s: &Seq, xw: &[f32], wh: &[f32], keep: bool) -> (Vec<f32>, Kept) {
     let (h, rows, th) = (s.hidden, s.rows(), s.inner_threads());
     let chunks = s.batch.div_ceil(rows);
-    // wh column by column (`wt[q·hidden + k] = wh[k·4·hidden + q]`): the step's gemm reads it
-    // in place, and this way along a column's contiguous memory rather than one row apart
-    let mut wt = vec![0.0f32; wh.len()];
-    gather(&mut wt, wh, 4 * h, 4 * h, h);
     let (steps, cell_steps) = if keep { (s.len, s.len) } else { (1, 2) };
     let mut gates = vec![
         0.0f32;
@@ -82,7 +78,7 @@ pub fn forward(s: &Seq, xw: &[f32], wh: &[f32], keep: bool) -> (Vec<f32>, Kept) 
         .zip(xw.par_chunks(rows * s.len * 4 * h))
         .zip(cells.par_chunks_mut(rows * cell_steps * h))
         .zip(hs.par_chunks_mut(rows * s.len * h))
-        .for_each(|(((g, x), c), o)| forward_chunk(s, &wt, x, [g, c, o], keep, th));
+        .for_each(|(((g, x), c), o)| forward_chunk(s, wh, x, [g, c, o], keep, th));
     (hs, Kept { gates, cells })
 }
 
@@ -90,7 +86,7 @@ pub fn forward(s: &Seq, xw: &[f32], wh: &[f32], keep: bool) -> (Vec<f32>, Kept) 
 /// gates and cell states (`[len, 4·hidden, m]` and `[len, hidden, m]`: each step's values
 /// for the chunk side by side, the layout in which the step's gemm reads `wh` in place; one
 /// step and two alternating states unless `keep`) and their hidden states (`[m, len, hidden]`).
-fn forward_chunk(s: &Seq, wt: &[f32], x: &[f32], bufs: [&mut [f32]; 3], keep: bool, th: usize) {
+fn forward_chunk(s: &Seq, wh: &[f32], x: &[f32], bufs: [&mut [f32]; 3], keep: bool, th: usize) {
     let [g, c, o] = bufs;
     let (h, h4, len) = (s.hidden, 4 * s.hidden, s.len);
     let m = o.len() / (len * h);
@@ -105,11 +101,7 @@ fn forward_chunk(s: &Seq, wt: &[f32], x: &[f32], bufs: [&mut [f32]; 3], keep: bo
                 rs: 1,
                 cs: m,
             };
-            let w = View {
-                data: wt,
-                rs: 1,
-                cs: h,
-            };
+            let w = View::rows(wh, h4);
             matmul_col_major([m, h4, h], (gt, m), true, (h_prev, w), th);
         }
         // step t's cell state, after step t − 1's (in place of step t − 2's unless `keep`)

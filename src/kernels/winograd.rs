@@ -26,48 +26,64 @@ pub fn applies(g: &Geom) -> bool {
         && g.cout >= 16
 }
 
+/// `G k Gᵀ` (4×4, row-major) of one 3×3 kernel `k(i, j)`.
+#[allow(clippy::needless_range_loop)]
+fn kernel_transform(k: impl Fn(usize, usize) -> f32) -> [f32; 16] {
+    // t = G k (4×3)
+    let mut t = [[0f32; 3]; 4];
+    for j in 0..3 {
+        let (a, b, d) = (k(0, j), k(1, j), k(2, j));
+        t[0][j] = a;
+        t[1][j] = 0.5 * (a + b + d);
+        t[2][j] = 0.5 * (a - b + d);
+        t[3][j] = d;
+    }
+    // U = t Gᵀ (4×4)
+    let mut u = [0f32; 16];
+    for (r, row) in t.iter().enumerate() {
+        let (a, b, d) = (row[0], row[1], row[2]);
+        u[4 * r..4 * r + 4].copy_from_slice(&[a, 0.5 * (a + b + d), 0.5 * (a - b + d), d]);
+    }
+    u
+}
+
 /// `u[ξ][c][co] = (G w[co][c] Gᵀ)[ξ]`, ξ = 4·row + column of the 4×4 transform. Built on all
 /// threads, one input channel per task (`[c][ξ][co]` in `tmp`), then moved to `u`'s order one
 /// ξ per task: each value is computed by the same arithmetic on any thread.
-#[allow(clippy::needless_range_loop)]
 fn weight_transform(g: &Geom, w: &[f32], flip: bool, u: &mut [f32], tmp: &mut [f32]) {
     let (cin, cout) = (g.cin, g.cout);
-    for_chunks(threads(), &mut tmp[..16 * cin * cout], 16 * cout, |c, out| {
-        for co in 0..cout {
-            // the kernel as this convolution sees it: for the input gradient, w is
-            // [cin', cout', 3, 3] of the forward layer, flipped and with channels swapped
-            let k = |i: usize, j: usize| -> f32 {
-                if flip {
-                    w[((c * cout + co) * 3 + (2 - i)) * 3 + (2 - j)]
-                } else {
-                    w[((co * cin + c) * 3 + i) * 3 + j]
-                }
-            };
-            // t = G k (4×3)
-            let mut t = [[0f32; 3]; 4];
-            for j in 0..3 {
-                let (a, b, d) = (k(0, j), k(1, j), k(2, j));
-                t[0][j] = a;
-                t[1][j] = 0.5 * (a + b + d);
-                t[2][j] = 0.5 * (a - b + d);
-                t[3][j] = d;
-            }
-            // U = t Gᵀ (4×4)
-            for (r, row) in t.iter().enumerate() {
-                let (a, b, d) = (row[0], row[1], row[2]);
-                let v = [a, 0.5 * (a + b + d), 0.5 * (a - b + d), d];
-                for (s, &x) in v.iter().enumerate() {
-                    out[(4 * r + s) * cout + co] = x;
+    for_chunks(
+        threads(),
+        &mut tmp[..16 * cin * cout],
+        16 * cout,
+        |c, out| {
+            for co in 0..cout {
+                // the kernel as this convolution sees it: for the input gradient, w is
+                // [cin', cout', 3, 3] of the forward layer, flipped and with channels swapped
+                let tile = kernel_transform(|i, j| {
+                    if flip {
+                        w[((c * cout + co) * 3 + (2 - i)) * 3 + (2 - j)]
+                    } else {
+                        w[((co * cin + c) * 3 + i) * 3 + j]
+                    }
+                });
+                for (xi, &x) in tile.iter().enumerate() {
+                    out[xi * cout + co] = x;
                 }
             }
-        }
-    });
+        },
+    );
     let tmp = &*tmp;
-    for_chunks(threads(), &mut u[..16 * cin * cout], cin * cout, |xi, block| {
-        for (c, row) in block.chunks_mut(cout).enumerate() {
-            row.copy_from_slice(&tmp[(c * 16 + xi) * cout..][..cout]);
-        }
-    });
+    for_chunks(
+        threads(),
+        &mut u[..16 * cin * cout],
+        cin * cout,
+        |xi, block| {
+            for (c, row) in block.chunks_mut(cout).enumerate() {
+                row.copy_from_slice(&tmp[(c * 16 + xi) * cout..][..cout]);
+            }
+        },
+    );
 }
 
 /// `v[p][ξ][c] = (Bᵀ d B)[ξ]` for every tile `p = (j, ty, tx)` of the chunk.
