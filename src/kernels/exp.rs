@@ -15,16 +15,27 @@ const ROUND: f32 = 12_582_912.0;
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     let x = x.clamp(-87.336_54, 88.722_83);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
+    let e = poly(r);
+    // `t`'s low mantissa bits hold `n` as an integer (|n| ≤ 128, far below 2²²), so 2ⁿ's
+    // exponent field comes from them by integer arithmetic: the `n as i32` it replaces gives
+    // the same bits but does not vectorise (Rust's `as` saturates, lane by lane)
+    let biased = t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127);
+    e * f32::from_bits(biased << 23)
+}
+
+/// `eʳ` for the reduced `|r| ≤ ln 2 / 2`: Cephes' degree-6 polynomial.
+#[inline(always)]
+fn poly(r: f32) -> f32 {
     let mut p = 1.987_569_1e-4_f32;
     p = p * r + 1.398_199_9e-3;
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
     p = p * r + 0.5;
-    let e = p * r * r + r + 1.0;
-    e * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    p * r * r + r + 1.0
 }
 
 /// `σ(x) = 1/(1 + e⁻ˣ)`, from [`exp`].
@@ -55,6 +66,31 @@ mod tests {
         assert!(worst < 2.5e-7, "relative error {worst}");
         assert_eq!(exp(0.0), 1.0);
         assert!(exp(f32::NEG_INFINITY) < 1.2e-38 && exp(-1e4) >= 0.0);
+    }
+
+    /// 2ⁿ from `t`'s bits is the `n as i32` construction, bit for bit, over the whole range.
+    #[test]
+    fn exponent_from_the_rounding_bits_equals_the_integer_conversion() {
+        let by_cast = |x: f32| {
+            let x = x.clamp(-87.336_54, 88.722_83);
+            let n = (x * LOG2E + ROUND) - ROUND;
+            let r = x - n * LN2_HI - n * LN2_LO;
+            poly(r) * f32::from_bits(((n as i32 + 127) as u32) << 23)
+        };
+        let edges = [
+            f32::NEG_INFINITY,
+            f32::INFINITY,
+            -1e4,
+            1e4,
+            -87.4,
+            88.8,
+            0.0,
+            -0.0,
+        ];
+        let grid = (0..400_000).map(|i| -90.0 + 180.0 * i as f32 / 400_000.0);
+        for x in grid.chain(edges) {
+            assert_eq!(exp(x).to_bits(), by_cast(x).to_bits(), "exp({x})");
+        }
     }
 
     #[test]
