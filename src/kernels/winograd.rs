@@ -259,22 +259,34 @@ fn weight_grad_transform(g: &Geom, du: &[f32], dw: &mut [f32]) {
         [0.0, 0.5, -0.5, 0.0],
         [0.0, 0.5, 0.5, 1.0],
     ];
-    // one output channel per task (its `cin·9` weights are contiguous)
-    for_chunks(threads(), &mut dw[..cout * cin * 9], cin * 9, |co, out| {
-        for c in 0..cin {
-            let q = |r: usize, s: usize| du[((4 * r + s) * cin + c) * cout + co];
-            for (i, gi) in GT.iter().enumerate() {
-                // row i of Gᵀ du (4 values)
-                let t: [f32; 4] = std::array::from_fn(|s| {
-                    gi[0] * q(0, s) + gi[1] * q(1, s) + gi[2] * q(2, s) + gi[3] * q(3, s)
-                });
-                for (j, gj) in GT.iter().enumerate() {
-                    out[(c * 3 + i) * 3 + j] =
-                        gj[0] * t[0] + gj[1] * t[1] + gj[2] * t[2] + gj[3] * t[3];
+    // `CO_BLOCK` output channels per task (their `cin·9` weights each are contiguous), input
+    // channel by input channel, so that each of the 16 rows of `du` read for a `c` is a run of
+    // `CO_BLOCK` neighbours rather than one value a cache line (one channel per task read all
+    // of `du`, megabytes, a value at a time)
+    const CO_BLOCK: usize = 16;
+    for_chunks(
+        threads(),
+        &mut dw[..cout * cin * 9],
+        CO_BLOCK * cin * 9,
+        |b, out| {
+            for c in 0..cin {
+                for (k, dwk) in out.chunks_mut(cin * 9).enumerate() {
+                    let co = b * CO_BLOCK + k;
+                    let q = |r: usize, s: usize| du[((4 * r + s) * cin + c) * cout + co];
+                    for (i, gi) in GT.iter().enumerate() {
+                        // row i of Gᵀ du (4 values)
+                        let t: [f32; 4] = std::array::from_fn(|s| {
+                            gi[0] * q(0, s) + gi[1] * q(1, s) + gi[2] * q(2, s) + gi[3] * q(3, s)
+                        });
+                        for (j, gj) in GT.iter().enumerate() {
+                            dwk[(c * 3 + i) * 3 + j] =
+                                gj[0] * t[0] + gj[1] * t[1] + gj[2] * t[2] + gj[3] * t[3];
+                        }
+                    }
                 }
             }
-        }
-    });
+        },
+    );
 }
 
 /// Writes the transform-domain weight gradient of images `i0 .. i0 + nb` into
