@@ -9,6 +9,7 @@ use super::geom::{Geom, dy_chunk};
 use super::scratch::{
     add_row, copy_row, for_chunks, over_chunks, sum_over_chunks, with_weights, with_workspace,
 };
+use super::wide::wide;
 
 /// Zero-padded channels-last copy of images `i0 .. i0 + nb`: `xp[j][y][x][c]`.
 pub(super) fn to_padded_nhwc(g: &Geom, x: &[f32], i0: usize, nb: usize, xp: &mut [f32], th: usize) {
@@ -40,16 +41,34 @@ pub(super) fn to_padded_nhwc(g: &Geom, x: &[f32], i0: usize, nb: usize, xp: &mut
 
 /// `body[ix·cin + c] = src[c·plane + ix]` for `ix < w`, `c < cin`: one image row from planar
 /// to interleaved, a block of [`TILE`] channels at a time, so that each store fills
-/// consecutive floats and the block's `w`-float source rows stay in L1.
+/// consecutive floats and the block's `w`-float source rows stay in L1; within a block, 8 × 8
+/// squares are transposed through registers ([`square`]), the rest value by value.
 fn transpose_row(src: &[f32], plane: usize, w: usize, body: &mut [f32], cin: usize) {
     const TILE: usize = 8;
     for c0 in (0..cin).step_by(TILE) {
         let cb = TILE.min(cin - c0);
         let s = &src[c0 * plane..];
-        for (ix, d) in body.chunks_exact_mut(cin).take(w).enumerate() {
+        let full = if cb == TILE { w / 8 * 8 } else { 0 };
+        for ix0 in (0..full).step_by(8) {
+            square(s, plane, ix0, &mut body[ix0 * cin + c0..], cin);
+        }
+        for (ix, d) in body.chunks_exact_mut(cin).take(w).enumerate().skip(full) {
             for (cc, v) in d[c0..c0 + cb].iter_mut().enumerate() {
                 *v = s[cc * plane + ix];
             }
+        }
+    }
+}
+
+wide! {
+    /// `d[p·cin + cc] = s[cc·plane + ix0 + p]` for `p, cc < 8`: an 8 × 8 square, loaded as eight
+    /// rows of eight pixels and stored as eight rows of eight channels.
+    fn square(s: &[f32], plane: usize, ix0: usize, d: &mut [f32], cin: usize) {
+        let rows: [[f32; 8]; 8] =
+            std::array::from_fn(|cc| s[cc * plane + ix0..][..8].try_into().unwrap_or([0.0; 8]));
+        for (p, out) in d.chunks_mut(cin).take(8).enumerate() {
+            let col: [f32; 8] = std::array::from_fn(|cc| rows[cc][p]);
+            out[..8].copy_from_slice(&col);
         }
     }
 }
