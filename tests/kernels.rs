@@ -153,6 +153,8 @@ fn conv2d_matches_burn_on_the_models_layers() {
         // Winograd shapes: 3×3, stride 1, padding 1, even maps, 16+ channels each way
         (50, 32, 48, [10, 12], 3, 1, 1),
         (1, 17, 16, [6, 8], 3, 1, 1),
+        // 20 output channels: the weight gradient's blocks of 16 channels end in a part block
+        (2, 16, 20, [8, 8], 3, 1, 1),
     ];
     for (n, cin, cout, hw, k, stride, pad) in layers {
         check(&Case {
