@@ -5,7 +5,10 @@
 
 use super::gemm::{View, matmul};
 use super::geom::{Geom, dy_chunk};
-use super::scratch::{copy_row, for_chunks, over_chunks, sum_over_chunks, with_workspace, zero};
+use super::scratch::{
+    add_row, copy_row, for_chunks, over_chunks, sum_over_chunks, with_workspace, zero,
+};
+use super::wide::wide;
 
 /// The valid output range `[lo, hi)` along one axis for kernel offset `kk`: the outputs whose
 /// input index `o·s + kk − p` lies in `[0, len)`.
@@ -19,12 +22,11 @@ fn valid(out: usize, len: usize, s: usize, kk: usize, p: usize) -> (usize, usize
     (lo, hi.max(lo))
 }
 
-/// im2col of images `i0 .. i0 + nb`: `col[r][j·ohw + oy·ow + ox]` for row `r = (c, ki, kj)`.
-fn im2col(g: &Geom, x: &[f32], i0: usize, nb: usize, col: &mut [f32], th: usize) {
-    let (oh, ow, ohw) = (g.oh(), g.ow(), g.ohw());
-    let cols = nb * ohw;
-    let plane = g.h * g.w;
-    for_chunks(th, col, cols, |r, row| {
+wide! {
+    /// Row `r = (c, ki, kj)` of the im2col of images `i0 .. i0 + nb` (see [`im2col`]).
+    fn im2col_row(g: &Geom, x: &[f32], i0: usize, nb: usize, r: usize, row: &mut [f32]) {
+        let (oh, ow, ohw) = (g.oh(), g.ow(), g.ohw());
+        let plane = g.h * g.w;
         let c = r / (g.kh * g.kw);
         let ki = (r / g.kw) % g.kh;
         let kj = r % g.kw;
@@ -51,16 +53,21 @@ fn im2col(g: &Geom, x: &[f32], i0: usize, nb: usize, col: &mut [f32], th: usize)
                 }
             }
         }
+    }
+}
+
+/// im2col of images `i0 .. i0 + nb`: `col[r][j·ohw + oy·ow + ox]` for row `r = (c, ki, kj)`.
+fn im2col(g: &Geom, x: &[f32], i0: usize, nb: usize, col: &mut [f32], th: usize) {
+    for_chunks(th, col, nb * g.ohw(), |r, row| {
+        im2col_row(g, x, i0, nb, r, row)
     });
 }
 
-/// col2im of images `i0 .. i0 + nb` into `dx` (the planes of those images, zeroed here):
-/// the adjoint of [`im2col`].
-fn col2im(g: &Geom, col: &[f32], nb: usize, dx: &mut [f32], th: usize) {
-    let (oh, ow, ohw) = (g.oh(), g.ow(), g.ohw());
-    let cols = nb * ohw;
-    let plane = g.h * g.w;
-    for_chunks(th, dx, plane, |p, dst| {
+wide! {
+    /// Plane `p = (j, c)` of [`col2im`], zeroed first.
+    fn col2im_plane(g: &Geom, col: &[f32], nb: usize, p: usize, dst: &mut [f32]) {
+        let (oh, ow, ohw) = (g.oh(), g.ow(), g.ohw());
+        let cols = nb * ohw;
         let (j, c) = (p / g.cin, p % g.cin);
         dst.fill(0.0);
         for ki in 0..g.kh {
@@ -75,10 +82,7 @@ fn col2im(g: &Geom, col: &[f32], nb: usize, dx: &mut [f32], th: usize) {
                     let srow = &src[oy * ow..(oy + 1) * ow];
                     if g.sw == 1 {
                         let ix0 = xlo + kj - g.pw;
-                        drow[ix0..ix0 + (xhi - xlo)]
-                            .iter_mut()
-                            .zip(&srow[xlo..xhi])
-                            .for_each(|(d, s)| *d += s);
+                        add_row(&mut drow[ix0..ix0 + (xhi - xlo)], &srow[xlo..xhi]);
                     } else {
                         for ox in xlo..xhi {
                             drow[ox * g.sw + kj - g.pw] += srow[ox];
@@ -87,7 +91,13 @@ fn col2im(g: &Geom, col: &[f32], nb: usize, dx: &mut [f32], th: usize) {
                 }
             }
         }
-    });
+    }
+}
+
+/// col2im of images `i0 .. i0 + nb` into `dx` (the planes of those images, zeroed here):
+/// the adjoint of [`im2col`].
+fn col2im(g: &Geom, col: &[f32], nb: usize, dx: &mut [f32], th: usize) {
+    for_chunks(th, dx, g.h * g.w, |p, dst| col2im_plane(g, col, nb, p, dst));
 }
 
 /// `y = conv(x, w) + b`.

@@ -8,6 +8,7 @@
 //! quarter of the ReLU's work.
 
 use super::scratch::{for_chunks, threads};
+use super::wide::wide;
 
 /// Input `[n, c, h, w]` (n·c planes), window `k`, stride `s`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +73,48 @@ impl Pool {
     }
 }
 
+wide! {
+    /// One output row of whole 2×2 windows: input rows `r0`, `r1` (`2·o.len()` values each).
+    fn forward_row(r0: &[f32], r1: &[f32], o: &mut [f32], relu: bool) {
+        let pairs = r0.chunks_exact(2).zip(r1.chunks_exact(2));
+        for (o, (a, b)) in o.iter_mut().zip(pairs) {
+            let mut m = a[0];
+            for v in [a[1], b[0], b[1]] {
+                if v > m {
+                    m = v;
+                }
+            }
+            if relu && m <= 0.0 {
+                m = 0.0;
+            }
+            *o = m;
+        }
+    }
+}
+
+wide! {
+    /// One output row's gradient `g` routed to its whole 2×2 windows (input rows `r0`, `r1`):
+    /// branch-free arg-max (first maximum wins); every input of a window is written, the
+    /// maximum with its gradient and the others with 0.
+    fn backward_row(r0: &[f32], r1: &[f32], g: &[f32], o0: &mut [f32], o1: &mut [f32], relu: bool) {
+        let ins = r0.chunks_exact(2).zip(r1.chunks_exact(2));
+        let outs = o0.chunks_exact_mut(2).zip(o1.chunks_exact_mut(2));
+        for ((&g, (a, b)), (oa, ob)) in g.iter().zip(ins).zip(outs) {
+            let v = [a[0], a[1], b[0], b[1]];
+            let (k01, m01) = if v[1] > v[0] { (1, v[1]) } else { (0, v[0]) };
+            let (k23, m23) = if v[3] > v[2] { (3, v[3]) } else { (2, v[2]) };
+            let (k, m) = if m23 > m01 { (k23, m23) } else { (k01, m01) };
+            // a NaN maximum passes no gradient, as in burn's ReLU
+            let passes = !relu || m > 0.0;
+            let d = if !passes { 0.0 } else { g };
+            oa[0] = if k == 0 { d } else { 0.0 };
+            oa[1] = if k == 1 { d } else { 0.0 };
+            ob[0] = if k == 2 { d } else { 0.0 };
+            ob[1] = if k == 3 { d } else { 0.0 };
+        }
+    }
+}
+
 pub fn forward(p: &Pool, x: &[f32]) -> Vec<f32> {
     let (oh, ow, plane) = (p.oh(), p.ow(), p.h * p.w);
     let mut y = vec![0.0f32; p.planes * oh * ow];
@@ -79,20 +122,9 @@ pub fn forward(p: &Pool, x: &[f32]) -> Vec<f32> {
         let src = &x[i * plane..(i + 1) * plane];
         if p.k == [2, 2] && p.s == [2, 2] {
             let (wh, ww) = p.whole();
-            for oy in 0..wh {
+            for (oy, o) in out.chunks_exact_mut(ow).take(wh).enumerate() {
                 let (r0, r1) = (&src[2 * oy * p.w..], &src[(2 * oy + 1) * p.w..]);
-                for (ox, o) in out[oy * ow..oy * ow + ww].iter_mut().enumerate() {
-                    let mut m = r0[2 * ox];
-                    for v in [r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]] {
-                        if v > m {
-                            m = v;
-                        }
-                    }
-                    if p.relu && m <= 0.0 {
-                        m = 0.0;
-                    }
-                    *o = m;
-                }
+                forward_row(&r0[..2 * ww], &r1[..2 * ww], &mut o[..ww], p.relu);
             }
             // the partial windows of ceil mode: the last column, then the last row
             for (oy, ox) in (0..wh).map(|oy| (oy, ww)).chain((0..ow).map(|ox| (wh, ox))) {
@@ -119,25 +151,13 @@ pub fn backward(p: &Pool, x: &[f32], dy: &[f32]) -> Vec<f32> {
         let src = &x[i * plane..(i + 1) * plane];
         let g = &dy[i * oh * ow..(i + 1) * oh * ow];
         if p.k == [2, 2] && p.s == [2, 2] {
-            // branch-free arg-max of each 2×2 window (first maximum wins); every input of a
-            // covered window is written, the max with its gradient and the others with 0
             let (wh, ww) = p.whole();
             for oy in 0..wh {
                 let (a, b) = (2 * oy * p.w, (2 * oy + 1) * p.w);
-                for ox in 0..ww {
-                    let (i, j) = (a + 2 * ox, b + 2 * ox);
-                    let v = [src[i], src[i + 1], src[j], src[j + 1]];
-                    let (k01, m01) = if v[1] > v[0] { (1, v[1]) } else { (0, v[0]) };
-                    let (k23, m23) = if v[3] > v[2] { (3, v[3]) } else { (2, v[2]) };
-                    let (k, m) = if m23 > m01 { (k23, m23) } else { (k01, m01) };
-                    // a NaN maximum passes no gradient, as in burn's ReLU
-                    let passes = !p.relu || m > 0.0;
-                    let d = if !passes { 0.0 } else { g[oy * ow + ox] };
-                    out[i] = if k == 0 { d } else { 0.0 };
-                    out[i + 1] = if k == 1 { d } else { 0.0 };
-                    out[j] = if k == 2 { d } else { 0.0 };
-                    out[j + 1] = if k == 3 { d } else { 0.0 };
-                }
+                let (o0, o1) = out[a..].split_at_mut(p.w);
+                let (s0, s1) = (&src[a..a + 2 * ww], &src[b..b + 2 * ww]);
+                let gr = &g[oy * ow..oy * ow + ww];
+                backward_row(s0, s1, gr, &mut o0[..2 * ww], &mut o1[..2 * ww], p.relu);
             }
             // ceil mode's partial windows cover inputs no whole window wrote (still 0)
             for (oy, ox) in (0..wh).map(|oy| (oy, ww)).chain((0..ow).map(|ox| (wh, ox))) {
