@@ -287,6 +287,60 @@ fn kernels_give_the_same_bits_at_one_and_two_threads() {
 }
 
 #[test]
+fn group_norm_and_pool_give_the_same_bits_at_one_and_two_threads() {
+    use fedrun::kernels::{norm, pool};
+    let v = |n: usize, s: usize| -> Vec<f32> {
+        (0..n)
+            .map(|i| (((i * 7919 + s) % 1000) as f32 - 500.0) / 250.0)
+            .collect()
+    };
+    // 6 × 64 × 16 × 16 and 15 × 15 (a remainder after the sums' lanes; ceil-mode windows)
+    // are large enough that two threads split the blocks and planes
+    for side in [16usize, 15] {
+        let hw = side * side;
+        for relu in [false, true] {
+            let g = norm::Gn {
+                n: 6,
+                c: 64,
+                hw,
+                groups: 32,
+                eps: 1e-5,
+                relu,
+            };
+            let (x, dy) = (v(6 * 64 * hw, 1), v(6 * 64 * hw, 2));
+            let (gamma, beta) = (v(64, 3), v(64, 4));
+            let p = pool::Pool {
+                planes: 6 * 64,
+                h: side,
+                w: side,
+                k: [2, 2],
+                s: [2, 2],
+                relu,
+                ceil: true,
+            };
+            let dyp = v(6 * 64 * p.oh() * p.ow(), 5);
+            let run = |threads: usize| {
+                on_threads(threads, || {
+                    let (y, st) = norm::forward(&g, &x, &gamma, &beta);
+                    let grads = norm::backward(&g, &x, &st, &gamma, &beta, &dy);
+                    (
+                        y,
+                        st,
+                        grads,
+                        pool::forward(&p, &x),
+                        pool::backward(&p, &x, &dyp),
+                    )
+                })
+            };
+            assert!(
+                run(1) == run(2),
+                "{side}×{side}, relu {relu}: results differ between 1 and 2 threads"
+            );
+        }
+    }
+}
+
+#[test]
 fn group_norm_matches_burn() {
     use burn::module::Param;
     use burn::nn::GroupNormConfig;
