@@ -238,6 +238,14 @@ fn max_pool2d_matches_burn() {
     }
 }
 
+/// `n` values spread over `[-half_width, half_width)` in a fixed scrambled order (`seed` shifts it):
+/// inputs for the thread-count tests, the same at every call.
+fn spread(n: usize, seed: usize, half_width: f32) -> Vec<f32> {
+    (0..n)
+        .map(|i| (((i * 7919 + seed) % 1000) as f32 - 500.0) / 500.0 * half_width)
+        .collect()
+}
+
 #[test]
 fn kernels_give_the_same_bits_at_one_and_two_threads() {
     use fedrun::kernels::conv::{self, Geom};
@@ -261,11 +269,7 @@ fn kernels_give_the_same_bits_at_one_and_two_threads() {
             ph: 1,
             pw: 1,
         };
-        let v = |n: usize, s: usize| -> Vec<f32> {
-            (0..n)
-                .map(|i| (((i * 7919 + s) % 1000) as f32 - 500.0) / 500.0)
-                .collect()
-        };
+        let v = |n: usize, s: usize| spread(n, s, 1.0);
         let x = v(g.n * g.cin * g.h * g.w, 1);
         let w = v(g.cout * g.cin * 9, 2);
         let b = v(g.cout, 3);
@@ -289,11 +293,7 @@ fn kernels_give_the_same_bits_at_one_and_two_threads() {
 #[test]
 fn group_norm_and_pool_give_the_same_bits_at_one_and_two_threads() {
     use fedrun::kernels::{norm, pool};
-    let v = |n: usize, s: usize| -> Vec<f32> {
-        (0..n)
-            .map(|i| (((i * 7919 + s) % 1000) as f32 - 500.0) / 250.0)
-            .collect()
-    };
+    let v = |n: usize, s: usize| spread(n, s, 2.0);
     // 6 × 64 × 16 × 16 and 15 × 15 (a remainder after the sums' lanes; ceil-mode windows)
     // are large enough that two threads split the blocks and planes
     for side in [16usize, 15] {
