@@ -110,8 +110,10 @@ crate::choice! {
 }
 
 crate::choice! {
-    /// `run.backend`: `flex` (CPU) | `wgpu` (GPU, cargo feature `wgpu`).
-    pub enum Backend { Flex = "flex", Wgpu = "wgpu" }
+    /// `run.backend`: `flex` (CPU) | `wgpu` (GPU through wgpu, cargo feature `wgpu`: WGSL
+    /// kernels, or SPIR-V where the binary also has `vulkan`) | `vulkan` (GPU through wgpu
+    /// pinned to Vulkan with burn's SPIR-V compiler, cargo feature `vulkan`).
+    pub enum Backend { Flex = "flex", Wgpu = "wgpu", Vulkan = "vulkan" }
 }
 
 crate::choice! {

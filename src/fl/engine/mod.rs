@@ -29,7 +29,9 @@ mod workers;
 
 pub use experiment::Experiment;
 pub use lock::RunLock;
-pub use options::{RunOptions, check_backend, client_workers, device_step, devices, shape_of};
+pub use options::{
+    RunOptions, check_backend, client_workers, compiled_backends, device_step, devices, shape_of,
+};
 pub use round::{RoundConfig, RoundStats, Stop, run_round, sample_clients};
 pub use run::{run, stopped_message};
 pub use workers::{BurnClients, LocalTrainer};

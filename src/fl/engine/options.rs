@@ -63,16 +63,32 @@ pub fn check_backend(s: &Spec) -> Result<()> {
         Backend::Flex => Ok(()),
         #[cfg(feature = "wgpu")]
         Backend::Wgpu => Ok(()),
-        #[cfg(not(feature = "wgpu"))]
+        #[cfg(feature = "vulkan")]
+        Backend::Vulkan => Ok(()),
+        #[allow(unreachable_patterns)]
         other => Err(not_compiled(other)),
     }
 }
 
+/// The backends compiled into this binary.
+pub fn compiled_backends() -> Vec<Backend> {
+    let mut v = vec![Backend::Flex];
+    if cfg!(feature = "wgpu") {
+        v.push(Backend::Wgpu);
+    }
+    if cfg!(feature = "vulkan") {
+        v.push(Backend::Vulkan);
+    }
+    v
+}
+
 /// The error of a backend this binary was built without.
-#[cfg(not(feature = "wgpu"))]
+#[allow(dead_code)]
 fn not_compiled(b: Backend) -> Error {
+    let have: Vec<String> = compiled_backends().iter().map(|b| b.to_string()).collect();
     Error::Config(format!(
-        "key `run.backend`: \"{b}\" is not compiled into this binary (build with `--features {b}`); available: flex"
+        "key `run.backend`: \"{b}\" is not compiled into this binary (build with `--features {b}`); available: {}",
+        have.join(", ")
     ))
 }
 
@@ -81,8 +97,14 @@ pub fn devices(backend: Backend) -> Result<(Device, Device)> {
     let base = match backend {
         Backend::Flex => Device::flex(),
         #[cfg(feature = "wgpu")]
-        Backend::Wgpu => wgpu_device()?,
-        #[cfg(not(feature = "wgpu"))]
+        Backend::Wgpu => gpu_device(backend, || {
+            Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)
+        })?,
+        #[cfg(feature = "vulkan")]
+        Backend::Vulkan => gpu_device(backend, || {
+            Device::vulkan(burn::tensor::DeviceKind::DefaultDevice)
+        })?,
+        #[allow(unreachable_patterns)]
         other => return Err(not_compiled(other)),
     };
     Ok((base.clone().autodiff(), base))
@@ -98,12 +120,13 @@ pub fn device_step(spec: &Spec) -> bool {
     }
 }
 
-/// The wgpu device, checked with one small computation: a missing or unusable adapter panics
-/// inside cubecl (`RecvError`), which becomes an error that names the key and what to do.
-#[cfg(feature = "wgpu")]
-fn wgpu_device() -> Result<Device> {
-    let probe = || {
-        let dev = Device::wgpu(burn::tensor::DeviceKind::DefaultDevice);
+/// A GPU device (`make` builds it lazily), checked with one small computation: a missing or
+/// unusable adapter panics inside cubecl (`RecvError`), which becomes an error that names the
+/// key and what to do.
+#[cfg(any(feature = "wgpu", feature = "vulkan"))]
+fn gpu_device(backend: Backend, make: fn() -> Device) -> Result<Device> {
+    let probe = move || {
+        let dev = make();
         let t = burn::tensor::Tensor::<1>::from_data([1.0f32, 2.0], &dev);
         let v = t.sum().into_scalar::<f32>();
         (dev, v)
@@ -115,7 +138,7 @@ fn wgpu_device() -> Result<Device> {
     match got {
         Ok((dev, 3.0)) => Ok(dev),
         Ok((_, v)) => Err(Error::Config(format!(
-            "key `run.backend` = \"wgpu\": the adapter computed 1 + 2 = {v}; it is not usable"
+            "key `run.backend` = \"{backend}\": the adapter computed 1 + 2 = {v}; it is not usable"
         ))),
         Err(p) => {
             let why = p
@@ -127,7 +150,7 @@ fn wgpu_device() -> Result<Device> {
                 .map(|v| format!("CUBECL_WGPU_DEFAULT_DEVICE = {v}"))
                 .unwrap_or_else(|_| "CUBECL_WGPU_DEFAULT_DEVICE is not set".into());
             Err(Error::Config(format!(
-                "key `run.backend` = \"wgpu\": no usable GPU adapter ({chosen}; wgpu said: {why}). Install a Vulkan driver (on a machine without a GPU: Mesa's software driver lavapipe, Debian package `mesa-vulkan-drivers`), or pick the adapter with CUBECL_WGPU_DEFAULT_DEVICE = DiscreteGpu(0) | IntegratedGpu(0) | VirtualGpu(0) | Cpu | DefaultDevice (cubecl reads this variable, not wgpu's WGPU_* ones)"
+                "key `run.backend` = \"{backend}\": no usable GPU adapter ({chosen}; wgpu said: {why}). Install a Vulkan driver and loader (an NVIDIA GPU: the NVIDIA driver with its Vulkan ICD, and Debian's `libvulkan1`; a machine without a GPU: Mesa's software driver lavapipe, Debian package `mesa-vulkan-drivers`), or pick the adapter with CUBECL_WGPU_DEFAULT_DEVICE = DiscreteGpu(0) | IntegratedGpu(0) | VirtualGpu(0) | Cpu | DefaultDevice (cubecl reads this variable, not wgpu's WGPU_* ones)"
             )))
         }
     }
