@@ -29,8 +29,13 @@ Install (outside the project; about 7 GB with the CUDA wheels):
 Run:
     torchenv/bin/python scripts/bench/torch_models.py --model cnn --steps 20 --reps 3 --threads 2
     torchenv/bin/python scripts/bench/torch_models.py --all --steps 20 --reps 3
-Only torch is needed (numpy is installed beside it to keep torch quiet); everything runs
-on the CPU.
+Only torch is needed (numpy is installed beside it to keep torch quiet). Everything runs
+on the CPU unless --device cuda: then the model, the pool and the test set live on the GPU
+(the pool is sliced there, no host transfer per step), the optimizer and the clip use
+PyTorch's default (foreach) CUDA kernels, and the clock is read after
+torch.cuda.synchronize(). The loss is read back every step (.item()), as fedrun reads its
+loss and norm.
+    python3 scripts/bench/torch_models.py --all --device cuda --steps 20 --reps 3
 """
 
 import argparse
@@ -42,6 +47,21 @@ import time
 
 import torch
 import torch.nn as nn
+
+DEVICE = torch.device("cpu")  # --device; set once in main()
+
+
+def sync():
+    """Wait for the device's queued work (CUDA is asynchronous); nothing on the CPU."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def foreach_flag():
+    """foreach for the optimizer and the clip: False on the CPU (see make_optimizer), PyTorch's
+    default (None: the fused multi-tensor kernels) on CUDA."""
+    return None if DEVICE.type == "cuda" else False
+
 import torch.nn.functional as F
 
 SEQ_LEN = 80  # Shakespeare: 80 characters in, the next one out
@@ -334,7 +354,8 @@ def make_data(s, steps, channels_last):
         cl = torch.channels_last
         train = (train[0].contiguous(memory_format=cl), train[1])
         test = (test[0].contiguous(memory_format=cl), test[1])
-    return train, test
+    to = lambda xy: (xy[0].to(DEVICE), xy[1].to(DEVICE))  # noqa: E731
+    return to(train), to(test)
 
 
 # ----------------------------------------------------------------------------- step
@@ -348,7 +369,7 @@ def make_optimizer(model, s):
     only for CUDA/XPU tensors; explicit so the choice cannot change between versions."""
     wd = 0.0 if s["nar"] else s["wd"]
     return torch.optim.SGD(model.parameters(), lr=s["lr"], momentum=0.0,
-                           weight_decay=wd, foreach=False)
+                           weight_decay=wd, foreach=foreach_flag())
 
 
 def update(params, opt, s):
@@ -359,7 +380,7 @@ def update(params, opt, s):
                 if p.grad is not None:
                     p.grad.add_(p, alpha=s["wd"])
     if s["max_norm"] > 0.0:
-        torch.nn.utils.clip_grad_norm_(params, s["max_norm"], foreach=False)
+        torch.nn.utils.clip_grad_norm_(params, s["max_norm"], foreach=foreach_flag())
     opt.step()
 
 
@@ -408,6 +429,13 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def device_name():
+    """The CPU, or the CUDA device's name."""
+    if DEVICE.type == "cuda":
+        return torch.cuda.get_device_name(DEVICE)
+    return "cpu"
+
+
 def setting_name(args):
     parts = (["compile"] if args.compile else []) + (
         ["channels-last"] if args.channels_last else [])
@@ -419,6 +447,7 @@ def prepare(name, s, args):
     torch.manual_seed(0)
     model = build_model(name, s)
     params = check_params(name, model)
+    model = model.to(DEVICE)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     opt = make_optimizer(model, s)
@@ -431,13 +460,16 @@ def time_reps(name, s, runner, opt, data, meta, args):
     pool, test = data
     step_s, eval_s = [], []
     for r in range(args.reps):
+        sync()
         t0 = time.perf_counter()
         loss_sum = train_steps(runner, opt, pool, s, 0, args.steps)
+        sync()
         step = (time.perf_counter() - t0) / args.steps
         acc = loss = ev = None
         if not args.no_eval:
             t1 = time.perf_counter()
             acc, loss = evaluate(runner, test, s["eval_batch"])
+            sync()
             ev = time.perf_counter() - t1
             eval_s.append(ev)
         step_s.append(step)
@@ -454,6 +486,7 @@ def run_model(name, args):
     s = SETTINGS[name]
     runner, opt, params = prepare(name, s, args)
     meta = {"threads": torch.get_num_threads(), "setting": setting_name(args),
+            "device": device_name(),
             "params": params}
     log(f"model {name}: {params} parameters, threads={meta['threads']}, "
         f"setting={meta['setting']}, batch={s['batch']}, test={s['test']}")
@@ -472,7 +505,8 @@ def run_model(name, args):
     emit({"summary": True, "model": name, "median_step_s": statistics.median(step_s),
           "median_eval_s": statistics.median(eval_s) if eval_s else None,
           "params": params, "threads": meta["threads"], "setting": meta["setting"],
-          "batch": s["batch"], "test": s["test"], "torch": torch.__version__})
+          "batch": s["batch"], "test": s["test"], "torch": torch.__version__,
+          "device": meta["device"]})
     return 0
 
 
@@ -489,6 +523,8 @@ def parse_args(argv=None):
                    help="NHWC weights and inputs (convolutional image models only)")
     p.add_argument("--compile", action="store_true", help="wrap the model in torch.compile")
     p.add_argument("--no-eval", action="store_true", help="skip the test evaluation")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="where the model, its data and its steps run")
     args = p.parse_args(argv)
     if args.all == (args.model is not None):
         p.error("give exactly one of --model NAME and --all")
@@ -517,6 +553,11 @@ def main(argv=None):
     names = models_to_run(args)
     if names is None:
         return 2
+    global DEVICE
+    if args.device == "cuda" and not torch.cuda.is_available():
+        log("--device cuda: this torch sees no CUDA device")
+        return 2
+    DEVICE = torch.device(args.device)
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     for name in names:

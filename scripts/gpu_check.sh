@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# fedrun on a machine with an NVIDIA GPU: the one command to run there.
+#
+# Written for a machine with the NVIDIA driver and PyTorch with CUDA but no network and no Rust
+# toolchain: it takes fedrun binaries built elsewhere with the GPU features, one per backend.
+#
+#   cargo build --release --features vulkan,fusion          # SPIR-V through Vulkan
+#   cp target/release/fedrun fedrun-vulkan
+#   cargo build --release --features wgpu,fusion            # WGSL through wgpu
+#   cp target/release/fedrun fedrun-wgpu
+#   scripts/gpu_check.sh vulkan=fedrun-vulkan wgpu=fedrun-wgpu      # on the GPU machine
+#
+# What it does, in this order, each part with a time limit so that the whole stays under
+# about 8 minutes (--budget SECONDS):
+#   1. prints the GPU, its driver and the Vulkan loader;
+#   2. PyTorch on CUDA: scripts/bench/torch_models.py --device cuda, every model;
+#   3. the agreement check: two rounds of the embedded quickstart (2 clients of 3 steps each)
+#      on flex and on each GPU backend; test_loss and train_loss must agree to 1e-3 (relative);
+#   4. `fedrun bench --workload model` for every model on each backend (random inputs, so no
+#      data set has to travel);
+#   5. writes gpu_check.json and gpu_check.md (fedrun / PyTorch per model, step and
+#      evaluation) into --out (default: gpu_check/), and prints the table.
+# A binary may serve several backends (`vulkan,wgpu=PATH`). --models a,b,c limits the models
+# (default: all); --only-models M limits them for the backends after the first; --per-model S
+# caps each fedrun process (default 90 s).
+set -uo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+out="gpu_check"
+budget=480
+steps=20
+reps=3
+all_models="cnn,resnet18,mnist-cnn,mlp,transformer,transformer-small,lstm,lstm-small,femnist-cnn,celeba-cnn"
+models="$all_models"
+per_model=90
+later_models=""
+pairs=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --out) out="$2"; shift 2 ;;
+        --budget) budget="$2"; shift 2 ;;
+        --steps) steps="$2"; shift 2 ;;
+        --reps) reps="$2"; shift 2 ;;
+        --models) models="$2"; shift 2 ;;
+        --per-model) per_model="$2"; shift 2 ;;
+        --only-models) later_models="$2"; shift 2 ;;
+        -h|--help) sed -n 2,25p "$0"; exit 0 ;;
+        *=*) pairs+=("$1"); shift ;;
+        *) echo "gpu_check: unknown argument '$1' (expected BACKEND=BINARY or an option; --help)" >&2; exit 2 ;;
+    esac
+done
+if [ ${#pairs[@]} -eq 0 ]; then
+    echo "gpu_check: give at least one BACKEND=BINARY (vulkan=PATH, wgpu=PATH); --help" >&2
+    exit 2
+fi
+mkdir -p "$out/logs"
+start=$(date +%s)
+left() { echo $(( budget - ($(date +%s) - start) )); }
+py=python3
+
+# --- 1. the machine -------------------------------------------------------------------
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+    echo "vulkan loader: $(ldconfig -p | grep -m1 'libvulkan.so.1' | awk '{print $NF}')"
+    $py -c 'import torch; print("torch:", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+} | tee "$out/machine.txt"
+if ! ldconfig -p | grep -q libvulkan.so.1; then
+    echo "gpu_check: no Vulkan loader (libvulkan.so.1): install Debian's libvulkan1; the GPU backends need it" >&2
+fi
+# The NVIDIA ICD where the driver's folder holds it and nothing else names one.
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$icd" ]; then export VK_DRIVER_FILES="$icd"; fi
+
+# --- 2. PyTorch on CUDA ------------------------------------------------------------------
+: > "$out/torch.jsonl"
+t=$(left)
+if [ "$models" = "$all_models" ]; then
+    timeout $(( t < 180 ? t : 180 )) $py "$here/bench/torch_models.py" --all --device cuda \
+        --steps "$steps" --reps "$reps" 2>>"$out/logs/torch.err" | grep '"summary"' >> "$out/torch.jsonl" \
+        || echo "torch: failed or timed out (logs/torch.err)"
+else
+    for m in ${models//,/ }; do
+        t=$(left); [ "$t" -gt 20 ] || { echo "torch $m: budget spent, skipped"; continue; }
+        timeout $(( t < 90 ? t : 90 )) $py "$here/bench/torch_models.py" --model "$m" --device cuda \
+            --steps "$steps" --reps "$reps" 2>>"$out/logs/torch.err" | grep '"summary"' >> "$out/torch.jsonl" \
+            || echo "torch $m: failed or timed out (logs/torch.err)"
+    done
+fi
+
+# --- 3 and 4, per backend -----------------------------------------------------------------
+agree() {  # backend binary
+    local b="$1" bin="$2" d="$out/agree"
+    mkdir -p "$d"
+    for be in flex "$b"; do
+        [ -f "$d/$be/rounds.csv" ] && continue
+        timeout 150 "$bin" --set fl.rounds=2 --set local.steps=3 --set fl.clients_per_round=2 \
+            --set run.backend="\"$be\"" --set run.name="\"$be\"" \
+            --out "$d" --force > "$out/logs/agree_$be.log" 2>&1 || { echo "agreement $be: failed (logs/agree_$be.log)"; return 1; }
+    done
+    $py - "$d/flex/rounds.csv" "$d/$b/rounds.csv" "$b" <<'EOF' | tee -a "$out/agree.txt"
+import csv, sys
+a, b = (list(csv.DictReader(open(p))) for p in sys.argv[1:3])
+ok = len(a) == len(b) == 2
+worst = 0.0
+for ra, rb in zip(a, b):
+    for k in ("test_loss", "train_loss"):
+        x, y = float(ra[k]), float(rb[k])
+        worst = max(worst, abs(x - y) / max(abs(x), 1.0))
+ok = ok and worst <= 1e-3
+print(f"agreement {sys.argv[3]}: {'PASS' if ok else 'FAIL'} (2 rounds of the quickstart with 2 clients of 3 steps, worst relative difference of test_loss/train_loss {worst:.2e}, tolerance 1e-3)")
+EOF
+}
+: > "$out/fedrun.jsonl"
+first=1
+for pair in "${pairs[@]}"; do
+    bin="${pair#*=}"
+    [ -x "$bin" ] || { echo "gpu_check: $bin is not an executable file" >&2; exit 2; }
+    for b in $(echo "${pair%%=*}" | tr ',' ' '); do
+        "$bin" --version 2>/dev/null | sed "s/^/$b binary: /"
+        [ "$(left)" -gt 60 ] && agree "$b" "$bin"
+        list="$models"
+        [ $first -eq 0 ] && [ -n "$later_models" ] && list="$later_models"
+        for m in ${list//,/ }; do
+            t=$(left); [ "$t" -gt 15 ] || { echo "fedrun $b $m: budget spent, skipped"; continue; }
+            timeout $(( t < per_model ? t : per_model )) "$bin" bench --workload model --model "$m" --steps "$steps" \
+                --rounds "$reps" --set run.backend="\"$b\"" 2>>"$out/logs/fedrun_$b.err" \
+                | grep '"summary"' | sed "s/^{/{\"backend\":\"$b\",/" >> "$out/fedrun.jsonl" \
+                || echo "fedrun $b $m: failed or timed out (logs/fedrun_$b.err)"
+        done
+        first=0
+    done
+done
+
+# --- 5. the table --------------------------------------------------------------------------
+$py - "$out" <<'EOF'
+import json, os, sys
+out = sys.argv[1]
+rd = lambda p: [json.loads(l) for l in open(os.path.join(out, p)) if l.strip()]
+torch, fed = rd("torch.jsonl"), rd("fedrun.jsonl")
+machine = open(os.path.join(out, "machine.txt")).read().strip().splitlines()
+agree = open(os.path.join(out, "agree.txt")).read().strip().splitlines() if os.path.exists(os.path.join(out, "agree.txt")) else []
+tp = {r["model"]: r for r in torch}
+backends = sorted({r["backend"] for r in fed})
+ms = lambda s: "–" if s is None else f"{s * 1e3:.1f}"
+ratio = lambda a, b: "–" if a is None or b is None else f"{a / b:.2f}×"
+lines = ["# fedrun on a GPU", "", *[f"- {l}" for l in machine + agree], "",
+         "| model | backend | fedrun step ms | PyTorch step ms | step ratio | fedrun eval ms | PyTorch eval ms | eval ratio |",
+         "|---|---|---|---|---|---|---|---|"]
+rows = []
+for r in fed:
+    t = tp.get(r["model"], {})
+    ts, te = t.get("median_step_s"), t.get("median_eval_s")
+    fs, fe = r.get("median_step_s"), r.get("median_eval_s")
+    rows.append(dict(model=r["model"], backend=r["backend"], fedrun_step_s=fs, torch_step_s=ts,
+                     fedrun_eval_s=fe, torch_eval_s=te,
+                     step_ratio=None if fs is None or ts is None else fs / ts,
+                     eval_ratio=None if fe is None or te is None else fe / te))
+    lines.append(f"| {r['model']} | {r['backend']} | {ms(fs)} | {ms(ts)} | {ratio(fs, ts)} | {ms(fe)} | {ms(te)} | {ratio(fe, te)} |")
+json.dump({"machine": machine, "agreement": agree, "rows": rows, "torch": torch, "fedrun": fed},
+          open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
+open(os.path.join(out, "gpu_check.md"), "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+EOF
+echo "gpu_check: $(( $(date +%s) - start )) s; $out/gpu_check.json, $out/gpu_check.md"
