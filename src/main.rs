@@ -21,6 +21,10 @@ fn main() {
         libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
         libc::mallopt(libc::M_TOP_PAD, 64 << 20);
     }
+    // Every compute thread flushes subnormals (src/kernels/fpu.rs): this thread and rayon's
+    // global pool now, for the commands that compute without a run (`bench --workload ops`); a
+    // run sets its spec's `run.flush_subnormals` again.
+    fedrun::kernels::fpu::set_flush_subnormals(true);
     let cli = fedrun::cli::Cli::parse();
     if let Err(e) = fedrun::cli::main_with(cli) {
         eprintln!("error: {e}");

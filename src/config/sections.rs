@@ -352,6 +352,10 @@ pub struct RunSpec {
     /// at least the clients trained at once; the rest is spilled to `client_state_*.bin` in the
     /// run folder. 0 = no limit. Results are identical whatever the value.
     pub client_state_mb: f64,
+    /// Run every compute thread with subnormal floats flushed to zero (x86-64: the FTZ and DAZ
+    /// bits of MXCSR), as TensorFlow and XLA do: Intel cores slow down badly on subnormals.
+    /// `false` keeps IEEE subnormals (docs/ALGORITHMS.md).
+    pub flush_subnormals: bool,
 }
 
 impl Default for RunSpec {
@@ -366,6 +370,7 @@ impl Default for RunSpec {
             checkpoint_every: 10,
             client_workers: 0,
             client_state_mb: 0.0,
+            flush_subnormals: true,
         }
     }
 }

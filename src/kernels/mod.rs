@@ -15,6 +15,7 @@ mod ext;
 mod ext_act;
 mod ext_linear;
 mod ext_lstm;
+pub mod fpu;
 pub mod gemm;
 mod geom;
 pub mod linear;

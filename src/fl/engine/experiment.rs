@@ -41,6 +41,7 @@ pub struct Experiment {
 
 impl Experiment {
     pub fn new(spec: &Spec, data: FedData) -> Result<Experiment> {
+        crate::kernels::fpu::set_flush_subnormals(spec.run.flush_subnormals);
         let (device, eval_device) = devices(spec.run.backend)?;
         let shape = shape_of(&data);
         let kernels = match spec.run.kernels {
@@ -89,8 +90,7 @@ impl Experiment {
         let pools = if workers > 1 {
             (0..workers)
                 .map(|_| {
-                    rayon::ThreadPoolBuilder::new()
-                        .num_threads(1)
+                    crate::kernels::fpu::pool(1)
                         .build()
                         .map_err(|e| Error::Run(format!("cannot start a client worker: {e}")))
                 })
