@@ -38,6 +38,13 @@ pub struct Header {
     /// (`fl.active_clients`); absent otherwise and in checkpoints of fedrun before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active: Option<Vec<usize>>,
+    /// The CRC-32 and the row count of the first `csv_bytes` bytes of `rounds.csv` when the
+    /// checkpoint was written: a resume refuses a file that is not that one. Absent in
+    /// checkpoints of fedrun before it (then only the length is checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv_crc: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv_rows: Option<usize>,
 }
 
 /// Named vectors of a checkpoint.

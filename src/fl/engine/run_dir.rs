@@ -131,6 +131,8 @@ impl RunDir {
         self.check_csv_columns()?;
         let next = h.next_round;
         self.check_same_spec(spec, Some(next))?;
+        self.check_checkpoint_spec(&h, spec)?;
+        self.check_csv_prefix(&h)?;
         self.pending = Some((h, v));
         Ok(Some(next))
     }
@@ -157,16 +159,20 @@ impl RunDir {
     /// computes depends on the total, so rounds before it are the same either way.
     fn check_same_spec(&self, spec: &Spec, next: Option<usize>) -> Result<()> {
         let p = self.dir.join("spec.toml");
-        let Ok(text) = std::fs::read_to_string(&p) else {
-            return Ok(());
-        };
+        let text = std::fs::read(&p).map_err(|e| {
+            Error::Run(format!(
+                "{}: cannot read it ({e}); a run writes it when it starts, and this folder holds a run's results, so they cannot be checked against this spec: run with --force to start afresh, or use another run.name",
+                p.display()
+            ))
+        })?;
+        let text = String::from_utf8(text).map_err(|_| {
+            Error::Run(format!(
+                "{}: not text (damaged or replaced); this folder's results cannot be checked against this spec: run with --force to start afresh, or use another run.name",
+                p.display()
+            ))
+        })?;
         let old = (self.parse_spec)(&text, &p.display().to_string())?;
-        let mut diff = old.diff_keys(spec);
-        if let Some(next) = next
-            && spec.fl.rounds >= next
-        {
-            diff.retain(|k| k != "fl.rounds");
-        }
+        let diff = differing(&old, spec, next);
         if diff.is_empty() {
             return Ok(());
         }
@@ -175,6 +181,63 @@ impl RunDir {
             self.dir.display(),
             diff.join(", ")
         )))
+    }
+
+    /// Refuse a checkpoint written by a run of another spec (one copied in from another folder,
+    /// or a `spec.toml` edited and given back as `--config`), naming the keys.
+    fn check_checkpoint_spec(&self, h: &checkpoint::Header, spec: &Spec) -> Result<()> {
+        let ck = self.checkpoint();
+        let what = format!("the spec inside {}", ck.display());
+        let old = (self.parse_spec)(&h.spec, &what)?;
+        let diff = differing(&old, spec, Some(h.next_round));
+        if diff.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Run(format!(
+            "{}: written by a run of another spec (keys that differ: {}): it is not this folder's run, or the spec changed since; resuming would splice two runs into one rounds.csv. Run with --force to start afresh, or use another run.name",
+            ck.display(),
+            diff.join(", ")
+        )))
+    }
+
+    /// Refuse a `rounds.csv` that is not the one the checkpoint was written after: shorter (cut
+    /// or replaced) or with other bytes (another run's, or edited). A longer one holds rows
+    /// written after the checkpoint (a crash before the next one): they are cut off, with a note,
+    /// and those rounds run again.
+    fn check_csv_prefix(&self, h: &checkpoint::Header) -> Result<()> {
+        let (p, ck) = (self.csv(), self.checkpoint());
+        let refuse = |why: String| {
+            Err(Error::Run(format!(
+                "{}: {why}; resuming from {} would pad or splice it. Run with --force to start afresh, or use another run.name",
+                p.display(),
+                ck.display()
+            )))
+        };
+        let bytes = match std::fs::read(&p) {
+            Ok(b) => b,
+            Err(e) => return refuse(format!("cannot read it ({e})")),
+        };
+        let want = usize::try_from(h.csv_bytes).unwrap_or(usize::MAX);
+        if bytes.len() < want {
+            return refuse(format!(
+                "{} bytes, shorter than the {want} it had when the checkpoint was written (cut or replaced)",
+                bytes.len()
+            ));
+        }
+        let (crc, rows) = csv_digest(&bytes[..want]);
+        if h.csv_crc.is_some_and(|c| c != crc) || h.csv_rows.is_some_and(|r| r != rows) {
+            return refuse(format!(
+                "its first {want} bytes are not those the checkpoint was written after (another run's file, or edited)"
+            ));
+        }
+        if bytes.len() > want {
+            eprintln!(
+                "note: {}: {} bytes after the checkpoint's {want} (rows written after it) are cut off; those rounds run again",
+                p.display(),
+                bytes.len() - want
+            );
+        }
+        Ok(())
     }
 
     /// Make the folder and hold its lock (with `force`, empty it first, keeping the lock).
@@ -244,6 +307,11 @@ impl RunDir {
             store.sync()?;
         }
         let csv_bytes = csv.sync()?;
+        let written = std::fs::read(self.csv())
+            .map_err(|e| Error::io(format!("cannot read {}", self.csv().display()), e))?;
+        let prefix =
+            usize::try_from(csv_bytes).map_or(&written[..], |n| &written[..n.min(written.len())]);
+        let (csv_crc, csv_rows) = csv_digest(prefix);
         let mut vectors: Vec<(String, &[f32])> = vec![("global".into(), &ex.global)];
         vectors.extend(ex.alg.state());
         let header = checkpoint::Header {
@@ -257,6 +325,8 @@ impl RunDir {
             vectors: vectors.iter().map(|(n, v)| (n.clone(), v.len())).collect(),
             rounds_from: crate::metrics::csv::ROUNDS_FROM,
             active: ex.members.active().map(<[usize]>::to_vec),
+            csv_crc: Some(csv_crc),
+            csv_rows: Some(csv_rows),
         };
         checkpoint::write(&self.checkpoint(), &header, &vectors)?;
         for store in ex.alg.client_stores() {
@@ -268,6 +338,24 @@ impl RunDir {
     pub fn write_summary(&self, s: &Summary) -> Result<()> {
         s.write(&self.dir)
     }
+}
+
+/// The keys in which `new` differs from `old`; when resuming at round `next`, `fl.rounds` may
+/// differ if it is at least `next` (nothing a round computes depends on the total).
+fn differing(old: &Spec, new: &Spec, next: Option<usize>) -> Vec<String> {
+    let mut diff = old.diff_keys(new);
+    if let Some(next) = next
+        && new.fl.rounds >= next
+    {
+        diff.retain(|k| k != "fl.rounds");
+    }
+    diff
+}
+
+/// The CRC-32 of a `rounds.csv` prefix and its rows (lines after the header).
+fn csv_digest(bytes: &[u8]) -> (u32, usize) {
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+    (crc32fast::hash(bytes), lines.saturating_sub(1))
 }
 
 /// Remove everything in `dir` but its lock file (which this process holds: removing it would
