@@ -49,6 +49,7 @@ fn svrg_anchor_gradient_draws_the_models_dropout_masks() {
             batch_size: 8,
             schedule: &schedule,
             dropout_seed: seed,
+            stop: None,
         };
         let (data, tr) = (&ex.data, &mut ex.trainers[0]);
         tr.train(data, plan, &w, &mut Rng::from_seed(1));

@@ -177,6 +177,14 @@ fn sizes_that_cannot_fit_are_refused_naming_the_key() {
             &["data.synthetic_test=20000", "fl.eval_batch_size=1000000000"],
             "fl.eval_batch_size",
         ),
+        (
+            &[
+                "model.kind=\"mlp\"",
+                "model.mlp_hidden=200",
+                "run.client_workers=100000",
+            ],
+            "run.client_workers",
+        ),
     ];
     for (sets, key) in cases {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -196,13 +204,13 @@ fn sizes_that_cannot_fit_are_refused_naming_the_key() {
 }
 
 #[test]
-fn sigterm_stops_after_the_round_and_the_rerun_gives_the_same_csv() {
+fn sigterm_stops_the_round_in_flight_and_the_rerun_gives_the_same_csv() {
     let d = TempDir::new("sigterm");
-    // one checkpoint only at the end: the stop must write its own
-    let cfg = long_spec(d.path(), 8, 100);
+    // a checkpoint every 2 rounds: the rows after the last one are cut and run again
+    let cfg = long_spec(d.path(), 8, 2);
     let (out, whole) = (d.path().join("out"), d.path().join("whole"));
     let child = start(&cfg, &out);
-    wait_for_lines(&out.join("t/rounds.csv"), 3);
+    wait_for_lines(&out.join("t/rounds.csv"), 4);
     let kill = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -212,9 +220,10 @@ fn sigterm_stops_after_the_round_and_the_rerun_gives_the_same_csv() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "a stopped run exits non-zero");
     assert!(
-        err.contains("stopped by a signal after round") && err.contains("resume"),
+        err.contains("stopping: signal received") && err.contains("stopped by a signal"),
         "{err}"
     );
+    assert!(err.contains("resume"), "{err}");
     let s = Summary::read(&out.join("t")).unwrap();
     assert_eq!(s.status, Status::Interrupted);
     assert!(
@@ -235,6 +244,45 @@ fn sigterm_stops_after_the_round_and_the_rerun_gives_the_same_csv() {
         without_time(&out.join("t/rounds.csv")),
         without_time(&whole.join("t/rounds.csv"))
     );
+}
+
+/// Under a local step count no study uses, SIGTERM is acknowledged at once and stops the run
+/// within a step: the round in flight is discarded, nothing half-done is written.
+#[test]
+fn sigterm_stops_a_run_within_a_local_step() {
+    let d = TempDir::new("sigterm-step");
+    let cfg = d.path().join("spec.toml");
+    let text = synthetic_spec("").replace("steps = 3", "steps = 100000000");
+    std::fs::write(&cfg, text).unwrap();
+    let out = d.path().join("out");
+    let child = start(&cfg, &out);
+    // the run has started its first round once its summary says it is running
+    let t0 = Instant::now();
+    while Summary::read(&out.join("t")).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        took < Duration::from_secs(20),
+        "took {took:?} to stop: {err}"
+    );
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("stopping: signal received"), "{err}");
+    assert!(err.contains("during round 1, which is discarded"), "{err}");
+    let s = Summary::read(&out.join("t")).unwrap();
+    assert_eq!((s.status, s.rounds), (Status::Interrupted, 0), "{s:?}");
+    let csv = std::fs::read_to_string(out.join("t/rounds.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1, "only the header: {csv}");
 }
 
 #[test]
@@ -275,4 +323,97 @@ fn a_full_disk_during_a_checkpoint_write_leaves_a_resumable_run() {
         without_time(&dir.join("rounds.csv")),
         without_time(&whole.join("t/rounds.csv"))
     );
+}
+
+/// Resume never splices two runs or pads a file: a `rounds.csv` cut short or with other bytes,
+/// a checkpoint from another run, an edited `spec.toml` given back as the spec, and a missing
+/// `spec.toml` are each refused with an error naming the file (the files left as they were);
+/// rows written after the checkpoint are cut off and run again, each round once in the end.
+#[test]
+fn resume_refuses_files_of_another_run_and_cuts_rows_after_the_checkpoint() {
+    let d = TempDir::new("splice");
+    let out = d.path().to_path_buf();
+    let spec = half_run(&out);
+    let t = out.join("t");
+    let (csv_p, ck_p, spec_p) = (
+        t.join("rounds.csv"),
+        t.join("checkpoint.bin"),
+        t.join("spec.toml"),
+    );
+    let (csv, ck, spec_toml) = (
+        std::fs::read(&csv_p).unwrap(),
+        std::fs::read(&ck_p).unwrap(),
+        std::fs::read(&spec_p).unwrap(),
+    );
+    let put_back = || {
+        std::fs::write(&csv_p, &csv).unwrap();
+        std::fs::write(&ck_p, &ck).unwrap();
+        std::fs::write(&spec_p, &spec_toml).unwrap();
+    };
+    let refused = |spec: &fedrun::config::Spec, file: &str, needle: &str| {
+        let before = std::fs::read(&csv_p).ok();
+        let e = resume(spec, &out).expect_err("refused").to_string();
+        assert!(
+            e.contains(file) && e.contains(needle) && e.contains("--force"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read(&csv_p).ok(),
+            before,
+            "rounds.csv untouched: {e}"
+        );
+    };
+    // rounds.csv cut mid-row, and one of the same length with another digit
+    std::fs::write(&csv_p, &csv[..csv.len() - 5]).unwrap();
+    refused(&spec, "rounds.csv", "shorter");
+    let mut other = csv.clone();
+    let k = other
+        .iter()
+        .rposition(|b| b.is_ascii_digit() && *b != b'9')
+        .unwrap();
+    other[k] += 1;
+    std::fs::write(&csv_p, &other).unwrap();
+    refused(
+        &spec,
+        "rounds.csv",
+        "not those the checkpoint was written after",
+    );
+    put_back();
+    // a checkpoint copied in from a run of another spec
+    let mut theirs = spec.clone();
+    theirs.run.name = "u".into();
+    theirs.local.lr = 0.07;
+    let opts = RunOptions {
+        out: out.clone(),
+        max_rounds_this_call: Some(2),
+        ..Default::default()
+    };
+    run(&theirs, &opts).unwrap();
+    std::fs::copy(out.join("u/checkpoint.bin"), &ck_p).unwrap();
+    refused(&spec, "checkpoint.bin", "local.lr");
+    put_back();
+    // spec.toml edited (lr) and given back as the spec: the checkpoint's spec says otherwise
+    let mut edited = spec.clone();
+    edited.local.lr = 0.07;
+    std::fs::write(&spec_p, edited.to_toml()).unwrap();
+    refused(&edited, "checkpoint.bin", "local.lr");
+    // spec.toml deleted, or replaced by bytes that are not text
+    std::fs::remove_file(&spec_p).unwrap();
+    refused(&spec, "spec.toml", "cannot read it");
+    std::fs::write(&spec_p, [0xff, 0xfe, 0x00, 0x81]).unwrap();
+    refused(&spec, "spec.toml", "not text");
+    put_back();
+    // a row written after the checkpoint (a crash before the next one): cut off, run again
+    let mut longer = csv.clone();
+    longer.extend_from_slice(b"3,99,1,1,0.05,0,0,0,1,,,0,0,1\n");
+    std::fs::write(&csv_p, &longer).unwrap();
+    assert_eq!(resume(&spec, &out).unwrap().status, Status::Complete);
+    let text = std::fs::read_to_string(&csv_p).unwrap();
+    assert!(!text.contains('\0') && !text.contains(",99,"), "{text}");
+    let rounds: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(rounds, ["1", "2", "3", "4"], "{text}");
 }

@@ -54,6 +54,14 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let s = run_spec(&spec, &opts)?;
     println!("{}", s.line());
     println!("results: {}", dir.display());
+    if opts.stopping() {
+        let t0 = std::time::Instant::now();
+        while !ACKNOWLEDGED.load(std::sync::atomic::Ordering::SeqCst)
+            && t0.elapsed() < std::time::Duration::from_secs(1)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     if opts.stopping() && s.status == Status::Interrupted {
         return Err(Error::Run(format!("{}: {}", dir.display(), s.message)));
     }
@@ -66,8 +74,14 @@ pub fn run(a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// A flag that SIGINT and SIGTERM set (the run stops after its current round); a second one
-/// ends the process at once (exit status 130 or 143), leaving the last checkpoint.
+/// Set once the watcher has printed its line: a run that stopped waits for it (briefly), so
+/// that the acknowledgement is never lost to a quick exit.
+static ACKNOWLEDGED: AtomicBool = AtomicBool::new(false);
+
+/// A flag that SIGINT and SIGTERM set: every client stops before its next local step, the
+/// round in flight is discarded and the last checkpoint kept; a line on stderr says so at once
+/// (a watcher thread: a signal handler may not print). A second signal ends the process at
+/// once (exit status 130 or 143), leaving the last checkpoint too.
 fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
@@ -76,6 +90,16 @@ fn stop_on_signals() -> Result<Arc<AtomicBool>> {
             .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)))
             .map_err(|e| Error::io("cannot install the signal handlers", e))?;
     }
+    let seen = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        while !seen.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        eprintln!(
+            "\nstopping: signal received; the clients stop before their next local step, the round in flight is discarded and the last checkpoint kept (a second signal ends the process at once)"
+        );
+        ACKNOWLEDGED.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
     Ok(stop)
 }
 

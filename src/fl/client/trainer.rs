@@ -67,6 +67,9 @@ pub struct Work<'a> {
     /// that both forwards draw the same masks (SVRG's correction then cancels exactly at x =
     /// anchor).
     pub dropout_seed: u64,
+    /// Set from outside (a signal): the steps end before the next one (the caller discards
+    /// the round).
+    pub stop: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// The models a trainer reuses: the trained one, the frozen ones a plan's loss reads, and the
@@ -344,6 +347,11 @@ fn run_steps(
         model = write_params(model, w.anchor);
     }
     for step in 0..w.steps {
+        if w.stop
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            break;
+        }
         let bidx = batches.next_batch(rng);
         let lr = w.schedule.lr(w.round, step / per_epoch);
         let (input, y) = data::batch(&data.train, bidx, data.augment, Some(rng), job.device);

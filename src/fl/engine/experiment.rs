@@ -37,6 +37,9 @@ pub struct Experiment {
     pub pools: Vec<rayon::ThreadPool>,
     pub evaluator: Evaluator,
     pub device: Device,
+    /// Set from outside (SIGINT, SIGTERM): clients stop before their next local step, the
+    /// evaluation is skipped, and the run discards the round in flight.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Experiment {
@@ -110,6 +113,7 @@ impl Experiment {
             alg,
             members,
             device,
+            stop: None,
         })
     }
 
@@ -182,6 +186,7 @@ impl Experiment {
             data: &self.data,
             spec: &self.spec,
             device: &self.device,
+            stop: self.stop.as_deref(),
         };
         let cfg = RoundConfig {
             seed: self.spec.run.seed,

@@ -83,13 +83,15 @@ pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
     fits(data, budget, &keys, "the generated data")?;
     let size = estimate(&spec.model, features, classes);
     let workers = spec.run.client_workers.max(1) as u128;
-    let model = size.params * 4 * (6 * workers + 10);
+    // the model with one worker's copies first: a model too large is the model's keys' fault,
+    // and only then the extra workers' copies are `run.client_workers`'
     let keys = size_keys(&spec.model);
     let what = format!(
         "a model of about {} parameters, with its copies,",
         size.params
     );
-    fits(data + model, budget, &keys, &what)?;
+    fits(data + size.params * 4 * 16, budget, &keys, &what)?;
+    let model = size.params * 4 * (6 * workers + 10);
     if spec.run.client_workers > 1 {
         let keys = format!("key `run.client_workers` = {}", spec.run.client_workers);
         fits(

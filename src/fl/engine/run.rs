@@ -1,6 +1,7 @@
 //! The outer run loop: rounds, evaluation, the CSV, checkpoints, divergence and progress, in a
 //! run folder ([`RunDir`]).
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::experiment::Experiment;
@@ -51,6 +52,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
         check_batches(spec, &data, b)?;
     }
     let mut ex = Experiment::new(spec, data)?;
+    ex.stop = opts.stop.clone();
     phases.build_s = started.elapsed().as_secs_f64() - phases.load_data_s;
     if let Some(b) = budget {
         let (clients, vectors) = (ex.members.size(), ex.alg.per_client_vectors());
@@ -105,7 +107,8 @@ fn round_and_eval(
     let clock = Instant::now();
     let row = ex.round(t)?;
     phases.train_s += clock.elapsed().as_secs_f64();
-    if !evaluate {
+    let stopping = ex.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
+    if !evaluate || stopping {
         return Ok((row, None));
     }
     let clock = Instant::now();
@@ -145,6 +148,8 @@ fn rounds(
         .max_rounds_this_call
         .map(|m| (start + m).min(total))
         .unwrap_or(total);
+    // the round the last checkpoint was written after (a resume starts at one)
+    let mut saved = (start > 0).then_some(start);
     for t in start..stop_at {
         let is_last = t + 1 == total;
         let evaluate = (t + 1) % eval_every == 0 || is_last;
@@ -156,6 +161,12 @@ fn rounds(
                 return diverged(&p, &name, dir, stop);
             }
         };
+        if opts.stopping() {
+            // a signal came while the round ran: its clients stopped mid-way, so it is dropped
+            bar.abandon();
+            p.elapsed_s = now();
+            return discarded(&p, &name, dir, t, saved);
+        }
         p.next = t + 1;
         if let Some((acc, loss)) = eval {
             (row.test_acc, row.test_loss, row.elapsed_s) = (acc, loss, now());
@@ -168,6 +179,7 @@ fn rounds(
             p.elapsed_s = now();
             let clock = Instant::now();
             dir.save(ex, csv, &p)?;
+            saved = Some(p.next);
             phases.checkpoint_s += clock.elapsed().as_secs_f64();
         }
         if opts.stopping() {
@@ -183,6 +195,30 @@ fn rounds(
         p.elapsed_s / p.next.max(1) as f64
     };
     finish(ex, dir, csv, &p, opts, pace)
+}
+
+/// The summary of a run stopped by a signal while round `t` was in flight: that round is
+/// discarded (its clients stopped before their next step), nothing is checkpointed, and the
+/// same command resumes from the last checkpoint (after round `saved`), cutting off the rows
+/// written after it.
+fn discarded(
+    p: &Progress,
+    name: &str,
+    dir: &RunDir,
+    t: usize,
+    saved: Option<usize>,
+) -> Result<Summary> {
+    let resume = match saved {
+        Some(k) => format!("run the same command to resume from the checkpoint after round {k}"),
+        None => "no checkpoint was written yet, so the same command starts afresh".into(),
+    };
+    let message = format!(
+        "stopped by a signal during round {}, which is discarded; {resume}",
+        t + 1
+    );
+    let s = p.summary(name, Status::Interrupted, message);
+    dir.write_summary(&s)?;
+    Ok(s)
 }
 
 /// The summary of a run stopped by `stop` (a divergence, reported as such; a failure, returned).

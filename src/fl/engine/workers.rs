@@ -2,6 +2,7 @@
 //! models: one trainer per client worker, each on its own one-thread pool.
 
 use burn::tensor::Device;
+use std::sync::atomic::AtomicBool;
 
 use crate::config::Spec;
 use crate::data::FedData;
@@ -39,19 +40,30 @@ pub struct BurnClients<'a> {
     pub data: &'a FedData,
     pub spec: &'a Spec,
     pub device: &'a Device,
+    /// Set from outside (a signal): each client stops before its next local step, and the
+    /// round in flight is discarded by the caller.
+    pub stop: Option<&'a AtomicBool>,
+}
+
+/// What every client of a round reads.
+#[derive(Clone, Copy)]
+struct Shared<'a> {
+    data: &'a FedData,
+    spec: &'a Spec,
+    stop: Option<&'a AtomicBool>,
 }
 
 /// Train client `c` of round `t` on `trainer`: its local steps, batches and augmentation are
 /// drawn from the (seed, round, client) stream, whoever trains it.
 fn train_client(
     trainer: &mut Trainer,
-    data: &FedData,
-    spec: &Spec,
+    job: Shared,
     t: usize,
     c: usize,
     anchor: &[f32],
     plan: ClientPlan,
 ) -> LocalStats {
+    let (data, spec) = (job.data, job.spec);
     let k = local_steps(
         spec.local.steps,
         spec.local.epochs,
@@ -68,6 +80,7 @@ fn train_client(
         batch_size: spec.local.batch_size,
         schedule: &schedule,
         dropout_seed: Rng::derive(spec.run.seed, Stream::Dropout, &[t as u64, c as u64]).next_u64(),
+        stop: job.stop,
     };
     trainer.train(data, plan, &work, &mut rng)
 }
@@ -86,6 +99,11 @@ impl LocalTrainer for BurnClients<'_> {
         _lr: f64,
     ) -> Vec<LocalStats> {
         let (data, spec) = (self.data, self.spec);
+        let job = Shared {
+            data,
+            spec,
+            stop: self.stop,
+        };
         if clients.len() == 1 || self.pools.is_empty() {
             return clients
                 .iter()
@@ -97,7 +115,7 @@ impl LocalTrainer for BurnClients<'_> {
                         Rng::derive(spec.run.seed, Stream::Dropout, &[t as u64, c as u64])
                             .next_u64(),
                     );
-                    train_client(tr, data, spec, t, c, anchor, plan)
+                    train_client(tr, job, t, c, anchor, plan)
                 })
                 .collect();
         }
@@ -107,9 +125,7 @@ impl LocalTrainer for BurnClients<'_> {
                 .zip(self.trainers.iter_mut().zip(self.pools))
                 .zip(plans)
                 .map(|((&c, (tr, pool)), plan)| {
-                    s.spawn(move || {
-                        pool.install(|| train_client(tr, data, spec, t, c, anchor, plan))
-                    })
+                    s.spawn(move || pool.install(|| train_client(tr, job, t, c, anchor, plan)))
                 })
                 .collect();
             handles
