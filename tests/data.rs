@@ -67,6 +67,9 @@ fn cifar_wrong_size_names_the_file() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("nope") && e.contains("does not exist"), "{e}");
+    // --data-dir naming a file: said so, not "does not exist"
+    let e = cifar::load_dir(&t, false).unwrap_err().to_string();
+    assert!(e.contains("is a file, not a directory"), "{e}");
 }
 
 fn labels(n: usize) -> Vec<u8> {
@@ -185,6 +188,63 @@ fn published_index_files_are_read_and_checked() {
             .to_string()
             .contains("out of range")
     );
+    // FedACG's IID files are Python set literals; an empty set prints as set()
+    std::fs::write(&p, "{0: {3, 1}, 1: {0, 2}, 2: set()}").unwrap();
+    assert_eq!(
+        read_index_file(&p, 4).unwrap(),
+        vec![vec![3, 1], vec![0, 2], vec![]]
+    );
+    let refused = |text: &str, needle: &str| {
+        std::fs::write(&p, text).unwrap();
+        let e = read_index_file(&p, 4).unwrap_err().to_string();
+        assert!(e.contains(needle) && e.contains("split.txt"), "{text}: {e}");
+    };
+    refused("{0: [3], 0: [1]}", "client 0 appears twice");
+    refused("{0: [3], 2: [1]}", "client 1 is missing");
+    refused("{0: (3, 1)}", "no list");
+}
+
+/// A file of 6 clients under `data.num_clients = 3` is refused naming the key, rather than
+/// running the file's 6 while spec.toml records 3.
+#[test]
+fn a_partition_file_of_another_client_count_is_refused() {
+    let d = TempDir::new("idx-count");
+    let p = d.path().join("split.txt");
+    let body: Vec<String> = (0..6)
+        .map(|c| format!("{c}: [{}, {}]", 2 * c, 2 * c + 1))
+        .collect();
+    std::fs::write(&p, format!("{{{}}}", body.join(", "))).unwrap();
+    let spec = fedrun::schema::parse(
+        &common::synthetic_spec(""),
+        "t",
+        &[
+            "data.partition=\"file\"".into(),
+            format!("data.partition_file={:?}", p.display().to_string()),
+            "data.num_clients=3".into(),
+            "fl.clients_per_round=2".into(),
+        ],
+    )
+    .unwrap();
+    let e = fedrun::data::load(&spec, None).unwrap_err().to_string();
+    assert!(
+        e.contains("data.num_clients") && e.contains("6 clients"),
+        "{e}"
+    );
+}
+
+/// FedACG's published IID split of CIFAR-10 (Python set literals) loads: 100 clients of 500.
+#[test]
+#[ignore = "needs FedACG's published splits: FEDRUN_PARTITIONS=<dir with iid_clients100.txt>"]
+fn fedacg_published_iid_split_loads() {
+    let dir = std::env::var("FEDRUN_PARTITIONS")
+        .unwrap_or_else(|_| "../shared/data/partitions/fedacg/cifar10".into());
+    let c = read_index_file(
+        &std::path::Path::new(&dir).join("iid_clients100.txt"),
+        50_000,
+    )
+    .unwrap();
+    assert_eq!(c.len(), 100);
+    assert!(c.iter().all(|v| v.len() == 500));
 }
 
 #[test]

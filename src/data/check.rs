@@ -14,3 +14,13 @@ pub fn check_spec(s: &Spec) -> Result<()> {
     }
     Ok(())
 }
+
+/// Why `dir` cannot be read as a data directory: "is a file, not a directory" or "does not
+/// exist".
+pub fn absent(dir: &std::path::Path) -> &'static str {
+    if dir.exists() {
+        "is a file, not a directory"
+    } else {
+        "does not exist"
+    }
+}

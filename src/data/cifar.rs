@@ -138,8 +138,9 @@ fn labels(bytes: &[u8], path: &Path, layout: &Layout) -> Result<Vec<u8>> {
 pub fn load_dir(dir: &Path, fedacg: bool) -> Result<(Split, Split)> {
     if !dir.is_dir() {
         return Err(Error::Data(format!(
-            "CIFAR-10 directory {} does not exist (pass --data-dir DIR with data_batch_1..5.bin and test_batch.bin)",
-            dir.display()
+            "CIFAR-10 directory {} {} (pass --data-dir DIR with data_batch_1..5.bin and test_batch.bin)",
+            dir.display(),
+            crate::data::check::absent(dir)
         )));
     }
     let mut train_bytes = Vec::new();

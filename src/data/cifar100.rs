@@ -59,8 +59,9 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 pub fn load_dir(dir: &Path, labels: Cifar100Labels, hold: Hold) -> Result<(Split, Split)> {
     if !dir.is_dir() {
         return Err(Error::Data(format!(
-            "CIFAR-100 directory {} does not exist (pass --data-dir DIR with train.bin and test.bin; scripts/fetch_cifar100.sh fetches them)",
-            dir.display()
+            "CIFAR-100 directory {} {} (pass --data-dir DIR with train.bin and test.bin; scripts/fetch_cifar100.sh fetches them)",
+            dir.display(),
+            crate::data::check::absent(dir)
         )));
     }
     let l = layout(labels);

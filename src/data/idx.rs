@@ -143,8 +143,9 @@ fn load_split(dir: &Path, names: (&str, &str), norm: (f32, f32), classes: usize)
 fn check_dir(dir: &Path) -> Result<()> {
     if !dir.is_dir() {
         return Err(Error::Data(format!(
-            "IDX data directory {} does not exist (pass --data-dir DIR with {TRAIN_IMAGES}.gz and the other three files)",
-            dir.display()
+            "IDX data directory {} {} (pass --data-dir DIR with {TRAIN_IMAGES}.gz and the other three files)",
+            dir.display(),
+            crate::data::check::absent(dir)
         )));
     }
     Ok(())

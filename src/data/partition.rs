@@ -54,12 +54,40 @@ pub fn partition(
                 }
             })
         }
-        Partition::File => read_index_file(Path::new(&d.partition_file), n),
+        Partition::File => {
+            let clients = read_index_file(Path::new(&d.partition_file), n)?;
+            if clients.len() != d.num_clients {
+                return Err(Error::Config(format!(
+                    "key `data.num_clients` = {}: the partition file {} (`data.partition_file`) has {} clients; set data.num_clients = {} to use it",
+                    d.num_clients,
+                    d.partition_file,
+                    clients.len(),
+                    clients.len()
+                )));
+            }
+            Ok(clients)
+        }
         Partition::Natural => Err(Error::Config(format!(
             "data.partition = \"natural\" needs a data set with users (shakespeare, leaf, femnist, celeba), not {}",
             d.dataset
         ))),
     }
+}
+
+/// The text inside the first index list of `after` (what follows a client's ':'): `[..]`,
+/// `{..}` or `set()` (empty), and the text after it; None if there is none.
+fn index_list(after: &str) -> Option<(&str, &str)> {
+    let t = after.trim_start();
+    if let Some(rest) = t.strip_prefix("set()") {
+        return Some(("", rest));
+    }
+    let close = match t.chars().next()? {
+        '[' => ']',
+        '{' => '}',
+        _ => return None,
+    };
+    let end = t.find(close)?;
+    Some((&t[1..end], &t[end + 1..]))
 }
 
 /// The shard split of McMahan et al.: the training indices sorted by label (stable, so equal
@@ -254,7 +282,9 @@ pub fn dirichlet_balanced(
 }
 
 /// Read a published split: one Python dict literal `{client_id: [indices], ...}` (FedACG's
-/// `client_data/*/balanced/*.txt`). Checks that indices are in range and disjoint.
+/// Dirichlet files) or `{client_id: {indices}, ...}` (its IID files, Python set literals; an
+/// empty one is `set()`). Checks that the client ids are 0..K−1 once each and that the indices
+/// are in range and disjoint.
 pub fn read_index_file(path: &Path, n: usize) -> Result<Vec<Vec<usize>>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         Error::Data(format!(
@@ -264,7 +294,7 @@ pub fn read_index_file(path: &Path, n: usize) -> Result<Vec<Vec<usize>>> {
     })?;
     let bad = |what: &str| {
         Error::Data(format!(
-            "{}: {what} (expected a dict literal {{client_id: [indices], ...}})",
+            "{}: {what} (expected a dict literal {{client_id: [indices], ...}} or {{client_id: {{indices}}, ...}})",
             path.display()
         ))
     };
@@ -285,10 +315,13 @@ pub fn read_index_file(path: &Path, n: usize) -> Result<Vec<Vec<usize>>> {
         let id: usize = key
             .parse()
             .map_err(|_| bad(&format!("bad client id {key:?}")))?;
-        let open = after.find('[').ok_or_else(|| bad("missing '['"))?;
-        let close = after.find(']').ok_or_else(|| bad("missing ']'"))?;
+        let (list, next) = index_list(after).ok_or_else(|| {
+            bad(&format!(
+                "client {id}: no list [..] or set {{..}} of indices after its ':'"
+            ))
+        })?;
         let mut idx = Vec::new();
-        for tok in after[open + 1..close].split(',') {
+        for tok in list.split(',') {
             let tok = tok.trim();
             if tok.is_empty() {
                 continue;
@@ -303,10 +336,19 @@ pub fn read_index_file(path: &Path, n: usize) -> Result<Vec<Vec<usize>>> {
             }
             idx.push(v);
         }
+        if clients.iter().any(|c| c.0 == id) {
+            return Err(bad(&format!("client {id} appears twice")));
+        }
         clients.push((id, idx));
-        rest = &after[close + 1..];
+        rest = next;
     }
     clients.sort_by_key(|c| c.0);
+    if let Some((k, (id, _))) = clients.iter().enumerate().find(|(k, c)| c.0 != *k) {
+        return Err(bad(&format!(
+            "client ids must be 0..{} (one each); client {k} is missing (the next id is {id})",
+            clients.len() - 1
+        )));
+    }
     let mut seen = vec![false; n];
     for (id, idx) in &clients {
         for &i in idx {

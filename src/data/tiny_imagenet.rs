@@ -109,8 +109,9 @@ fn decode(files: &Files) -> Result<Images> {
 pub fn load_dir(dir: &Path) -> Result<(Split, Split, usize)> {
     if !dir.is_dir() {
         return Err(Error::Data(format!(
-            "Tiny-ImageNet directory {} does not exist (pass --data-dir DIR, the tiny-imagenet-200 folder; scripts/fetch_tiny_imagenet.sh fetches it)",
-            dir.display()
+            "Tiny-ImageNet directory {} {} (pass --data-dir DIR, the tiny-imagenet-200 folder; scripts/fetch_tiny_imagenet.sh fetches it)",
+            dir.display(),
+            crate::data::check::absent(dir)
         )));
     }
     let ids = wnids(dir)?;
