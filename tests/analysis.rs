@@ -466,3 +466,96 @@ fn figures_are_fit_for_a_paper() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Rewrite a run folder's `rounds.csv` through `f`.
+fn edit_csv(dir: &Path, f: impl Fn(String) -> String) {
+    let p = dir.join("rounds.csv");
+    let t = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, f(t)).unwrap();
+}
+
+/// A folder whose files do not read back whole is `damaged`, says what, and its values stay
+/// out of the table: a CSV cut mid-row (the cut row is not the final value), a NaN or an
+/// infinite cell (never the best value), a corrupt `summary.json` (not `interrupted`).
+#[test]
+fn damaged_folders_are_named_and_their_bad_values_left_out() {
+    let d = TempDir::new("damaged");
+    let load = |name: &str, edit: &dyn Fn(&Path)| {
+        let dir = d.path().join(name);
+        fake_run(&dir, &[], &[10.0, 20.0, 30.0]);
+        edit(&dir);
+        Run::load(&dir).unwrap()
+    };
+    let whole = load("whole", &|_| {});
+    assert_eq!((whole.status, whole.damage.len()), (Status::Complete, 0));
+    // the last row cut inside its accuracy: "3,3" of "3,30,…"
+    let cut = load("cut", &|dir: &Path| {
+        edit_csv(dir, |t| t[..t.rfind("3,30").unwrap() + 3].to_string())
+    });
+    assert_eq!(cut.status, Status::Damaged);
+    assert!(cut.damage[0].contains("cut"), "{:?}", cut.damage);
+    assert_eq!(
+        cut.series("test_acc").unwrap().1,
+        [10.0, 20.0],
+        "the cut row left out"
+    );
+    let nan = load("nan", &|dir: &Path| {
+        edit_csv(dir, |t| {
+            t.replace("\n2,20,", "\n2,NaN,")
+                .replace("\n3,30,", "\n3,inf,")
+        })
+    });
+    assert_eq!(nan.status, Status::Damaged);
+    assert!(
+        nan.damage
+            .iter()
+            .any(|m| m.contains("row 2: test_acc = NaN")),
+        "{:?}",
+        nan.damage
+    );
+    assert!(
+        nan.damage
+            .iter()
+            .any(|m| m.contains("row 3: test_acc = inf")),
+        "{:?}",
+        nan.damage
+    );
+    assert_eq!(nan.series("test_acc").unwrap().1, [10.0], "no NaN, no inf");
+    let summary = load("summary", &|dir: &Path| {
+        std::fs::write(dir.join("summary.json"), "{\"status\": \"compl").unwrap();
+    });
+    assert_eq!(summary.status, Status::Damaged);
+    assert!(
+        summary.damage[0].contains("summary.json"),
+        "{:?}",
+        summary.damage
+    );
+}
+
+/// `plot` refuses sizes it cannot draw, and `report --at 0`, with clap's message naming the
+/// flag, never a panic.
+#[test]
+fn plot_sizes_and_report_rounds_out_of_range_are_refused() {
+    let d = TempDir::new("ranges");
+    fake_run(&d.path().join("r"), &[], &[10.0, 20.0]);
+    let r = d.path().join("r");
+    let out = d.path().join("f.png");
+    for args in [
+        vec!["plot", "--width", "100000", "--height", "100000"],
+        vec!["plot", "--width", "0"],
+        vec!["report", "--at", "0"],
+    ] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_fedrun"));
+        c.args(&args).arg(&r);
+        if args[0] == "plot" {
+            c.arg("-o").arg(&out);
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("'{}", args[1])) && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -25,6 +25,9 @@ pub struct Run {
     /// Added to the CSV's `round` to count rounds completed: 1 for a folder written before
     /// fedrun counted them so (its `summary.json` has no `rounds_from`), else 0.
     pub round_shift: usize,
+    /// What does not read back whole (a corrupt `summary.json`, a row cut mid-line, a cell
+    /// that is NaN or infinite); the run's status is then `damaged`.
+    pub damage: Vec<String>,
 }
 
 impl Run {
@@ -42,13 +45,24 @@ impl Run {
             Ok(s) if s.rounds_from == 0 => 1,
             _ => 0,
         };
+        let csv_path = dir.join("rounds.csv");
+        let (columns, mut rows) = csv::read(&csv_path)?;
+        // fedrun ends every row with a newline: a file that does not end in one was cut
+        let whole = std::fs::read(&csv_path).is_ok_and(|b| b.last().is_none_or(|&c| c == b'\n'));
+        let mut damage = damaged_rows(&columns, &mut rows, whole);
+        let held = RunLock::is_held(dir);
         let status = match summary.map(|s| s.status) {
             // a run in progress holds its folder's lock
-            Ok(Status::Interrupted) | Err(_) if RunLock::is_held(dir) => Status::Running,
-            Ok(s) => s,
-            Err(_) => Status::Interrupted,
+            Ok(Status::Interrupted) | Err(_) if held => Status::Running,
+            Ok(s) if damage.is_empty() => s,
+            Ok(_) => Status::Damaged,
+            Err(e) if dir.join("summary.json").exists() => {
+                damage.push(e.to_string());
+                Status::Damaged
+            }
+            Err(_) if damage.is_empty() => Status::Interrupted,
+            Err(_) => Status::Damaged,
         };
-        let (columns, rows) = csv::read(&dir.join("rounds.csv"))?;
         let mut keys = BTreeMap::new();
         let value = toml::Value::try_from(&spec)
             .map_err(|e| Error::Data(format!("{}: {e}", sp.display())))?;
@@ -67,10 +81,12 @@ impl Run {
             columns,
             rows,
             round_shift,
+            damage,
         })
     }
 
-    /// A column as (rounds completed, value) pairs, skipping empty cells.
+    /// A column as (rounds completed, value) pairs, skipping empty cells and values that are not
+    /// finite (`Run::damage` names those).
     pub fn series(&self, column: &str) -> Result<(Vec<usize>, Vec<f64>)> {
         let c = self
             .columns
@@ -88,7 +104,9 @@ impl Run {
         for row in &self.rows {
             if let (Some(a), Some(b)) = (
                 row.first().and_then(|s| s.parse::<usize>().ok()),
-                row.get(c).and_then(|s| s.parse::<f64>().ok()),
+                row.get(c)
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .filter(|v| v.is_finite()),
             ) {
                 r.push(a + self.round_shift);
                 v.push(b);
@@ -101,6 +119,36 @@ impl Run {
     pub fn complete(&self) -> bool {
         self.status == Status::Complete
     }
+}
+
+/// What in a `rounds.csv` does not read back whole: a last row cut mid-line (dropped here: its
+/// values are not what the run wrote) and cells that are NaN or infinite.
+fn damaged_rows(columns: &[String], rows: &mut Vec<Vec<String>>, whole: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if rows
+        .last()
+        .is_some_and(|r| r.len() != columns.len() || !whole)
+    {
+        let cut = rows.pop().unwrap_or_default();
+        out.push(format!(
+            "rounds.csv: its last row is cut ({} of {} fields: {:?}) and is left out",
+            cut.len(),
+            columns.len(),
+            cut.join(",")
+        ));
+    }
+    for (k, row) in rows.iter().enumerate() {
+        for (c, cell) in row.iter().enumerate() {
+            if cell.parse::<f64>().is_ok_and(|v| !v.is_finite()) {
+                let name = columns.get(c).map_or("?", String::as_str);
+                out.push(format!(
+                    "rounds.csv row {}: {name} = {cell} (left out of figures and tables)",
+                    k + 1
+                ));
+            }
+        }
+    }
+    out
 }
 
 fn flatten(v: &toml::Value, prefix: &str, out: &mut BTreeMap<String, String>) {
@@ -332,6 +380,9 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<Run>> {
                 r.dir.display(),
                 r.status
             );
+        }
+        for d in &r.damage {
+            eprintln!("warning: {}: {d}", r.dir.display());
         }
     }
     Ok(out)

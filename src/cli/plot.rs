@@ -22,9 +22,11 @@ pub struct PlotArgs {
     /// with non-numeric values (e.g. algorithm) gives one column of points per value.
     #[arg(long)]
     pub x: Option<String>,
-    #[arg(long, default_value_t = 900)]
+    /// Width in pixels (PNG) or points (SVG, PDF), 200 to 10000.
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u32).range(200..=10_000))]
     pub width: u32,
-    #[arg(long, default_value_t = 600)]
+    /// Height, 150 to 10000.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(150..=10_000))]
     pub height: u32,
     #[arg(long)]
     pub title: Option<String>,

@@ -12,8 +12,8 @@ pub struct ReportArgs {
     /// Run folders (or folders of run folders, e.g. a sweep).
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
-    /// Rounds at which to read the EMA curve (FedACG: 500,1000).
-    #[arg(long, value_delimiter = ',')]
+    /// Rounds at which to read the EMA curve (FedACG: 500,1000); rounds count from 1.
+    #[arg(long, value_delimiter = ',', value_parser = round_number)]
     pub at: Vec<usize>,
     /// Targets for rounds-to-target on the EMA curve (FedACG: 81,85).
     #[arg(long, value_delimiter = ',')]
@@ -32,6 +32,15 @@ pub struct ReportArgs {
     /// until each target.
     #[arg(long)]
     pub bytes: bool,
+}
+
+/// A round of `--at`: rounds count rounds completed, from 1 (the model after k rounds).
+fn round_number(s: &str) -> std::result::Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("rounds count rounds completed, from 1: round 0 has no evaluation".into()),
+        Ok(k) => Ok(k),
+        Err(e) => Err(format!("not a round number ({e})")),
+    }
 }
 
 pub fn report(a: &ReportArgs) -> Result<()> {

@@ -20,6 +20,8 @@ crate::choice! {
         Running = "running",
         NotRun = "not run",
         Failed = "failed",
+        /// A folder whose files do not read back whole (`fedrun report` and `plot` say what).
+        Damaged = "damaged",
     }
 }
 
