@@ -13,7 +13,7 @@ fn main() {
     }
     // glibc hands freed blocks above its thresholds back to the OS at once (munmap, heap trim),
     // so every step's parameter-sized tensors come back as fresh pages: page faults and zeroing
-    // took an eighth of a FEMNIST CNN step. Keep freed memory for reuse (docs/PERFORMANCE.md).
+    // took an eighth of a FEMNIST CNN step. Keep freed memory for reuse (docs/history/PERFORMANCE-2026-11.md).
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: allocator settings, made before any thread starts or any large block is taken.
     unsafe {
