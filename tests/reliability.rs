@@ -40,6 +40,16 @@ fn start(cfg: &Path, out: &Path) -> Child {
         .unwrap()
 }
 
+/// Send SIGTERM to `child` and wait for it to end.
+fn terminate(child: Child) -> std::process::Output {
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    child.wait_with_output().unwrap()
+}
+
 /// Wait until `path` holds at least `lines` lines.
 fn wait_for_lines(path: &Path, lines: usize) {
     let t0 = Instant::now();
@@ -211,12 +221,7 @@ fn sigterm_stops_the_round_in_flight_and_the_rerun_gives_the_same_csv() {
     let (out, whole) = (d.path().join("out"), d.path().join("whole"));
     let child = start(&cfg, &out);
     wait_for_lines(&out.join("t/rounds.csv"), 4);
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let o = child.wait_with_output().unwrap();
+    let o = terminate(child);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "a stopped run exits non-zero");
     assert!(
@@ -264,12 +269,7 @@ fn sigterm_stops_a_run_within_a_local_step() {
     }
     std::thread::sleep(Duration::from_millis(500));
     let sent = Instant::now();
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let o = child.wait_with_output().unwrap();
+    let o = terminate(child);
     let took = sent.elapsed();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
