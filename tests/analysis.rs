@@ -559,3 +559,31 @@ fn plot_sizes_and_report_rounds_out_of_range_are_refused() {
         );
     }
 }
+
+/// A bad `--grid` value is named as the `--grid` it is, not as a `--set`; `run.name` is refused
+/// as an axis with why, not as "the same run".
+#[test]
+fn grid_errors_name_the_grid() {
+    let d = TempDir::new("grid-errors");
+    let emit = d.path().join("cmds.txt");
+    for (axis, needle) in [
+        (
+            "local.lr=abc,0.1",
+            "--grid local.lr=abc: key `local.lr` expects a number",
+        ),
+        ("run.name=a,b", "run.name cannot be an axis"),
+    ] {
+        let o = Command::new(BIN)
+            .args(["sweep", "--grid", axis, "--emit"])
+            .arg(&emit)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{axis}: {err}");
+        let first = axis.split(',').next().unwrap();
+        assert!(
+            err.contains(needle) && !err.contains(&format!("--set {first}")),
+            "{axis}: {err}"
+        );
+    }
+}

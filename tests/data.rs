@@ -633,3 +633,25 @@ fn cifar100_runs_with_a_hundred_classes_and_its_fetch_script_checks_the_md5() {
     .unwrap();
     assert_eq!(train.len(), 100);
 }
+
+/// Own IDX data whose test images have another shape than the training images: the message
+/// gives both shapes in words and the two files, not Rust's debug text.
+#[test]
+fn own_idx_data_of_two_image_shapes_is_refused_in_words() {
+    use fedrun::data::idx;
+    let d = TempDir::new("idx-shapes");
+    for (images, labels, shape) in [
+        (idx::TRAIN_IMAGES, idx::TRAIN_LABELS, [4, 1, 8, 8]),
+        (idx::TEST_IMAGES, idx::TEST_LABELS, [4, 3, 8, 8]),
+    ] {
+        let n: usize = shape.iter().product();
+        idx::write(&d.path().join(images), &shape, &vec![7u8; n]).unwrap();
+        idx::write(&d.path().join(labels), &[4], &[0, 1, 2, 3]).unwrap();
+    }
+    let e = idx::load_own(d.path(), 0.5, 0.25).unwrap_err().to_string();
+    assert!(
+        e.contains("1 × 8 × 8") && e.contains("3 × 8 × 8") && !e.contains("Some("),
+        "{e}"
+    );
+    assert!(e.contains(idx::TEST_IMAGES), "{e}");
+}

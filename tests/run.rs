@@ -444,6 +444,24 @@ fn bad_cases(base: &str) -> Vec<(&'static str, String, Vec<&'static str>, &'stat
             "data.alpha",
         ),
         (
+            "a float out of range",
+            base.to_string(),
+            vec!["--set", "local.lr=1e400"],
+            "`local.lr` = 1e400 is outside the range of a 64-bit float",
+        ),
+        (
+            "std 0",
+            base.to_string(),
+            vec!["--set", "data.std=0"],
+            "`data.std` must be a positive number",
+        ),
+        (
+            "a negative milestone",
+            base.to_string(),
+            vec!["--set", "local.lr_milestones=[5,-1]"],
+            "`local.lr_milestones` must hold non-negative integers, got -1",
+        ),
+        (
             "too many per round",
             base.to_string(),
             vec!["--set", "fl.clients_per_round=11"],
@@ -810,4 +828,20 @@ fn a_run_asked_for_more_or_fewer_rounds_continues_from_its_checkpoint() {
     // fewer rounds than already run is refused, naming the key
     let e = run(&spec(1), &opts("ext", None)).unwrap_err().to_string();
     assert!(e.contains("fl.rounds"), "{e}");
+}
+
+/// A data set without test samples is refused before anything is written, instead of running
+/// to `complete` at 0.00 %.
+#[test]
+fn an_empty_test_set_is_refused() {
+    let d = TempDir::new("no-test");
+    let spec =
+        fedrun::schema::parse(&synthetic_spec(""), "t", &["data.synthetic_test=0".into()]).unwrap();
+    let opts = RunOptions {
+        out: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    let e = run(&spec, &opts).expect_err("refused").to_string();
+    assert!(e.contains("the test set is empty"), "{e}");
+    assert!(!d.path().join("t").exists(), "a run folder was made");
 }

@@ -63,7 +63,22 @@ fn check_value(v: &toml::Value, expected: &toml::Value, path: &str, origin: &str
         (V::Integer(i), V::Integer(d)) if *i < 0 && *d >= 0 => Err(Error::Config(format!(
             "{origin}: key `{path}` must be a non-negative integer, got {i}"
         ))),
+        // lists hold counts (`local.lr_milestones`): never negative either
+        (V::Array(items), V::Array(_)) => {
+            match items.iter().filter_map(V::as_integer).find(|&i| i < 0) {
+                Some(i) => Err(Error::Config(format!(
+                    "{origin}: key `{path}` must hold non-negative integers, got {i} in {v}"
+                ))),
+                None => Ok(()),
+            }
+        }
         (a, b) if std::mem::discriminant(a) == std::mem::discriminant(b) => Ok(()),
+        // `--set local.lr=1e400`: a number TOML cannot hold arrives as a string
+        (V::String(t), V::Float(_)) if t.parse::<f64>().is_ok_and(f64::is_infinite) => {
+            Err(Error::Config(format!(
+                "{origin}: key `{path}` = {t} is outside the range of a 64-bit float (at most about 1.8e308)"
+            )))
+        }
         (a, b) => Err(Error::Config(format!(
             "{origin}: key `{path}` expects {}, got {} ({a})",
             type_name(b),

@@ -144,6 +144,12 @@ fn validate_data(s: &Spec) -> Result<()> {
             s.data.train_fraction
         )));
     }
+    if !(s.data.std > 0.0 && s.data.std.is_finite()) {
+        return Err(Error::Config(format!(
+            "key `data.std` must be a positive number (pixels are divided by it), got {}",
+            s.data.std
+        )));
+    }
     Ok(())
 }
 

@@ -166,13 +166,20 @@ pub fn load_own(dir: &Path, mean: f32, std: f32) -> Result<(Split, Split, usize)
     check_dir(dir)?;
     let train = load_split(dir, (TRAIN_IMAGES, TRAIN_LABELS), (mean, std), 256)?;
     let test = load_split(dir, (TEST_IMAGES, TEST_LABELS), (mean, std), 256)?;
-    let dims = |x: &Features| x.image_shape();
-    if dims(&train.x) != dims(&test.x) {
+    let dims = |x: &Features| {
+        x.image_shape()
+            .map_or("not images".to_string(), |(c, h, w)| {
+                format!("{c} × {h} × {w}")
+            })
+    };
+    if train.x.image_shape() != test.x.image_shape() {
         return Err(Error::Data(format!(
-            "{}: the training images are {:?} but the test images {:?} (channels, height, width)",
+            "{}: the training images are {} but the test images {} (channels × height × width): {} and {} must hold images of one shape",
             dir.display(),
             dims(&train.x),
-            dims(&test.x)
+            dims(&test.x),
+            TRAIN_IMAGES,
+            TEST_IMAGES
         )));
     }
     let classes = train

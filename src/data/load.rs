@@ -47,6 +47,12 @@ pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
     if let Some(i) = fed.clients.iter().position(|c| c.is_empty()) {
         return Err(Error::Data(format!("client {i} has no training samples")));
     }
+    if fed.test.is_empty() {
+        return Err(Error::Data(format!(
+            "{}: the test set is empty, so no round could be evaluated (test_acc would read 0.00 %)",
+            fed.name
+        )));
+    }
     Ok(fed)
 }
 

@@ -115,6 +115,12 @@ type Named = (Point, String, Vec<String>, usize);
 /// `--grid fl.algorithm=fedacg,fedavgm` is a legitimate study); one that no point reads is an
 /// error, and one that only some read is said once.
 fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
+    if let Some(a) = o.axes.iter().find(|a| a.key == "run.name") {
+        return Err(Error::Config(format!(
+            "--grid {}: run.name cannot be an axis: each point's folder is named from the spec's run.name and the point's values; set the base name with --set run.name=NAME",
+            a.key
+        )));
+    }
     let points = expand(&o.axes);
     let text = match &o.config {
         Some(c) => std::fs::read_to_string(c)
@@ -127,10 +133,12 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
     let mut skipped: Vec<(Vec<String>, String)> = vec![(Vec::new(), String::new()); o.set.len()];
     for p in &points {
         let name = p.name(&base.run.name);
-        let mut sets = common_sets_read(&text, o, p, &name, &mut skipped)?;
+        let mut sets =
+            common_sets_read(&text, o, p, &name, &mut skipped).map_err(|e| as_grid(e, p))?;
         sets.extend(p.sets());
         sets.push(format!("run.name={name}"));
-        let (mut spec, _) = crate::schema::parse_user(&text, "sweep point", &sets)?;
+        let (mut spec, _) =
+            crate::schema::parse_user(&text, "sweep point", &sets).map_err(|e| as_grid(e, p))?;
         let rounds = spec.fl.rounds;
         spec.run.name.clear();
         let resolved = spec.to_toml();
@@ -159,6 +167,21 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
         }
     }
     Ok(named)
+}
+
+/// An error about one of point `p`'s values, naming it as the `--grid` value it is (the spec's
+/// parser sees every value as a `--set`).
+fn as_grid(e: Error, p: &Point) -> Error {
+    let Error::Config(m) = e else {
+        return e;
+    };
+    for s in p.sets() {
+        let from = format!("--set {s}");
+        if m.contains(&from) {
+            return Error::Config(m.replacen(&from, &format!("--grid {s}"), 1));
+        }
+    }
+    Error::Config(m)
 }
 
 /// The common `--set`s that point `p` reads; each one it does not read is recorded in `skipped`.
