@@ -62,6 +62,19 @@ fn cifar_wrong_size_names_the_file() {
     std::fs::write(&t, &tb).unwrap();
     let e = cifar::load_dir(d.path(), false).unwrap_err().to_string();
     assert!(e.contains("test_batch.bin"), "{e}");
+    // the first file one record short: it is named, not the healthy second one
+    std::fs::write(&t, &tb[..tb.len() - cifar::RECORD]).unwrap();
+    let first = d.path().join("data_batch_1.bin");
+    let fb = std::fs::read(&first).unwrap();
+    std::fs::write(&first, &fb[..fb.len() - cifar::RECORD]).unwrap();
+    let e = cifar::load_dir(d.path(), false).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("{}", first.display()))
+            || e.contains(&format!("{}: ", first.display())),
+        "{e}"
+    );
+    assert!(!e.contains("data_batch_2.bin:"), "{e}");
+    std::fs::write(&first, &fb).unwrap();
     // missing directory
     let e = cifar::load_dir(&d.path().join("nope"), false)
         .unwrap_err()

@@ -143,31 +143,15 @@ pub fn load_dir(dir: &Path, fedacg: bool) -> Result<(Split, Split)> {
             crate::data::check::absent(dir)
         )));
     }
-    let mut train_bytes = Vec::new();
-    let mut expect: Option<(usize, String)> = None;
-    let mut check = |path: &Path, len: usize| -> Result<()> {
-        match &expect {
-            None => {
-                expect = Some((len, path.display().to_string()));
-                Ok(())
-            }
-            Some((l, first)) if *l != len => Err(Error::Data(format!(
-                "{}: {len} bytes, but {first} has {l}; every CIFAR-10 file must hold the same number of records ({} bytes in the official files)",
-                path.display(),
-                OFFICIAL_RECORDS * RECORD
-            ))),
-            _ => Ok(()),
-        }
-    };
-    for f in TRAIN_FILES {
+    let mut files = Vec::new();
+    for f in TRAIN_FILES.iter().chain([&TEST_FILE]) {
         let p = dir.join(f);
         let b = read_file(&p)?;
-        check(&p, b.len())?;
-        train_bytes.extend_from_slice(&b);
+        files.push((p, b));
     }
-    let tp = dir.join(TEST_FILE);
-    let test_bytes = read_file(&tp)?;
-    check(&tp, test_bytes.len())?;
+    check_sizes(&files)?;
+    let (tp, test_bytes) = files.pop().expect("the test file");
+    let train_bytes: Vec<u8> = files.into_iter().flat_map(|(_, b)| b).collect();
     let (layout, hold) = match fedacg {
         true => (
             Layout {
@@ -183,6 +167,37 @@ pub fn load_dir(dir: &Path, fedacg: bool) -> Result<(Split, Split)> {
         decode_records(&train_bytes, &dir.join("data_batch_*.bin"), &layout, hold)?,
         decode_records(&test_bytes, &tp, &layout, hold)?,
     ))
+}
+
+/// Every file must hold whole records, and all the same number of them (the official layout):
+/// the error names the file that differs from the others (the size most of them share), not
+/// whichever was read first.
+fn check_sizes(files: &[(std::path::PathBuf, Vec<u8>)]) -> Result<()> {
+    let official = OFFICIAL_RECORDS * RECORD;
+    if let Some((p, b)) = files.iter().find(|(_, b)| b.len() % RECORD != 0) {
+        return Err(Error::Data(format!(
+            "{}: {} bytes, not a whole number of {RECORD}-byte records (cut or damaged; the official files hold {official} bytes)",
+            p.display(),
+            b.len()
+        )));
+    }
+    let count = |len: usize| files.iter().filter(|(_, b)| b.len() == len).count();
+    let common = files
+        .iter()
+        .map(|(_, b)| b.len())
+        .max_by_key(|&len| (count(len), len == official))
+        .unwrap_or(official);
+    let Some((p, b)) = files.iter().find(|(_, b)| b.len() != common) else {
+        return Ok(());
+    };
+    let other = files.iter().find(|(_, b)| b.len() == common).map(|f| &f.0);
+    Err(Error::Data(format!(
+        "{}: {} bytes, but {} and {} other file(s) hold {common}; every CIFAR-10 file must hold the same number of records ({official} bytes in the official files)",
+        p.display(),
+        b.len(),
+        other.map_or(String::new(), |o| o.display().to_string()),
+        count(common).saturating_sub(1)
+    )))
 }
 
 /// Write records in the binary layout (for tests and generated data).
