@@ -151,7 +151,11 @@ pub fn load_dir(dir: &Path, fedacg: bool) -> Result<(Split, Split)> {
     }
     check_sizes(&files)?;
     let (tp, test_bytes) = files.pop().expect("the test file");
-    let train_bytes: Vec<u8> = files.into_iter().flat_map(|(_, b)| b).collect();
+    let train_bytes = files
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect::<Vec<_>>()
+        .concat();
     let (layout, hold) = match fedacg {
         true => (
             Layout {

@@ -59,14 +59,9 @@ impl Default for RunOptions {
 
 /// The backend's check of a whole spec (part of the schema): it is compiled into this binary.
 pub fn check_backend(s: &Spec) -> Result<()> {
-    match s.run.backend {
-        Backend::Flex => Ok(()),
-        #[cfg(feature = "wgpu")]
-        Backend::Wgpu => Ok(()),
-        #[cfg(feature = "vulkan")]
-        Backend::Vulkan => Ok(()),
-        #[allow(unreachable_patterns)]
-        other => Err(not_compiled(other)),
+    match compiled_backends().contains(&s.run.backend) {
+        true => Ok(()),
+        false => Err(not_compiled(s.run.backend)),
     }
 }
 
@@ -83,7 +78,6 @@ pub fn compiled_backends() -> Vec<Backend> {
 }
 
 /// The error of a backend this binary was built without.
-#[allow(dead_code)]
 fn not_compiled(b: Backend) -> Error {
     let have: Vec<String> = compiled_backends().iter().map(|b| b.to_string()).collect();
     Error::Config(format!(
