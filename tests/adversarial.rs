@@ -3,7 +3,9 @@
 //! number of cases from a fixed seed (the same cases on every run), and the counts add up to
 //! more than 10,000: spec text, spec tables with values of every type and size, `--set`, one
 //! round of generated specs, the CIFAR-10, IDX, LEAF and tar readers on damaged files, the
-//! checkpoint reader on damaged checkpoints (which must always be refused), and the CSV resume.
+//! checkpoint reader on damaged checkpoints (which must always be refused), the CSV resume, the
+//! published split files, and whole run folders (finished and interrupted) with one file damaged
+//! or taken from another run, read back by `report`, a rerun and a resume.
 
 mod common;
 
@@ -459,6 +461,192 @@ fn the_csv_resume_never_panics() {
                 let _ = w.sync();
             }
             let _ = fedrun::metrics::csv::read(&path);
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The files of a run folder that fedrun reads back, in a fixed order.
+const FOLDER_FILES: [&str; 5] = [
+    "rounds.csv",
+    "spec.toml",
+    "summary.json",
+    "run.json",
+    "checkpoint.bin",
+];
+
+/// The files of folder `dir` (those of [`FOLDER_FILES`] it has).
+fn snapshot(dir: &Path) -> Vec<(usize, Vec<u8>)> {
+    FOLDER_FILES
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| std::fs::read(dir.join(f)).ok().map(|b| (i, b)))
+        .collect()
+}
+
+/// Write `files` into a fresh `dir`.
+fn restore(dir: &Path, files: &[(usize, Vec<u8>)]) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    for (i, b) in files {
+        std::fs::write(dir.join(FOLDER_FILES[*i]), b).unwrap();
+    }
+}
+
+/// One file of `good` damaged (a byte flipped, cut, garbage appended) or replaced by the same
+/// file of `other` (another run's folder): (which file, its new bytes).
+fn damaged_folder(
+    good: &[(usize, Vec<u8>)],
+    other: &[(usize, Vec<u8>)],
+) -> impl Strategy<Value = (usize, Vec<u8>)> + use<> {
+    let mut ways: Vec<BoxedStrategy<(usize, Vec<u8>)>> = Vec::new();
+    for (i, b) in good {
+        let i = *i;
+        ways.push(damage(b.clone()).prop_map(move |b| (i, b)).boxed());
+        if let Some((_, o)) = other.iter().find(|(j, _)| *j == i) {
+            ways.push(Just((i, o.clone())).boxed());
+        }
+    }
+    proptest::strategy::Union::new(ways)
+}
+
+/// A small run of `rounds` rounds with `seed` in `out`/t, stopped after `stop_after` rounds
+/// when given; its spec.
+fn small_run(
+    out: &Path,
+    seed: u64,
+    rounds: usize,
+    stop_after: Option<usize>,
+) -> fedrun::config::Spec {
+    let sets = [
+        format!("run.seed={seed}"),
+        format!("fl.rounds={rounds}"),
+        "fl.algorithm=\"scaffold\"".into(),
+    ];
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &sets).unwrap();
+    let opts = RunOptions {
+        out: out.to_path_buf(),
+        max_rounds_this_call: stop_after,
+        ..Default::default()
+    };
+    run(&spec, &opts).unwrap();
+    spec
+}
+
+/// `fedrun report`'s view of a finished folder with one file damaged or taken from another
+/// run: refused, flagged (`damaged`, or not complete), or exactly the rows and spec the run
+/// wrote; never another run's numbers or a cut file reported as complete.
+#[test]
+fn a_damaged_finished_folder_is_flagged_or_reads_as_written() {
+    let d = TempDir::new("adversarial-finished");
+    small_run(&d.path().join("a"), 1, 2, None);
+    small_run(&d.path().join("b"), 2, 2, None);
+    let dir = d.path().join("a/t");
+    let good = snapshot(&dir);
+    let other = snapshot(&d.path().join("b/t"));
+    let truth = fedrun::analysis::runs::Run::load(&dir).unwrap();
+    assert_eq!(truth.status, Status::Complete);
+    runner(2000)
+        .run(&damaged_folder(&good, &other), |(i, bytes)| {
+            restore(&dir, &good);
+            std::fs::write(dir.join(FOLDER_FILES[i]), &bytes).unwrap();
+            if let Ok(r) = fedrun::analysis::runs::Run::load(&dir)
+                && r.status == Status::Complete
+            {
+                prop_assert!(
+                    r.rows == truth.rows && r.keys == truth.keys,
+                    "{} damaged, and the folder reads as complete with other values",
+                    FOLDER_FILES[i]
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// A rerun of a finished folder with one file damaged or taken from another run: refused with
+/// a named error, or it leaves (or rebuilds) exactly the CSV the run wrote.
+#[test]
+fn a_damaged_finished_folder_is_refused_or_kept_by_a_rerun() {
+    let d = TempDir::new("adversarial-rerun");
+    let spec = small_run(&d.path().join("a"), 1, 2, None);
+    small_run(&d.path().join("b"), 2, 2, None);
+    let dir = d.path().join("a/t");
+    let good = snapshot(&dir);
+    let other = snapshot(&d.path().join("b/t"));
+    let truth = common::without_time(&dir.join("rounds.csv"));
+    let opts = RunOptions {
+        out: d.path().join("a"),
+        ..Default::default()
+    };
+    runner(300)
+        .run(&damaged_folder(&good, &other), |(i, bytes)| {
+            restore(&dir, &good);
+            std::fs::write(dir.join(FOLDER_FILES[i]), &bytes).unwrap();
+            if let Ok(s) = run(&spec, &opts) {
+                prop_assert_eq!(s.status, Status::Complete);
+                prop_assert!(
+                    common::without_time(&dir.join("rounds.csv")) == truth,
+                    "{} damaged, and a rerun kept or wrote another rounds.csv",
+                    FOLDER_FILES[i]
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The resume of an interrupted folder with one file damaged or taken from another run:
+/// refused with a named error, or it ends with exactly the CSV of the uninterrupted run; never
+/// two runs spliced into one file.
+#[test]
+fn a_damaged_interrupted_folder_resumes_whole_or_is_refused() {
+    let d = TempDir::new("adversarial-resume");
+    let spec = small_run(&d.path().join("full"), 1, 3, None);
+    let truth = common::without_time(&d.path().join("full/t/rounds.csv"));
+    small_run(&d.path().join("a"), 1, 3, Some(1));
+    small_run(&d.path().join("b"), 2, 3, Some(1));
+    let dir = d.path().join("a/t");
+    let good = snapshot(&dir);
+    let other = snapshot(&d.path().join("b/t"));
+    let opts = RunOptions {
+        out: d.path().join("a"),
+        ..Default::default()
+    };
+    runner(300)
+        .run(&damaged_folder(&good, &other), |(i, bytes)| {
+            restore(&dir, &good);
+            std::fs::write(dir.join(FOLDER_FILES[i]), &bytes).unwrap();
+            if let Ok(s) = run(&spec, &opts) {
+                prop_assert_eq!(s.status, Status::Complete);
+                prop_assert!(
+                    common::without_time(&dir.join("rounds.csv")) == truth,
+                    "{} damaged, and the resumed rounds.csv is not the uninterrupted run's",
+                    FOLDER_FILES[i]
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// A published split file damaged: refused, or a valid partition (client ids 0..K−1 once each,
+/// indices in range and disjoint); never a panic.
+#[test]
+fn a_damaged_partition_file_is_refused_or_valid() {
+    let d = TempDir::new("adversarial-partition");
+    let path = d.path().join("split.txt");
+    let good = b"{0: [0, 3, 5], 1: [1, 2], 2: {4, 6}, 3: set()}".to_vec();
+    runner(2000)
+        .run(&damage(good), |bytes| {
+            std::fs::write(&path, &bytes).unwrap();
+            if let Ok(clients) = fedrun::data::partition::read_index_file(&path, 8) {
+                let mut seen = [false; 8];
+                for &i in clients.iter().flatten() {
+                    prop_assert!(i < 8 && !seen[i], "index {i} out of range or repeated");
+                    seen[i] = true;
+                }
+            }
             Ok(())
         })
         .unwrap();

@@ -50,6 +50,9 @@ impl Run {
         // fedrun ends every row with a newline: a file that does not end in one was cut
         let whole = std::fs::read(&csv_path).is_ok_and(|b| b.last().is_none_or(|&c| c == b'\n'));
         let mut damage = damaged_rows(&columns, &mut rows, whole);
+        if let Ok(s) = &summary {
+            damage.extend(s.mismatches(dir));
+        }
         let held = RunLock::is_held(dir);
         let status = match summary.map(|s| s.status) {
             // a run in progress holds its folder's lock
@@ -166,13 +169,23 @@ fn flatten(v: &toml::Value, prefix: &str, out: &mut BTreeMap<String, String>) {
         toml::Value::String(s) => {
             out.insert(prefix.to_string(), s.clone());
         }
-        // small values as a paper writes them (`1e-8`, not `0.00000001`)
-        toml::Value::Float(f) if *f != 0.0 && f.abs() < 1e-3 => {
-            out.insert(prefix.to_string(), format!("{f:e}"));
+        toml::Value::Float(f) => {
+            out.insert(prefix.to_string(), number(*f));
         }
         other => {
             out.insert(prefix.to_string(), other.to_string());
         }
+    }
+}
+
+/// A key's value as every label, table and figure of the analysis writes it: plain decimals from
+/// 10⁻⁴ to 10⁶ (`0.0001`, `0.01`, `10`), so that the values of one sweep read alike, and
+/// scientific notation outside (`1e-8`, `1e300`), never a 300-digit number.
+pub fn number(f: f64) -> String {
+    if f == 0.0 || (1e-4..1e6).contains(&f.abs()) || !f.is_finite() {
+        format!("{f}")
+    } else {
+        format!("{f:e}")
     }
 }
 

@@ -106,8 +106,9 @@ pub struct SweepOptions {
     pub exe: PathBuf,
 }
 
-/// A grid point ready to run: the point, its folder name, its `--set` overrides, its rounds.
-type Named = (Point, String, Vec<String>, usize);
+/// A grid point ready to run: the point, its folder name, its `--set` overrides, its resolved
+/// spec.
+type Named = (Point, String, Vec<String>, Spec);
 
 /// Every point of the grid, each validated (so a typo, or an axis key the run does not read,
 /// fails before anything runs); two points that are the same run are refused. A common `--set`
@@ -139,7 +140,7 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
         sets.push(format!("run.name={name}"));
         let (mut spec, _) =
             crate::schema::parse_user(&text, "sweep point", &sets).map_err(|e| as_grid(e, p))?;
-        let rounds = spec.fl.rounds;
+        let point = spec.clone();
         spec.run.name.clear();
         let resolved = spec.to_toml();
         if let Some((other, _)) = seen.iter().find(|(_, r)| *r == resolved) {
@@ -148,7 +149,7 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
             )));
         }
         seen.push((name.clone(), resolved));
-        named.push((p.clone(), name, sets, rounds));
+        named.push((p.clone(), name, sets, point));
     }
     for (set, (names, why)) in o.set.iter().zip(&skipped) {
         if names.len() == points.len() {
@@ -238,13 +239,10 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                         *n += 1;
                         *n - 1
                     };
-                    let (_, name, sets, rounds) = &named[i];
+                    let (_, name, sets, spec) = &named[i];
                     let dir = o.out.join(name);
-                    // a complete point asked for another round count runs again: it is
-                    // extended, or (fewer rounds) refused with the key named, not reported
-                    // as if it had run the rounds asked
                     let summary = match Summary::read(&dir) {
-                        Ok(s) if s.status == Status::Complete && s.rounds == *rounds => {
+                        Ok(s) if done_here(&s, spec, &dir) => {
                             eprintln!("[sweep] {name}: already complete, skipped");
                             s
                         }
@@ -372,6 +370,18 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
             ..Default::default()
         },
     }
+}
+
+/// Whether a point's folder holds its run, complete and whole: the summary is complete for the
+/// rounds asked, the folder's `spec.toml` is the point's, and the files are those the run
+/// ended with. Anything else runs the point's process, which extends the run, resumes it, or
+/// refuses the folder with the reason (a complete point asked for another round count is
+/// extended, or refused with the key named, never reported as if it had run the rounds asked).
+fn done_here(s: &Summary, spec: &Spec, dir: &Path) -> bool {
+    s.status == Status::Complete
+        && s.rounds == spec.fl.rounds
+        && std::fs::read_to_string(dir.join("spec.toml")).is_ok_and(|t| t == spec.to_toml())
+        && s.mismatches(dir).is_empty()
 }
 
 /// The last `error: …` line a point's process printed.

@@ -153,3 +153,40 @@ pub fn check_state(
     );
     fits(model + bytes, budget, &keys, &what)
 }
+
+/// Local steps a run may take in all (rounds × clients a round × steps a client): 10¹¹, over
+/// 20,000 times the largest paper setting (FedNAR's CIFAR-10: 1,000 rounds × 20 clients × 250
+/// steps = 5·10⁶) and years of work at any rate a model in fedrun steps. A spec beyond it is a
+/// slip (a digit too many, one key taken for another), named before anything runs.
+pub const MAX_LOCAL_STEPS: u128 = 100_000_000_000;
+
+/// Refuse a spec whose training cannot finish: more than [`MAX_LOCAL_STEPS`] local steps in
+/// all, naming the keys that multiply to it. With `local.epochs`, a client's steps depend on its
+/// data: the largest client of `data` when it is loaded, the synthetic set's size before; for
+/// another data set before loading nothing is said (the run checks again once it has the data).
+pub fn check_work(spec: &Spec, data: Option<&FedData>) -> Result<()> {
+    let (l, fl) = (&spec.local, &spec.fl);
+    let (steps, per_client) = if l.epochs > 0 {
+        let largest = match data {
+            Some(d) => d.clients.iter().map(Vec::len).max().unwrap_or(0),
+            None if spec.data.dataset == Dataset::Synthetic => spec.data.synthetic_train,
+            None => return Ok(()),
+        };
+        let batches = largest.div_ceil(l.batch_size.max(1)) as u128;
+        let what = format!(
+            "`local.epochs` = {} (of {batches} batches of `local.batch_size` = {} over the largest client's {largest} samples)",
+            l.epochs, l.batch_size
+        );
+        (l.epochs as u128 * batches, what)
+    } else {
+        (l.steps as u128, format!("`local.steps` = {}", l.steps))
+    };
+    let total = fl.rounds as u128 * fl.clients_per_round as u128 * steps;
+    if total <= MAX_LOCAL_STEPS {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "`fl.rounds` = {} × `fl.clients_per_round` = {} × {per_client} is {:.1e} local steps in all; fedrun refuses over {:.0e} (20,000 times the largest paper setting, years of work at any speed): lower one of these keys",
+        fl.rounds, fl.clients_per_round, total as f64, MAX_LOCAL_STEPS as f64
+    )))
+}

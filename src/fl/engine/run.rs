@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::experiment::Experiment;
 use super::options::RunOptions;
-use super::resources::{available_memory, check_batches, check_spec, check_state};
+use super::resources::{available_memory, check_batches, check_spec, check_state, check_work};
 use super::round::Stop;
 use super::run_dir::{Progress, RunDir};
 use crate::config::Spec;
@@ -40,6 +40,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
         return Ok(s);
     }
     let resume = dir.resume_point(spec, opts.force)?;
+    check_work(spec, None)?;
     let budget = opts.memory_budget.or_else(available_memory);
     if let Some(b) = budget {
         check_spec(spec, b)?;
@@ -48,6 +49,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     let data = data::load(spec, opts.data_dir.as_deref())?;
     phases.load_data_s = started.elapsed().as_secs_f64();
     eprintln!("{}", data.describe());
+    check_work(spec, Some(&data))?;
     if let Some(b) = budget {
         check_batches(spec, &data, b)?;
     }

@@ -12,7 +12,7 @@ use crate::config::Spec;
 use crate::error::{Error, Result};
 use crate::io::write_atomic;
 use crate::metrics::csv::CsvWriter;
-use crate::metrics::summary::{Status, Summary};
+use crate::metrics::summary::{Seal, Status, Summary};
 
 /// Where a run stands: the next round, the time spent, the best and the last evaluation.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -110,6 +110,15 @@ impl RunDir {
             return Ok(None);
         }
         self.check_same_spec(spec, None)?;
+        let wrong = s.mismatches(&self.dir);
+        if !wrong.is_empty() {
+            return Err(Error::Run(format!(
+                "{}: its run is {}, but {}; its results cannot be trusted: run with --force to run it again, or use another run.name",
+                self.dir.display(),
+                s.status,
+                wrong.join("; ")
+            )));
+        }
         Ok(Some(s))
     }
 
@@ -335,7 +344,13 @@ impl RunDir {
         Ok(())
     }
 
+    /// Write `s`; a finished run's (complete or diverged) is sealed with the `rounds.csv` and
+    /// `spec.toml` it ended with.
     pub fn write_summary(&self, s: &Summary) -> Result<()> {
+        let mut s = s.clone();
+        if matches!(s.status, Status::Complete | Status::Diverged) {
+            s.seal = Some(Seal::of(&self.dir)?);
+        }
         s.write(&self.dir)
     }
 }
