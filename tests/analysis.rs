@@ -587,3 +587,129 @@ fn grid_errors_name_the_grid() {
         );
     }
 }
+
+/// One number format in every label: the values of a weight-decay sweep read alike, and an
+/// extreme value is short.
+#[test]
+fn key_values_have_one_number_format() {
+    use fedrun::analysis::runs::number;
+    assert_eq!(number(1e-4), "0.0001");
+    assert_eq!(number(0.01), "0.01");
+    assert_eq!(number(10.0), "10");
+    assert_eq!(number(0.998), "0.998");
+    assert_eq!(number(1e-8), "1e-8");
+    assert_eq!(number(1e300), "1e300");
+    assert_eq!(number(-2.5e7), "-2.5e7");
+    assert_eq!(number(0.0), "0");
+}
+
+/// The text elements of an SVG whose tag contains `attr`, with the tag's `x`: (x, text).
+fn svg_labels(svg: &str, attr: &str) -> Vec<(f64, f64, String)> {
+    let lines: Vec<&str> = svg.lines().map(str::trim).collect();
+    let num = |tag: &str, key: &str| -> f64 {
+        let at = tag.find(&format!(" {key}=\"")).unwrap() + key.len() + 3;
+        tag[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    lines
+        .windows(2)
+        .filter(|w| w[0].starts_with("<text") && w[0].contains(attr))
+        .map(|w| (num(w[0], "x"), num(w[0], "font-size"), w[1].to_string()))
+        .collect()
+}
+
+/// The y ticks of a curve figure: the texts right-aligned at the axis, not rotated.
+fn y_ticks(svg: &str) -> Vec<(f64, f64, String)> {
+    svg_labels(svg, "text-anchor=\"end\"")
+        .into_iter()
+        .filter(|(_, _, t)| t.parse::<f64>().is_ok())
+        .collect()
+}
+
+/// Rows of (test accuracy, test loss).
+type Rows = &'static [(f64, f64)];
+
+/// The SVG of `fedrun plot --metric METRIC` over runs written by hand under `dir/name/`; a
+/// run's name sets its seed (its length) and its group (`b…`: lr 0.5, else 0.05).
+fn plot_svg(dir: &Path, name: &str, runs: &[(&str, Rows)], metric: &str) -> String {
+    for (sub, rows) in runs {
+        let seed = format!("run.seed={}", sub.len());
+        let lr = format!("local.lr={}", if sub.starts_with('b') { 0.5 } else { 0.05 });
+        let run = dir.join(name).join(sub);
+        common::write_run(&run, &[&seed, &lr], rows, Status::Complete, 1);
+    }
+    let out = dir.join(format!("{name}.svg"));
+    let o = Command::new(BIN)
+        .arg("plot")
+        .arg(dir.join(name))
+        .args(["--metric", metric, "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// The y axis a researcher met: flat data on a hairline axis, `.0` on integer counts, an `inf`
+/// drawn as a spike, and the y-axis title over wide tick labels; each pinned on the SVG.
+#[test]
+fn figure_y_axes_fit_their_data() {
+    let d = TempDir::new("plot_axes");
+    // flat data: an axis at least 2 % of the values wide, ticks with one decimal at most
+    let flat: Rows = &[(55.0, 1.0), (55.01, 1.0), (55.02, 1.0), (55.0, 1.0)];
+    let svg = plot_svg(d.path(), "flat", &[("a", flat)], "test_acc");
+    let ticks: Vec<f64> = y_ticks(&svg).iter().map(|t| t.2.parse().unwrap()).collect();
+    let tenths = |t: &f64| (t * 10.0 - (t * 10.0).round()).abs() < 1e-9;
+    assert!(ticks.iter().all(tenths), "{ticks:?}");
+    let span = ticks.iter().cloned().fold(f64::MIN, f64::max)
+        - ticks.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(span > 0.75, "a hairline axis: {ticks:?}");
+    // integer counts: no `.0`
+    let counts: Rows = &[(500.0, 1.0), (1000.0, 1.0), (1500.0, 1.0), (2000.0, 1.0)];
+    let svg = plot_svg(d.path(), "counts", &[("a", counts)], "test_acc");
+    let texts: Vec<String> = y_ticks(&svg).into_iter().map(|t| t.2).collect();
+    assert!(
+        texts.len() >= 3 && texts.iter().all(|t| !t.contains('.')),
+        "{texts:?}"
+    );
+    // an infinite cell is left out, not drawn as a spike to the top of the axis
+    let inf: Rows = &[(50.0, 1.0), (51.0, f64::INFINITY), (52.0, 1.1)];
+    let svg = plot_svg(d.path(), "inf", &[("a", inf)], "test_loss");
+    let top = y_ticks(&svg)
+        .iter()
+        .map(|t| t.2.parse::<f64>().unwrap())
+        .fold(f64::MIN, f64::max);
+    assert!(top < 1.2, "the axis reaches {top}");
+    // wide tick labels: the rotated y-axis title stays left of every one
+    let small: Rows = &[(0.00121, 1.0), (0.00125, 1.0), (0.00131, 1.0)];
+    let svg = plot_svg(d.path(), "wide", &[("a", small)], "test_acc");
+    let (tx, tsize, _) = svg_labels(&svg, "rotate(270").remove(0);
+    let title_right = tx + 0.6 * tsize;
+    for (x, size, text) in y_ticks(&svg) {
+        let left = x - 0.62 * size * text.chars().count() as f64;
+        assert!(
+            title_right < left,
+            "the y title (to {title_right}) overlaps `{text}` (from {left})"
+        );
+    }
+}
+
+/// Two groups of two seeds: each ±sd band outlined in its own colour over a light fill, so that
+/// two bands that overlap do not blend into one grey.
+#[test]
+fn overlapping_bands_stay_told_apart() {
+    let d = TempDir::new("plot_bands");
+    let a0: Rows = &[(10.0, 1.0), (20.0, 1.0), (30.0, 1.0)];
+    let a1: Rows = &[(12.0, 1.0), (26.0, 1.0), (31.0, 1.0)];
+    let b0: Rows = &[(11.0, 1.0), (21.0, 1.0), (29.0, 1.0)];
+    let b1: Rows = &[(14.0, 1.0), (25.0, 1.0), (33.0, 1.0)];
+    let runs = [("a", a0), ("aa", a1), ("b", b0), ("bb", b1)];
+    let svg = plot_svg(d.path(), "bands", &runs, "test_acc");
+    for colour in ["#0072B2", "#D55E00"] {
+        let edges = svg
+            .lines()
+            .filter(|l| l.contains(&format!("stroke=\"{colour}\" stroke-width=\"1\"")))
+            .count();
+        assert_eq!(edges, 2, "{colour}: the band's two edges");
+        assert!(svg.contains(&format!("<polygon opacity=\"0.12\" fill=\"{colour}\"")));
+    }
+}

@@ -190,10 +190,10 @@ struct Frame<'a> {
     corner: SeriesLabelPosition,
 }
 
-type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticked, RangedCoordf64>>;
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticked, Ticked>>;
 
-/// An x axis with its ticks given (one per category, the swept values of a log axis, round
-/// numbers of a curve) and no minor ones.
+/// An axis with its ticks given (x: one per category, the swept values of a log axis, round
+/// numbers of a curve; y: round numbers) and no minor ones.
 struct Ticked {
     axis: RangedCoordf64,
     ticks: Vec<f64>,
@@ -294,10 +294,22 @@ where
             .rev()
             .map(|(&x, (&y, &s))| (fx(x), y - s))
             .collect();
-    let poly: Vec<(f64, f64)> = upper.chain(lower).collect();
+    let upper: Vec<(f64, f64)> = upper.collect();
+    let poly: Vec<(f64, f64)> = upper.iter().copied().chain(lower.iter().copied()).collect();
+    // a light fill, and each edge a thin line of the band's own colour, so that two bands that
+    // overlap stay told apart (two fills alone blend into grey)
     chart
-        .draw_series(std::iter::once(Polygon::new(poly, color.mix(0.2).filled())))
+        .draw_series(std::iter::once(Polygon::new(
+            poly,
+            color.mix(0.12).filled(),
+        )))
         .map_err(|e| e.to_string())?;
+    let edge = color.mix(0.7).stroke_width(1);
+    for side in [upper, lower] {
+        chart
+            .draw_series(std::iter::once(PathElement::new(side, edge)))
+            .map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 
@@ -340,6 +352,34 @@ where
     Ok(())
 }
 
+/// The y range to draw for values from `y0` to `y1`: at least 2 % of their magnitude (flat data
+/// on a ±0.001 axis would make noise look like a signal), with a 5 % margin.
+fn y_span(y0: f64, y1: f64) -> (f64, f64) {
+    let magnitude = y0.abs().max(y1.abs());
+    let least = if magnitude > 0.0 {
+        0.02 * magnitude
+    } else {
+        1.0
+    };
+    let (mid, half) = ((y0 + y1) / 2.0, (y1 - y0).max(least) / 2.0);
+    (mid - half * 1.1, mid + half * 1.1)
+}
+
+/// The fewest decimals that write every tick exactly (round ticks: `500`, not `500.0`; `0.25`).
+fn decimals(ticks: &[f64]) -> usize {
+    let step = ticks
+        .windows(2)
+        .map(|w| (w[1] - w[0]).abs())
+        .fold(f64::MAX, f64::min);
+    let tol = if step.is_finite() { step * 1e-6 } else { 1e-9 };
+    (0..=9)
+        .find(|&d| {
+            let p = 10f64.powi(d as i32);
+            ticks.iter().all(|t| ((t * p).round() / p - t).abs() <= tol)
+        })
+        .unwrap_or(9)
+}
+
 /// The label of an x tick: the category there, a power of ten on a log axis, or the value.
 fn x_label(v: f64, f: &Frame) -> String {
     if let Some(c) = f.categories {
@@ -371,7 +411,15 @@ where
     let fx = |x: f64| if logx { x.log10() } else { x };
     let ((x0, x1), (y0, y1), xs) =
         bounds(lines, fx).ok_or_else(|| "nothing to plot: no finite values".to_string())?;
-    let pad = ((y1 - y0) * 0.05).max(1e-3);
+    let (y0, y1) = y_span(y0, y1);
+    let yr: RangedCoordf64 = (y0..y1).into();
+    let yticks = yr.key_points(8);
+    let ydecimals = decimals(&yticks);
+    let ywidth = yticks
+        .iter()
+        .map(|v| format!("{v:.ydecimals$}").len())
+        .max()
+        .unwrap_or(1);
     let xr: RangedCoordf64 = match f.categories {
         Some(c) => -0.5..c.len() as f64 - 0.5,
         None if x1 > x0 => x0..x1,
@@ -389,16 +437,21 @@ where
         .caption(f.title, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
-        .y_label_area_size(60)
+        // the widest tick label (about 8 px a character at 14 px) and the axis title beside it
+        .y_label_area_size(ywidth as u32 * 8 + 36)
         .build_cartesian_2d(
             Ticked {
                 axis: xr,
                 ticks: keys,
             },
-            (y0 - pad)..(y1 + pad),
+            Ticked {
+                axis: yr,
+                ticks: yticks,
+            },
         )
         .map_err(|e| e.to_string())?;
     let xfmt = |v: &f64| x_label(*v, f);
+    let yfmt = |v: &f64| format!("{v:.ydecimals$}");
     // a light major grid and no minor one
     chart
         .configure_mesh()
@@ -407,6 +460,7 @@ where
         .x_desc(f.xlabel)
         .y_desc(f.ylabel)
         .x_label_formatter(&xfmt)
+        .y_label_formatter(&yfmt)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
         .draw()
