@@ -600,29 +600,35 @@ fn every_new_config_runs_a_round_from_the_command_line() {
     }
 }
 
+/// The real Tiny-ImageNet folder named by FEDRUN_TINY_IMAGENET loads with its official sizes.
 #[test]
-fn real_tiny_imagenet_femnist_and_celeba_load_where_given() {
-    // opt-in: FEDRUN_TINY_IMAGENET, FEDRUN_FEMNIST, FEDRUN_CELEBA name the real folders
-    if let Ok(dir) = std::env::var("FEDRUN_TINY_IMAGENET") {
-        let (train, test, classes) = tiny_imagenet::load_dir(Path::new(&dir)).unwrap();
-        assert_eq!((train.len(), test.len(), classes), (100_000, 10_000, 200));
-    } else {
-        eprintln!("skipped Tiny-ImageNet: FEDRUN_TINY_IMAGENET not set");
-    }
-    for (var, name, classes) in [
-        ("FEDRUN_FEMNIST", "femnist", 62),
-        ("FEDRUN_CELEBA", "celeba", 2),
-    ] {
-        let Ok(dir) = std::env::var(var) else {
-            eprintln!("skipped {name}: {var} not set");
-            continue;
-        };
-        // the FedACG paper's 2,000 clients, drawn from LEAF's users
-        let sets = ["data.num_clients=2000", "model.kind=\"mlp\""];
-        let fed = fedrun::data::load(&spec(name, Path::new(&dir), &sets), None).unwrap();
-        assert_eq!((fed.clients.len(), fed.num_classes), (2000, classes));
-        assert!(fed.test.len() > 2000, "{}", fed.describe());
-    }
+#[ignore = "needs the real Tiny-ImageNet: FEDRUN_TINY_IMAGENET=<tiny-imagenet-200> cargo test --release -- --ignored real_"]
+fn real_tiny_imagenet_loads() {
+    let dir = std::env::var("FEDRUN_TINY_IMAGENET").expect("FEDRUN_TINY_IMAGENET names the folder");
+    let (train, test, classes) = tiny_imagenet::load_dir(Path::new(&dir)).unwrap();
+    assert_eq!((train.len(), test.len(), classes), (100_000, 10_000, 200));
+}
+
+/// LEAF's FEMNIST or CelebA output named by `var`: the FedACG paper's 2,000 clients, drawn
+/// from LEAF's users.
+fn real_leaf_loads(var: &str, name: &str, classes: usize) {
+    let dir = std::env::var(var).unwrap_or_else(|_| panic!("{var} names the folder"));
+    let sets = ["data.num_clients=2000", "model.kind=\"mlp\""];
+    let fed = fedrun::data::load(&spec(name, Path::new(&dir), &sets), None).unwrap();
+    assert_eq!((fed.clients.len(), fed.num_classes), (2000, classes));
+    assert!(fed.test.len() > 2000, "{}", fed.describe());
+}
+
+#[test]
+#[ignore = "needs LEAF's FEMNIST: FEDRUN_FEMNIST=<dir> cargo test --release -- --ignored real_"]
+fn real_femnist_loads() {
+    real_leaf_loads("FEDRUN_FEMNIST", "femnist", 62);
+}
+
+#[test]
+#[ignore = "needs LEAF's CelebA: FEDRUN_CELEBA=<dir> cargo test --release -- --ignored real_"]
+fn real_celeba_loads() {
+    real_leaf_loads("FEDRUN_CELEBA", "celeba", 2);
 }
 
 #[test]
@@ -709,4 +715,40 @@ fn the_leaf_fetch_script_checks_the_raw_archives_and_moves_leafs_output_whole() 
         fedrun::data::load(&s, None).unwrap().client_sizes(),
         vec![12, 9, 6]
     );
+}
+
+/// The FedACG rotation is Pillow's to the pixel: `tests/fixtures/pillow_rotate_32x32.txt` holds
+/// what Pillow 13's `Image.rotate(angle, NEAREST)` shows at each output pixel of a 32 × 32 image
+/// for eight float32 angles (`scripts/pillow_rotate_fixture.py` wrote it), three of them
+/// angles where an f64 floor of the source position, as fedrun computed it before, picks
+/// another pixel than Pillow's 16.16 fixed point.
+#[test]
+fn the_rotation_is_pillows_to_the_pixel() {
+    use fedrun::data::augment::{CropFlip, PAD};
+    use fedrun::data::rotate_crop_flip::RotateCropFlip;
+    let text = include_str!("fixtures/pillow_rotate_32x32.txt");
+    let mut angles = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (angle, map) = line.split_once(": ").unwrap();
+        let want: Vec<Option<usize>> = map
+            .split(' ')
+            .map(|v| usize::try_from(v.parse::<i64>().unwrap()).ok())
+            .collect();
+        let t = RotateCropFlip {
+            angle: angle.parse().unwrap(),
+            crop: CropFlip {
+                di: PAD,
+                dj: PAD,
+                flip: false,
+            },
+        };
+        let got = t.sources(32, 32);
+        let wrong = got.iter().zip(&want).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            wrong, 0,
+            "angle {angle}: {wrong} pixels differ from Pillow's"
+        );
+        angles += 1;
+    }
+    assert_eq!(angles, 8);
 }

@@ -269,6 +269,7 @@ fn init_seed_fixes_the_initial_model_across_seeds() {
 
 #[test]
 fn transformer_layers_start_identical_when_asked() {
+    use fedrun::config::Init;
     use fedrun::model::params::Layout;
     use fedrun::model::{Model, Shape, init};
     let dev = burn::tensor::Device::flex();
@@ -303,10 +304,97 @@ fn transformer_layers_start_identical_when_asked() {
             .flat_map(|t| x[t.range()].to_vec())
             .collect()
     };
-    let same = init::init_flat(&layout, &mut fedrun::rng::Rng::from_seed(0), true);
+    let same = init::init_flat(
+        &layout,
+        &mut fedrun::rng::Rng::from_seed(0),
+        true,
+        Init::Pytorch,
+    );
     assert_eq!(layer(&same, 0), layer(&same, 1));
-    let diff = init::init_flat(&layout, &mut fedrun::rng::Rng::from_seed(0), false);
+    let diff = init::init_flat(
+        &layout,
+        &mut fedrun::rng::Rng::from_seed(0),
+        false,
+        Init::Pytorch,
+    );
     assert_ne!(layer(&diff, 0), layer(&diff, 1));
+}
+
+/// `model.init = "leaf"`: TensorFlow's defaults as LEAF's FEMNIST CNN gets them: zero biases,
+/// every weight inside its Glorot bound √(6/(fan_in + fan_out)) and filling it (the first
+/// convolution 1 → 32 channels of 5 × 5: √(6/(25 + 800)) ≈ 0.0853; the dense layer 3136 → 2048:
+/// √(6/5184) ≈ 0.0340).
+#[test]
+fn leaf_init_is_glorot_uniform_with_zero_biases() {
+    use fedrun::config::Init;
+    use fedrun::model::params::Layout;
+    use fedrun::model::{Model, Shape, init};
+    let dev = burn::tensor::Device::flex();
+    let sets = [
+        "model.kind=\"femnist-cnn\"".into(),
+        "data.dataset=\"femnist\"".into(),
+    ];
+    let spec = fedrun::schema::parse("", "t", &sets).unwrap().model;
+    let shape = Shape {
+        channels: 1,
+        side: 28,
+        classes: 62,
+    };
+    let m = Model::build(&spec, shape, Default::default(), &dev).unwrap();
+    let layout = Layout::of(&m);
+    let x = init::init_flat(
+        &layout,
+        &mut fedrun::rng::Rng::from_seed(0),
+        false,
+        Init::Leaf,
+    );
+    let mut bounds = Vec::new();
+    for t in &layout.tensors {
+        let v = &x[t.range()];
+        let max = v.iter().fold(0f32, |m, w| m.max(w.abs())) as f64;
+        if t.name() == "bias" {
+            assert_eq!(max, 0.0, "{}", t.path());
+            continue;
+        }
+        let (fi, fo) = match t.shape.len() {
+            2 => (t.shape[0], t.shape[1]),
+            _ => {
+                let k: usize = t.shape[2..].iter().product();
+                (t.shape[1] * k, t.shape[0] * k)
+            }
+        };
+        let bound = (6.0 / (fi + fo) as f64).sqrt();
+        assert!(
+            max <= bound && max > 0.95 * bound,
+            "{}: {max} against {bound}",
+            t.path()
+        );
+        bounds.push(bound);
+    }
+    assert!(
+        (bounds[0] - (6.0f64 / 825.0).sqrt()).abs() < 1e-12,
+        "{bounds:?}"
+    );
+    assert!(
+        bounds
+            .iter()
+            .any(|b| (b - (6.0f64 / 5184.0).sqrt()).abs() < 1e-12),
+        "{bounds:?}"
+    );
+    // the default stays PyTorch's: the first convolution's U(±1/√25)
+    let p = init::init_flat(
+        &layout,
+        &mut fedrun::rng::Rng::from_seed(0),
+        false,
+        Init::Pytorch,
+    );
+    let conv1 = layout
+        .tensors
+        .iter()
+        .find(|t| t.name() == "weight")
+        .unwrap();
+    let first = &p[conv1.range()];
+    assert!(first.iter().fold(0f32, |m, w| m.max(w.abs())) > 0.18);
 }
 
 #[test]

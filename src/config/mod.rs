@@ -31,8 +31,8 @@ pub use choice::unknown_value;
 pub use schema::{Alias, Schema};
 pub use sections::{
     Aggregation, Augmentation, Backend, Cifar100Labels, DataSpec, Dataset, DirichletVariant,
-    FlSpec, Head, KernelChoice, LocalSpec, LocalStep, LrSchedule, ModelKind, ModelSpec, Partition,
-    RunSpec, ShardCut, UplinkScope,
+    FlSpec, Head, Init, KernelChoice, LocalSpec, LocalStep, LrSchedule, ModelKind, ModelSpec,
+    Partition, RunSpec, ShardCut, UplinkScope,
 };
 pub use spec::{QUICKSTART, Spec};
 pub use tables::{KeyTable, Keys, table};

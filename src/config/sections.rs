@@ -96,6 +96,13 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// `model.init`, the initial weights: `pytorch` (PyTorch's layer defaults, the FedNAR,
+    /// FedACG and Fed-LAMB code) | `leaf` (TensorFlow's, the LEAF code's: Glorot-uniform weights,
+    /// zero biases).
+    pub enum Init { Pytorch = "pytorch", Leaf = "leaf" }
+}
+
+crate::choice! {
     /// `fl.aggregation`, the client weights in Δ̄: `size` (p_i ∝ n_i, the FedNAR code) |
     /// `uniform` (1/M, the FedACG code).
     pub enum Aggregation { Size = "size", Uniform = "uniform" }
@@ -207,6 +214,8 @@ pub struct ModelSpec {
     pub dropout: f64,
     /// Transformer: all layers start from identical weights (PyTorch deep-copy quirk, §7.2).
     pub identical_layers: bool,
+    /// The initial weights' distribution (`pytorch` | `leaf`).
+    pub init: Init,
     /// LSTM hidden size and layers (LEAF: 256 x 2; FedDyn: 100 x 2).
     pub hidden: usize,
     /// MLP hidden width (tests, MNIST).
@@ -221,6 +230,7 @@ impl Default for ModelSpec {
         ModelSpec {
             kind: ModelKind::Resnet18,
             head: Head::Fednar,
+            init: Init::Pytorch,
             layers: 6,
             d_model: 128,
             heads: 4,

@@ -4,9 +4,13 @@
 //! black) and the crop's padding (black) happen in pixel space, before normalisation, so a filled
 //! pixel is black, `(0 − mean)/std` once normalised (not 0, the mean colour, as `sample` fills).
 //!
-//! The rotation is Pillow's `Image.rotate` as torchvision calls it: output pixel (x, y) reads
-//! the input at `floor(a·(x + ½) + b·(y + ½) + c)` (and likewise for the row) with the inverse
-//! rotation's matrix, cos and sin rounded to 15 decimals as Pillow does, and reads black outside.
+//! The rotation is Pillow's `Image.rotate` as torchvision calls it, to the bit: the inverse
+//! rotation's matrix as Python builds it (the angle taken modulo 360 as Python's `%` does, cos
+//! and sin rounded to 15 decimals as `round(v, 15)` does), then Pillow's nearest-neighbour affine
+//! map in its 16.16 fixed point (`affine_fixed` in `libImaging/Geometry.c`): each coefficient
+//! `FIX(v) = floor(v·65536 + ½)`, the half-pixel centre folded into the offsets before they are
+//! fixed, the source at `(a2 + x·a0 + y·a1) >> 16` (exact integer sums, as Pillow's running
+//! ones), black outside. The angle is drawn as torchvision draws it, a float32.
 
 use super::augment::{CropFlip, PAD};
 use crate::rng::Rng;
@@ -21,21 +25,50 @@ pub struct RotateCropFlip {
     pub crop: CropFlip,
 }
 
-/// Pillow's inverse map for a rotation by `angle` degrees about the centre of a `w × h` image:
-/// `(a0, a1, a2, a3, a4, a5)`, input = `(a0·x + a1·y + a2, a3·x + a4·y + a5)`.
-fn pillow_matrix(angle: f64, w: usize, h: usize) -> [f64; 6] {
-    let round15 = |v: f64| (v * 1e15).round() / 1e15;
-    let t = -(angle % 360.0).to_radians();
-    let (cos, sin) = (round15(t.cos()), round15(t.sin()));
+/// Python's `a % 360.0`: the result takes the divisor's sign.
+fn py_mod360(a: f64) -> f64 {
+    let m = a % 360.0;
+    if m < 0.0 { m + 360.0 } else { m }
+}
+
+/// Python's `round(v, 15)`: correctly rounded, ties to even (Rust's formatting rounds the same
+/// way; `(v·1e15).round()/1e15` would round the product first).
+fn py_round15(v: f64) -> f64 {
+    format!("{v:.15}").parse().unwrap_or(v)
+}
+
+/// Pillow's `FIX`: 16.16 fixed point, `floor(v·65536 + ½)`.
+fn fix(v: f64) -> i64 {
+    (v * 65536.0 + 0.5).floor() as i64
+}
+
+/// Pillow's inverse map for a rotation by `angle` degrees about the centre of a `w × h` image,
+/// in its fixed point: `(a0, a1, a2, a3, a4, a5)`, the input pixel of output (x, y) at
+/// `((a0·x + a1·y + a2) >> 16, (a3·x + a4·y + a5) >> 16)`.
+fn pillow_fixed(angle: f64, w: usize, h: usize) -> [i64; 6] {
+    let t = -py_mod360(angle).to_radians();
+    let (cos, sin, nsin) = (
+        py_round15(t.cos()),
+        py_round15(t.sin()),
+        py_round15(-t.sin()),
+    );
     let (cx, cy) = (w as f64 / 2.0, h as f64 / 2.0);
-    let c = cos * -cx + sin * -cy + cx;
-    let f = -sin * -cx + cos * -cy + cy;
-    [cos, sin, c, -sin, cos, f]
+    let c = (cos * -cx + sin * -cy + 0.0) + cx;
+    let f = (nsin * -cx + cos * -cy + 0.0) + cy;
+    [
+        fix(cos),
+        fix(sin),
+        fix(c + cos * 0.5 + sin * 0.5),
+        fix(nsin),
+        fix(cos),
+        fix(f + nsin * 0.5 + cos * 0.5),
+    ]
 }
 
 impl RotateCropFlip {
     pub fn draw(rng: &mut Rng) -> Self {
-        let angle = (2.0 * rng.uniform() - 1.0) * DEGREES;
+        // torchvision: `torch.empty(1).uniform_(-10, 10).item()`, a float32
+        let angle = ((2.0 * rng.uniform() - 1.0) * DEGREES) as f32 as f64;
         RotateCropFlip {
             angle,
             crop: CropFlip::draw(rng),
@@ -45,15 +78,15 @@ impl RotateCropFlip {
     /// For each output pixel, row-major, the input pixel it shows; None: black (the rotation's
     /// corners, the crop's padding).
     pub fn sources(&self, h: usize, w: usize) -> Vec<Option<usize>> {
-        let a = pillow_matrix(self.angle, w, h);
+        let a = pillow_fixed(self.angle, w, h);
         let rotated = |i: isize, j: isize| -> Option<usize> {
             if i < 0 || j < 0 || i >= h as isize || j >= w as isize {
                 return None;
             }
-            let (x, y) = (j as f64 + 0.5, i as f64 + 0.5);
-            let xin = a[0] * x + a[1] * y + a[2];
-            let yin = a[3] * x + a[4] * y + a[5];
-            let inside = xin >= 0.0 && yin >= 0.0 && xin < w as f64 && yin < h as f64;
+            let (x, y) = (j as i64, i as i64);
+            let xin = (a[2] + x * a[0] + y * a[1]) >> 16;
+            let yin = (a[5] + x * a[3] + y * a[4]) >> 16;
+            let inside = xin >= 0 && yin >= 0 && xin < w as i64 && yin < h as i64;
             inside.then(|| yin as usize * w + xin as usize)
         };
         let mut out = Vec::with_capacity(h * w);

@@ -6,10 +6,17 @@
 //! - multi-head attention: q/k/v weights xavier-uniform over the stacked [3d, d] in-projection,
 //!   output weight U(±1/√d), all biases 0;
 //! - LSTM: every weight and bias U(±1/√hidden).
+//!
+//! `model.init = "leaf"` is TensorFlow's default instead, as the LEAF code's models get it
+//! (`tf.layers.conv2d`, `tf.layers.dense`, `tf.get_variable`): every weight Glorot-uniform,
+//! U(±√(6/(fan_in + fan_out))), every bias 0, norms γ = 1, β = 0. The fans are TensorFlow's for
+//! dense and convolution kernels (a convolution's times its window); an LSTM's weights are
+//! taken per matrix as burn stores them (TensorFlow's cell holds the four gates in one kernel).
 
 use std::collections::HashMap;
 
 use super::params::{Layout, TensorInfo};
+use crate::config::Init;
 use crate::rng::Rng;
 
 fn uniform(rng: &mut Rng, out: &mut [f32], bound: f64) {
@@ -27,9 +34,53 @@ fn fan_in(w: &TensorInfo) -> usize {
     }
 }
 
-/// The initial flat parameter vector. `identical_layers` copies the first transformer layer
-/// into all others (PyTorch `TransformerEncoder` deep-copies one layer, §7.2).
-pub fn init_flat(layout: &Layout, rng: &mut Rng, identical_layers: bool) -> Vec<f32> {
+/// Glorot's (fan_in, fan_out) of a weight tensor as TensorFlow counts them: Linear `[in, out]`;
+/// a convolution `[out, in/groups, k, k]` times its window; any other matrix `[a, b]` as (a, b).
+fn glorot_fans(w: &TensorInfo) -> (usize, usize) {
+    let s = &w.shape;
+    match s.len() {
+        0 => (1, 1),
+        1 => (s[0], s[0]),
+        2 => (s[0], s[1]),
+        _ => {
+            let window: usize = s[2..].iter().product();
+            (s[1] * window, s[0] * window)
+        }
+    }
+}
+
+/// TensorFlow's (LEAF's) initial vector: Glorot-uniform weights, zero biases, γ = 1, β = 0.
+fn init_leaf(layout: &Layout, rng: &mut Rng) -> Vec<f32> {
+    let mut x = vec![0f32; layout.total];
+    for t in &layout.tensors {
+        let out = &mut x[t.range()];
+        match t.name() {
+            "gamma" => out.fill(1.0),
+            "beta" | "bias" => out.fill(0.0),
+            _ => {
+                let (fi, fo) = glorot_fans(t);
+                uniform(rng, out, (6.0 / (fi + fo).max(1) as f64).sqrt());
+            }
+        }
+    }
+    x
+}
+
+/// The initial flat parameter vector of `init`. `identical_layers` copies the first
+/// transformer layer into all others (PyTorch `TransformerEncoder` deep-copies one layer, §7.2).
+pub fn init_flat(layout: &Layout, rng: &mut Rng, identical_layers: bool, init: Init) -> Vec<f32> {
+    let mut x = match init {
+        Init::Pytorch => init_pytorch(layout, rng),
+        Init::Leaf => init_leaf(layout, rng),
+    };
+    if identical_layers {
+        copy_first_layer(layout, &mut x);
+    }
+    x
+}
+
+/// PyTorch's layer defaults (the module comment).
+fn init_pytorch(layout: &Layout, rng: &mut Rng) -> Vec<f32> {
     let mut x = vec![0f32; layout.total];
     let prefix = |t: &TensorInfo| t.names[..t.names.len() - 1].join(".");
     let weights: HashMap<String, &TensorInfo> = layout
@@ -75,9 +126,6 @@ pub fn init_flat(layout: &Layout, rng: &mut Rng, identical_layers: bool) -> Vec<
             }
             _ => uniform(rng, out, 1.0 / (t.len as f64).sqrt()),
         }
-    }
-    if identical_layers {
-        copy_first_layer(layout, &mut x);
     }
     x
 }

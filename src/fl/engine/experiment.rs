@@ -55,7 +55,12 @@ impl Experiment {
         let layout = Layout::of(&model);
         let init_seed = u64::try_from(spec.run.init_seed).unwrap_or(spec.run.seed);
         let mut init_rng = Rng::derive(init_seed, Stream::Init, &[]);
-        let global = init::init_flat(&layout, &mut init_rng, spec.model.identical_layers);
+        let global = init::init_flat(
+            &layout,
+            &mut init_rng,
+            spec.model.identical_layers,
+            spec.model.init,
+        );
         let model = write_params(model, &global);
         let sizes = data.client_sizes();
         let counts = data.class_counts();
