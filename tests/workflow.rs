@@ -103,6 +103,60 @@ fn a_file_key_the_run_will_not_read_is_a_warning() {
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }
 
+/// fedrun's own output given back warns of nothing: a run folder's `spec.toml` writes every key,
+/// most of them unread at their defaults; a shipped config's key at its default (the
+/// Shakespeare configs' `data.train_fraction` under `data.dataset = "leaf"`) neither.
+#[test]
+fn a_run_folders_spec_or_a_key_at_its_default_gives_no_warning() {
+    let d = TempDir::new("wf-own-spec");
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &[]).unwrap();
+    let opts = fedrun::fl::engine::RunOptions {
+        out: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    fedrun::fl::engine::run(&spec, &opts).unwrap();
+    let o = check(&d.path().join("t/spec.toml"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = check(
+        &root.join("configs/shakespeare_fedavg.toml"),
+        &["data.dataset=\"leaf\""],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}
+
+/// FedNAR's defaults (weight decay 0.05, clipping at 10, rate decay 0.998) are named once when a
+/// user's config leaves them unset; a config that sets them (every shipped one) hears nothing.
+#[test]
+fn defaults_that_change_the_local_update_are_named_once() {
+    let d = TempDir::new("wf-defaults");
+    let cfg = d.path().join("own.toml");
+    let own = synthetic_spec("").replace("weight_decay = 0.01\n", "");
+    std::fs::write(&cfg, own).unwrap();
+    let e = stderr(&check(&cfg, &[]));
+    assert_eq!(e.matches("note:").count(), 1, "{e}");
+    for named in [
+        "local.weight_decay = 0.05",
+        "local.max_norm = 10",
+        "local.lr_decay = 0.998",
+    ] {
+        assert!(e.contains(named), "{named}: {e}");
+    }
+    let e = stderr(&check(
+        &cfg,
+        &["local.weight_decay=0.0", "local.max_norm=0.0"],
+    ));
+    assert!(
+        e.contains("local.lr_decay = 0.998") && !e.contains("weight_decay"),
+        "{e}"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let e = stderr(&check(&root.join("configs/cifar_fednar.toml"), &[]));
+    assert!(!e.contains("note:"), "{e}");
+}
+
 #[test]
 fn check_refuses_every_combination_that_cannot_run() {
     let cifar = config("cifar_fedavg.toml");

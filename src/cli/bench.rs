@@ -37,9 +37,10 @@ pub struct BenchArgs {
     pub workload: Workload,
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
-    /// CIFAR-10 binary directory.
-    #[arg(long, default_value = "../shared/data/cifar10")]
-    pub data_dir: PathBuf,
+    /// CIFAR-10 binary directory of the round workloads (default: the spec's `data.path`,
+    /// `data/cifar10`; `scripts/fetch_cifar10.sh` fills it).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
     /// Skip the test evaluation.
     #[arg(long)]
     pub no_eval: bool,
@@ -110,7 +111,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let name = name.unwrap_or_default();
     let spec = crate::schema::parse(&text, &format!("workload {name}"), &set)?;
     let t = Instant::now();
-    let data = data::load(&spec, Some(&a.data_dir))?;
+    let data = data::load(&spec, a.data_dir.as_deref())?;
     eprintln!(
         "{} (loaded in {:.2} s)",
         data.describe(),
@@ -133,7 +134,8 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         let eval_s = t1.elapsed().as_secs_f64();
         let imgs = st.samples;
         let rec = serde_json::json!({
-            "round": r,
+            // rounds completed, from 1, as in rounds.csv
+            "round": r + 1,
             "lr": ex.lr(r),
             "test_acc": acc,
             "train_loss": st.loss_sum / st.steps.max(1) as f64,

@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 
 #[derive(Args, Debug, Clone)]
 pub struct SpecArgs {
-    /// The experiment spec (TOML). Without it, the embedded Shakespeare quickstart runs.
+    /// The experiment spec (TOML). Without it, the embedded Shakespeare quickstart's spec
+    /// (configs/quickstart.toml) is used.
     #[arg(long, short)]
     pub config: Option<PathBuf>,
     /// Override a key: --set local.weight_decay=0.05 (repeatable).
@@ -39,6 +40,9 @@ impl SpecArgs {
         let (spec, warnings) = crate::schema::parse_user(&text, &origin, &self.set)?;
         for w in warnings {
             eprintln!("warning: {w}");
+        }
+        if let Some(note) = spec.defaults_taken(&text, &self.set, crate::schema::schema()) {
+            eprintln!("note: {note}");
         }
         Ok(spec)
     }

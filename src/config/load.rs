@@ -70,13 +70,62 @@ impl Spec {
         if !refused.is_empty() {
             return Err(Error::Config(refused.join("\n")));
         }
+        // a key the file sets to its default is not worth a warning: the run is the same
+        // whether the key is read or not (a run folder's own `spec.toml`, which writes every
+        // key, given back as `--config`; a shared config's defaults)
         let file: toml::Table = text.parse().unwrap_or_default();
-        let warnings = set_keys(&file)
+        let defaults = toml::Value::try_from(Self::parse("", origin, &[], schema)?)
+            .map_err(|e| Error::Config(format!("the default spec: {e}")))?;
+        let file = toml::Value::Table(file);
+        let warnings = set_keys(file.as_table().expect("a table"))
             .iter()
+            .filter(|k| value_at(&file, k) != value_at(&defaults, k))
             .filter_map(|k| find(k).map(|u| format!("{origin}: `{k}` is not read {}", u.why)))
             .collect();
         Ok((spec, warnings))
     }
+}
+
+/// Keys whose defaults (the FedNAR CIFAR-10 scripts') change the local update, where another
+/// tool's default would leave it plain: weight decay, clipping, a decaying rate.
+const SHAPING: [&str; 3] = ["local.weight_decay", "local.max_norm", "local.lr_decay"];
+
+impl Spec {
+    /// A line naming the keys of [`SHAPING`] that a user's file and `--set` leave at fedrun's
+    /// defaults while the run reads them, with their values (None when there are none), so that a
+    /// user's own config does not take FedNAR's settings without a word.
+    pub fn defaults_taken(
+        &self,
+        text: &str,
+        overrides: &[String],
+        schema: &Schema,
+    ) -> Option<String> {
+        let file: toml::Value = text.parse::<toml::Table>().ok().map(toml::Value::Table)?;
+        let resolved = toml::Value::try_from(self).ok()?;
+        let unread = schema.unread(self);
+        let set = |k: &str| {
+            value_at(&file, k).is_some()
+                || overrides
+                    .iter()
+                    .any(|o| o.split_once('=').is_some_and(|(a, _)| a.trim() == k))
+        };
+        let taken: Vec<String> = SHAPING
+            .iter()
+            .filter(|k| !set(k) && !unread.iter().any(|u| u.key == **k))
+            .filter_map(|k| value_at(&resolved, k).map(|v| format!("{k} = {v}")))
+            .collect();
+        (!taken.is_empty()).then(|| {
+            format!(
+                "the local update takes fedrun's defaults (the FedNAR CIFAR-10 scripts') for {}; set them in the spec to choose",
+                taken.join(", ")
+            )
+        })
+    }
+}
+
+/// The value at dotted path `key` (`local.steps`) of `v`.
+fn value_at<'a>(v: &'a toml::Value, key: &str) -> Option<&'a toml::Value> {
+    key.split('.').try_fold(v, |v, k| v.get(k))
 }
 
 /// Replace an alias in `fl.algorithm` by its algorithm and set the keys it stands for; a key the
