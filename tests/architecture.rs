@@ -1,5 +1,6 @@
 //! The shape of `src/`, checked from the source text: no import cycle between files, and
-//! `config/` imports nothing but `error` and `io`.
+//! `config/` imports nothing but `error` and `io`; and the how-to of ARCHITECTURE.md is a file
+//! of the tree.
 //!
 //! Each file's references to other modules are read from its `use` trees and its inline paths
 //! (`crate::…`, `super::…`, `self::…`, and paths through its own child modules), comments,
@@ -9,6 +10,8 @@
 //! strongly connected set of two or more files. A child module's `mod` declaration in its
 //! parent is not a dependency (it is where the child sits), but a parent that uses its child's
 //! items and a child that uses items defined in its parent's `mod.rs` make a cycle.
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -538,4 +541,34 @@ fn the_checker_sees_a_cycle_through_a_re_export() {
         names.contains(&"a::x".to_string()) && names.contains(&"b".to_string()),
         "{names:?}"
     );
+}
+
+/// The how-to in ARCHITECTURE.md is FedProx as it is in the tree, its registry line is there,
+/// and the algorithm runs under `fl.acg` (the how-to once lacked `AVERAGES = true`, and a copy of
+/// it refused `fl.acg`).
+#[test]
+fn the_how_to_is_fedprox_as_it_is_and_runs_under_acg() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let file = std::fs::read_to_string(root.join("src/fl/algorithms/fedprox.rs")).unwrap();
+    assert!(
+        doc.contains(&format!("```rust\n{file}```")),
+        "docs/ARCHITECTURE.md's how-to is not src/fl/algorithms/fedprox.rs as it is"
+    );
+    let registry = std::fs::read_to_string(root.join("src/fl/algorithms/mod.rs")).unwrap();
+    for line in [
+        "pub mod fedprox;",
+        "alg::<fedprox::FedProx>(\"fedprox\", &[fedprox::KEYS]),",
+    ] {
+        assert!(registry.contains(line) && doc.contains(line), "{line}");
+    }
+    let sets = ["fl.algorithm=\"fedprox\"".to_string(), "fl.acg=true".into()];
+    let spec = fedrun::schema::parse(&common::synthetic_spec(""), "t", &sets).unwrap();
+    let d = common::TempDir::new("how-to");
+    let opts = fedrun::fl::engine::RunOptions {
+        out: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    let s = fedrun::fl::engine::run(&spec, &opts).unwrap();
+    assert_eq!(s.status, fedrun::metrics::summary::Status::Complete);
 }

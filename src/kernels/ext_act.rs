@@ -1,5 +1,5 @@
-//! fedrun's softmax, gate activations and dropout as a burn backend extension, beside [`super::ext`]'s
-//! convolution, norm and pool: the flex side runs [`super::softmax`] and [`super::activation`]
+//! fedrun's softmax, gate activations and dropout as a burn backend extension, beside the
+//! convolution's, the norm's and the pool's: the flex side runs [`super::softmax`] and [`super::activation`]
 //! on the tensors' memory, the autodiff side records the op and computes its gradient with the
 //! same kernels from the output it keeps (for the softmax and σ/tanh the output is all the
 //! gradient needs, so nothing is recomputed).

@@ -1,5 +1,6 @@
-//! fedrun's own CPU kernels for the hot ops, plugged into burn as a backend extension
-//! ([`ext`]) for the flex backend, with their own backward under autodiff. The models keep
+//! fedrun's own CPU kernels for the hot ops, plugged into burn as backend extensions, one per
+//! op (`ext_conv.rs`, `ext_norm.rs`, `ext_pool.rs`, `ext_linear.rs`, `ext_lstm.rs`,
+//! `ext_act.rs`; their shared helpers in `ext.rs`) for the flex backend, with their own backward under autodiff. The models keep
 //! burn's modules (parameters, records and the flat layout are unchanged) and call
 //! [`conv2d`], [`max_pool2d`], [`group_norm`], [`softmax_last`], [`sigmoid`], [`tanh`] and
 //! [`lstm_layer`] in their forward; on any other backend, or with `run.kernels = "burn"`, the
@@ -13,8 +14,11 @@ pub mod dropout;
 mod exp;
 mod ext;
 mod ext_act;
+mod ext_conv;
 mod ext_linear;
 mod ext_lstm;
+mod ext_norm;
+mod ext_pool;
 pub mod fpu;
 pub mod gemm;
 mod geom;
@@ -35,10 +39,12 @@ use burn::nn::{Dropout, GroupNorm, Linear};
 use burn::tensor::activation::relu as relu_op;
 use burn::tensor::{Device, Distribution, Tensor};
 
-use ext::CpuKernels;
 use ext_act::CpuActivations;
+use ext_conv::CpuConv;
 use ext_linear::CpuLinear;
 use ext_lstm::CpuRecurrent;
+use ext_norm::CpuNorm;
+use ext_pool::CpuPool;
 
 /// Which implementation runs the hot ops (`run.kernels`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -81,8 +87,8 @@ pub fn conv2d(conv: &Conv2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
     type D = burn::backend::Dispatch;
     let (x, w) = (x.into_dispatch(), conv.weight.val().into_dispatch());
     let y = match &conv.bias {
-        Some(b) => <D as CpuKernels>::fr_conv2d_bias(x, w, b.val().into_dispatch(), o),
-        None => <D as CpuKernels>::fr_conv2d(x, w, o),
+        Some(b) => <D as CpuConv>::fr_conv2d_bias(x, w, b.val().into_dispatch(), o),
+        None => <D as CpuConv>::fr_conv2d(x, w, o),
     };
     Tensor::from_dispatch(y)
 }
@@ -99,7 +105,7 @@ pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>, relu: bool, kernels: Kernels) 
         let y = pool.forward(x);
         return if relu { relu_op(y) } else { y };
     }
-    let y = <burn::backend::Dispatch as CpuKernels>::fr_max_pool2d(
+    let y = <burn::backend::Dispatch as CpuPool>::fr_max_pool2d(
         x.into_dispatch(),
         pool.kernel_size,
         pool.stride,
@@ -121,7 +127,7 @@ pub fn group_norm(gn: &GroupNorm, x: Tensor<4>, relu: bool, kernels: Kernels) ->
             return if relu { relu_op(y) } else { y };
         }
     };
-    let (y, _stats) = <burn::backend::Dispatch as CpuKernels>::fr_group_norm(
+    let (y, _stats) = <burn::backend::Dispatch as CpuNorm>::fr_group_norm(
         x.into_dispatch(),
         gamma.val().into_dispatch(),
         beta.val().into_dispatch(),
