@@ -247,8 +247,8 @@ fn a_partition_file_of_another_client_count_is_refused() {
 
 /// FedACG's published IID split of CIFAR-10 (Python set literals) loads: 100 clients of 500.
 #[test]
-#[ignore = "needs FedACG's published splits: FEDRUN_PARTITIONS=<dir with iid_clients100.txt>"]
-fn fedacg_published_iid_split_loads() {
+#[ignore = "needs FedACG's published splits in ../shared/data/partitions/fedacg/cifar10 or FEDRUN_PARTITIONS (CI: cargo test --release -- --ignored shared_)"]
+fn shared_fedacg_published_iid_split_loads() {
     let dir = std::env::var("FEDRUN_PARTITIONS")
         .unwrap_or_else(|_| "../shared/data/partitions/fedacg/cifar10".into());
     let c = read_index_file(
@@ -290,15 +290,13 @@ fn leaf_json_round_trip_and_corrupt_file() {
     );
 }
 
-/// The real LEAF sample, when ../shared is present (opt-in data; never committed).
+/// The real LEAF sample (data beside the repository, never committed).
 #[test]
-fn real_leaf_sample_parses_when_present() {
+#[ignore = "needs ../shared/data/shakespeare/leaf_partial_MAB-Shapley (CI: cargo test --release -- --ignored shared_)"]
+fn shared_leaf_sample_parses() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/data/shakespeare/leaf_partial_MAB-Shapley");
-    if !dir.exists() {
-        eprintln!("skipped: {} not present", dir.display());
-        return;
-    }
+    assert!(dir.exists(), "{} is not there", dir.display());
     let f = leaf::read_file(&dir.join("all_data_niid_023_keep_64_train_9.json")).unwrap();
     assert_eq!(f.users.len(), 10);
     assert!(f.num_samples.iter().all(|&n| n > 0));
@@ -526,27 +524,35 @@ fn class_shards_hold_one_class_each_where_sorted_shards_straddle() {
     assert_eq!(of_class_1, 11);
 }
 
-/// Opt-in: the real MNIST files in `../shared/data/mnist` and Fashion-MNIST from Debian's
-/// `dataset-fashion-mnist` load with the official sizes (skipped where they are absent).
+/// The official sizes of the real MNIST or Fashion-MNIST files in `dir`.
+fn official_idx_loads(dir: &Path) {
+    assert!(
+        dir.join("train-images-idx3-ubyte.gz").exists(),
+        "{} is not there",
+        dir.display()
+    );
+    let (train, test) = idx::load_dir(dir, 0.5, 0.5).unwrap();
+    assert_eq!(
+        (train.len(), test.len()),
+        (60_000, 10_000),
+        "{}",
+        dir.display()
+    );
+}
+
+/// The real MNIST files beside the repository load with the official sizes.
 #[test]
-fn real_mnist_and_fashion_mnist_load_where_present() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for dir in [
-        root.join("../shared/data/mnist"),
-        Path::new("/usr/share/datasets/fashion-mnist").to_path_buf(),
-    ] {
-        if !dir.join("train-images-idx3-ubyte.gz").exists() {
-            eprintln!("skipped: {} is not there", dir.display());
-            continue;
-        }
-        let (train, test) = idx::load_dir(&dir, 0.5, 0.5).unwrap();
-        assert_eq!(
-            (train.len(), test.len()),
-            (60_000, 10_000),
-            "{}",
-            dir.display()
-        );
-    }
+#[ignore = "needs ../shared/data/mnist (CI: cargo test --release -- --ignored shared_)"]
+fn shared_mnist_loads() {
+    official_idx_loads(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist"));
+}
+
+/// Fashion-MNIST from Debian's `dataset-fashion-mnist` (its default location) loads with the
+/// official sizes.
+#[test]
+#[ignore = "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist; CI installs it and runs cargo test --release -- --ignored shared_)"]
+fn shared_fashion_mnist_loads() {
+    official_idx_loads(Path::new("/usr/share/datasets/fashion-mnist"));
 }
 
 #[test]
