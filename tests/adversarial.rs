@@ -564,17 +564,18 @@ fn a_damaged_finished_folder_is_flagged_or_reads_as_written() {
         .unwrap();
 }
 
-/// A rerun of a finished folder with one file damaged or taken from another run: refused with
-/// a named error, or it leaves (or rebuilds) exactly the CSV the run wrote.
-#[test]
-fn a_damaged_finished_folder_is_refused_or_kept_by_a_rerun() {
-    let d = TempDir::new("adversarial-rerun");
-    let spec = small_run(&d.path().join("a"), 1, 2, None);
-    small_run(&d.path().join("b"), 2, 2, None);
+/// 300 cases: folder `t` of a 3-round run (seed 1) stopped after `stop_after` rounds (all of
+/// them when None), one file damaged or taken from the same run with seed 2, then the same
+/// command run again: refused with a named error, or it ends with exactly the CSV of the
+/// uninterrupted run.
+fn rerun_ends_whole_or_is_refused(tag: &str, stop_after: Option<usize>) {
+    let d = TempDir::new(tag);
+    let spec = small_run(&d.path().join("full"), 1, 3, None);
+    let truth = common::without_time(&d.path().join("full/t/rounds.csv"));
+    small_run(&d.path().join("a"), 1, 3, stop_after);
+    small_run(&d.path().join("b"), 2, 3, stop_after);
     let dir = d.path().join("a/t");
-    let good = snapshot(&dir);
-    let other = snapshot(&d.path().join("b/t"));
-    let truth = common::without_time(&dir.join("rounds.csv"));
+    let (good, other) = (snapshot(&dir), snapshot(&d.path().join("b/t")));
     let opts = RunOptions {
         out: d.path().join("a"),
         ..Default::default()
@@ -587,7 +588,7 @@ fn a_damaged_finished_folder_is_refused_or_kept_by_a_rerun() {
                 prop_assert_eq!(s.status, Status::Complete);
                 prop_assert!(
                     common::without_time(&dir.join("rounds.csv")) == truth,
-                    "{} damaged, and a rerun kept or wrote another rounds.csv",
+                    "{} damaged, and the rerun ended with another rounds.csv",
                     FOLDER_FILES[i]
                 );
             }
@@ -596,38 +597,19 @@ fn a_damaged_finished_folder_is_refused_or_kept_by_a_rerun() {
         .unwrap();
 }
 
+/// A rerun of a finished folder with one file damaged or taken from another run: refused with
+/// a named error, or it leaves (or rebuilds) exactly the CSV the run wrote.
+#[test]
+fn a_damaged_finished_folder_is_refused_or_kept_by_a_rerun() {
+    rerun_ends_whole_or_is_refused("adversarial-rerun", None);
+}
+
 /// The resume of an interrupted folder with one file damaged or taken from another run:
 /// refused with a named error, or it ends with exactly the CSV of the uninterrupted run; never
 /// two runs spliced into one file.
 #[test]
 fn a_damaged_interrupted_folder_resumes_whole_or_is_refused() {
-    let d = TempDir::new("adversarial-resume");
-    let spec = small_run(&d.path().join("full"), 1, 3, None);
-    let truth = common::without_time(&d.path().join("full/t/rounds.csv"));
-    small_run(&d.path().join("a"), 1, 3, Some(1));
-    small_run(&d.path().join("b"), 2, 3, Some(1));
-    let dir = d.path().join("a/t");
-    let good = snapshot(&dir);
-    let other = snapshot(&d.path().join("b/t"));
-    let opts = RunOptions {
-        out: d.path().join("a"),
-        ..Default::default()
-    };
-    runner(300)
-        .run(&damaged_folder(&good, &other), |(i, bytes)| {
-            restore(&dir, &good);
-            std::fs::write(dir.join(FOLDER_FILES[i]), &bytes).unwrap();
-            if let Ok(s) = run(&spec, &opts) {
-                prop_assert_eq!(s.status, Status::Complete);
-                prop_assert!(
-                    common::without_time(&dir.join("rounds.csv")) == truth,
-                    "{} damaged, and the resumed rounds.csv is not the uninterrupted run's",
-                    FOLDER_FILES[i]
-                );
-            }
-            Ok(())
-        })
-        .unwrap();
+    rerun_ends_whole_or_is_refused("adversarial-resume", Some(1));
 }
 
 /// A published split file damaged: refused, or a valid partition (client ids 0..K−1 once each,
