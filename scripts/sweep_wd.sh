@@ -5,15 +5,17 @@
 #   scripts/sweep_wd.sh configs/cifar_fedavg.toml [any fedrun sweep option...]
 #   scripts/sweep_wd.sh configs/cifar_fedavg.toml --set fl.rounds=20 --data-dir data/cifar10 --jobs 2
 #
-# Environment: FEDRUN (the binary; default target/release/fedrun, built if missing),
-# SEEDS (default "0"), WDS (default "1e-4,1e-3,1e-2,5e-2,1e-1"), OUT (default results/sweep_wd_<config>).
+# Environment: FEDRUN (the binary; default the repository's target/release/fedrun, built if
+# missing), SEEDS (default "0"), WDS (default "1e-4,1e-3,1e-2,5e-2,1e-1"), OUT (default
+# results/sweep_wd_<config>). Every path (CONFIG, --data-dir, OUT) is relative to the working
+# directory the script is called from, as for fedrun itself.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root="$(cd "$(dirname "$0")/.." && pwd)"
 config="${1:?usage: scripts/sweep_wd.sh CONFIG [fedrun sweep options...]}"
 shift
-FEDRUN="${FEDRUN:-target/release/fedrun}"
+FEDRUN="${FEDRUN:-$root/target/release/fedrun}"
 if [ ! -x "$FEDRUN" ]; then
-    cargo build --release
+    cargo build --release --manifest-path "$root/Cargo.toml"
 fi
 name="$(basename "$config" .toml)"
 OUT="${OUT:-results/sweep_wd_$name}"

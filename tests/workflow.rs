@@ -752,3 +752,28 @@ fn small_values_are_labelled_as_a_paper_writes_them() {
         "{t}"
     );
 }
+
+/// Paths are relative to the working directory, for fedrun and for its scripts:
+/// `scripts/sweep_wd.sh` called from another folder with a relative config and `OUT` reads and
+/// writes there (it once changed directory to the repository first, which gave every relative
+/// path another meaning).
+#[test]
+fn scripts_take_paths_relative_to_the_working_directory() {
+    let d = TempDir::new("wf-paths");
+    std::fs::write(d.path().join("own.toml"), synthetic_spec("")).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = Command::new("bash")
+        .arg(root.join("scripts/sweep_wd.sh"))
+        .arg("own.toml")
+        .args(["--set", "fl.rounds=1"])
+        .env("FEDRUN", BIN)
+        .env("WDS", "0.001,0.01")
+        .env("OUT", "out")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["out/sweep.csv", "out/report.md", "out/fig2_wd.svg"] {
+        assert!(d.path().join(f).exists(), "{f}: {}", stderr(&o));
+    }
+}

@@ -17,10 +17,11 @@ use crate::metrics::summary::Status;
 pub struct RunArgs {
     #[command(flatten)]
     pub spec: SpecArgs,
-    /// Results root; the run writes into OUT/<run.name>/.
+    /// The folder the run's folder goes in: the run writes OUT/<run.name>/ (as each point of
+    /// `fedrun sweep --out OUT` does). Paths are relative to the working directory.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
-    /// Data directory (overrides data.path).
+    /// Data directory (overrides data.path; both relative to the working directory).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Continue from the run folder's last checkpoint (also the default when one exists).

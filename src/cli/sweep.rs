@@ -18,7 +18,8 @@ pub struct SweepArgs {
     /// Runs at a time (each gets cores/jobs threads).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
-    /// Sweep folder; every point writes OUT/<name>/. Default: results/sweep_<run.name>.
+    /// The folder the points' run folders go in, as for a run: each point writes
+    /// OUT/<point name>/, and the sweep OUT/sweep.csv. Default: results/sweep_<run.name>.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Data directory for every point (overrides data.path).
