@@ -493,8 +493,40 @@ fn restore(dir: &Path, files: &[(usize, Vec<u8>)]) {
     }
 }
 
-/// One file of `good` damaged (a byte flipped, cut, garbage appended) or replaced by the same
-/// file of `other` (another run's folder): (which file, its new bytes).
+/// A text file with a line given twice (a duplicated key in `spec.toml` or `summary.json`, a
+/// duplicated row in `rounds.csv`), or one comma-separated cell replaced by `NaN`, `inf` or
+/// `-inf` (a CSV cell; elsewhere, a value that is not one).
+fn edited_text(good: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+    let text = String::from_utf8_lossy(&good).into_owned();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let n = lines.len().max(1);
+    let twice = {
+        let lines = lines.clone();
+        (0..n).prop_map(move |k| {
+            let mut l = lines.clone();
+            if let Some(line) = l.get(k).cloned() {
+                l.insert(k, line);
+            }
+            (l.join("\n") + "\n").into_bytes()
+        })
+    };
+    let special = prop::sample::select(vec!["NaN", "inf", "-inf"]);
+    let cell = (0..n, 0usize..16, special).prop_map(move |(k, c, v)| {
+        let mut l = lines.clone();
+        if let Some(line) = l.get_mut(k) {
+            let mut cells: Vec<&str> = line.split(',').collect();
+            let c = c % cells.len();
+            cells[c] = v;
+            *line = cells.join(",");
+        }
+        (l.join("\n") + "\n").into_bytes()
+    });
+    prop_oneof![twice, cell]
+}
+
+/// One file of `good` damaged (a byte flipped, cut, garbage appended, a line twice, a cell
+/// `NaN` or infinite) or replaced by the same file of `other` (another run's folder): (which
+/// file, its new bytes).
 fn damaged_folder(
     good: &[(usize, Vec<u8>)],
     other: &[(usize, Vec<u8>)],
@@ -503,6 +535,9 @@ fn damaged_folder(
     for (i, b) in good {
         let i = *i;
         ways.push(damage(b.clone()).prop_map(move |b| (i, b)).boxed());
+        if FOLDER_FILES[i] != "checkpoint.bin" {
+            ways.push(edited_text(b.clone()).prop_map(move |b| (i, b)).boxed());
+        }
         if let Some((_, o)) = other.iter().find(|(j, _)| *j == i) {
             ways.push(Just((i, o.clone())).boxed());
         }
