@@ -69,6 +69,68 @@ fn a_set_key_the_run_will_not_read_is_refused_with_the_reason() {
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
 
+/// Keys of an algorithm's own tables that its settings leave unread are refused like any other
+/// (the issue: `mime.lite` and `mime.momentum` under `mime.base = "amsgrad"`, `fedlamb.trust`
+/// and `fedlamb.lambda` under Fed-AMS took no effect in silence); the algorithm says which.
+#[test]
+fn an_algorithms_own_keys_its_settings_leave_unread_are_refused() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "fedlamb/mnist_fedams.toml",
+            &["fedlamb.trust=false"],
+            "`fedlamb.trust` is not read by `fl.algorithm = \"fedams\"`",
+        ),
+        (
+            "fedlamb/mnist_fedams.toml",
+            &["fedlamb.lambda=0.01"],
+            "`fedlamb.lambda` is not read by `fl.algorithm = \"fedams\"`",
+        ),
+        (
+            "fedlamb/mnist_mime.toml",
+            &["mime.lite=false"],
+            "`mime.lite` is not read because `mime.base = \"amsgrad\"`",
+        ),
+        (
+            "fedlamb/mnist_mime.toml",
+            &["mime.momentum=0.5"],
+            "`mime.momentum` is not read because `mime.base = \"amsgrad\"`",
+        ),
+        (
+            "fedlamb/mnist_mimelite.toml",
+            &["fedlamb.beta1=0.8"],
+            "`fedlamb.beta1` is not read because `mime.base = \"sgdm\"`",
+        ),
+        (
+            "fedlamb/mnist_fedlamb.toml",
+            &["fedlamb.trust=false", "fedlamb.zero_rule=\"paper\""],
+            "`fedlamb.zero_rule` is not read because `fedlamb.trust = false`",
+        ),
+    ];
+    for (cfg, sets, why) in cases {
+        let o = check(&config(cfg), sets);
+        let e = stderr(&o);
+        assert!(
+            !o.status.success() && e.contains(why),
+            "{cfg} {sets:?}: {e}"
+        );
+    }
+    // where the setting reads them, the same keys pass
+    for (cfg, sets) in [
+        (
+            "fedlamb/mnist_fedlamb.toml",
+            &["fedlamb.trust=false", "fedlamb.lambda=0.01"][..],
+        ),
+        (
+            "fedlamb/mnist_mimelite.toml",
+            &["mime.lite=false", "mime.momentum=0.5"][..],
+        ),
+        ("fedlamb/mnist_mime.toml", &["fedlamb.beta1=0.8"][..]),
+    ] {
+        let o = check(&config(cfg), sets);
+        assert!(o.status.success(), "{cfg} {sets:?}: {}", stderr(&o));
+    }
+}
+
 #[test]
 fn a_client_state_budget_for_an_algorithm_without_client_state_is_refused() {
     let set = ["run.client_state_mb=100"];

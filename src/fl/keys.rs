@@ -1,8 +1,9 @@
 //! Which `[local]` keys and algorithm tables a spec's run reads (the others are named, with
-//! why): the tables the run's algorithm does not read, the schedule's keys, and `local.steps`
+//! why): the tables the run's algorithm does not read, the keys of its own tables that its
+//! settings leave unread (each algorithm's `unread` hook), the schedule's keys, and `local.steps`
 //! when `local.epochs` sets the steps, and the `[fl]` keys of options left off.
 
-use super::algorithms::{reads_key, tables, tables_of};
+use super::algorithms::{own_unread, reads_key, tables, tables_of};
 use crate::config::{LrSchedule, Spec, Unread};
 
 /// The algorithm tables a spec's run does not read, key by key.
@@ -59,6 +60,7 @@ fn local_unread(s: &Spec) -> Vec<Unread> {
 /// The algorithm tables, `[local]` and `[fl]` keys a spec's run does not read.
 pub fn unread_keys(s: &Spec) -> Vec<Unread> {
     let mut out = tables_unread(s);
+    out.extend(own_unread(s));
     out.extend(local_unread(s));
     if s.fl.uplink_levels == 0 {
         out.push(Unread::new(

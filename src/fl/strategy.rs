@@ -16,7 +16,7 @@
 
 use super::per_client::PerClient;
 use super::plan::{ClientPlan, Report};
-use crate::config::{Keys, Spec};
+use crate::config::{Keys, Spec, Unread};
 use crate::error::Result;
 use crate::optim::Momentum;
 
@@ -56,6 +56,13 @@ pub trait FromSetup: Strategy + Sized + 'static {
     /// What it needs of the rest of the spec, checked before anything loads (default: nothing).
     fn check(_spec: &Spec) -> Result<()> {
         Ok(())
+    }
+
+    /// The keys of its own tables that `spec` leaves unread, with why (default: none; a key
+    /// another of its keys switches off is named here, so that setting it is refused or warned
+    /// about like any key the run does not read).
+    fn unread(_spec: &Spec) -> Vec<Unread> {
+        Vec::new()
     }
 
     fn from_setup(s: &Setup) -> Result<Self>;

@@ -22,6 +22,7 @@
 //! tensor never moves: zero-initialised biases stay 0).
 
 use crate::config::validate::{at_least_one, non_negative};
+use crate::config::{Spec, Unread};
 use crate::error::{Error, Result};
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report, Rule};
@@ -169,6 +170,32 @@ impl FedLamb {
             }
         }
     }
+}
+
+/// `[fedlamb]` keys of the trust ratio that an AMS step (Fed-AMS, the Fed-LAMB paper's Mime)
+/// leaves unread, each with `why`.
+pub fn trust_keys_unread(why: &str) -> Vec<Unread> {
+    ["fedlamb.lambda", "fedlamb.trust", "fedlamb.zero_rule"]
+        .into_iter()
+        .map(|k| Unread::new(k, why))
+        .collect()
+}
+
+/// Fed-LAMB and Mime-LAMB: without the trust ratio, `fedlamb.zero_rule` (its rule for a zero
+/// norm) is not read.
+pub fn unread_lamb(spec: &Spec) -> Vec<Unread> {
+    match spec.keys::<Keys>() {
+        Ok(k) if !k.trust => vec![Unread::new(
+            "fedlamb.zero_rule",
+            "because `fedlamb.trust = false` (no trust ratio, so no rule for a zero norm)",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// Fed-AMS takes a plain AMSGrad step: none of the trust ratio's keys is read.
+pub fn unread_ams(_spec: &Spec) -> Vec<Unread> {
+    trust_keys_unread("by `fl.algorithm = \"fedams\"` (a plain AMSGrad step: no trust ratio)")
 }
 
 /// Fed-LAMB.

@@ -21,8 +21,9 @@
 //! `m ← β·m + g` and steps with `β·m + g`: the same method with the gradient's weight 1 instead
 //! of 1−β (another effective step size).
 
-use super::fedlamb::{FedLamb, Keys as FedLambKeys, Source, Step};
+use super::fedlamb::{FedLamb, Keys as FedLambKeys, Source, Step, trust_keys_unread};
 use crate::config::validate::unit_open;
+use crate::config::{Spec, Unread};
 use crate::error::Result;
 use crate::fl::plan::{ClientPlan, Rule};
 use crate::fl::strategy::{
@@ -48,6 +49,34 @@ crate::key_table! {
         pub momentum: f64 = 0.9 => unit_open;
         /// `sgdm`, `frozen-amsgrad`: MimeLite (true) or Mime with the SVRG correction (false).
         pub lite: bool = true;
+    }
+}
+
+/// The `[mime]` and `[fedlamb]` keys that `mime.base` leaves unread: `amsgrad` reads neither
+/// `mime.momentum` nor `mime.lite` nor the trust ratio's keys; `sgdm` reads no `[fedlamb]` key;
+/// `frozen-amsgrad` reads `mime.lite` and `[fedlamb]`'s β1, β2 and ε only.
+pub fn unread(spec: &Spec) -> Vec<Unread> {
+    let Ok(k) = spec.keys::<Keys>() else {
+        return Vec::new();
+    };
+    let why = format!("because `mime.base = \"{}\"`", k.base);
+    let named = |keys: &[&str]| keys.iter().map(|&key| Unread::new(key, &why)).collect();
+    match k.base {
+        Base::Amsgrad => {
+            let mut out: Vec<Unread> = named(&["mime.momentum", "mime.lite"]);
+            out.extend(trust_keys_unread(&why));
+            out
+        }
+        Base::Sgdm => super::fedlamb::KEYS
+            .defaults()
+            .keys()
+            .map(|key| Unread::new(format!("fedlamb.{key}"), &why))
+            .collect(),
+        Base::FrozenAmsgrad => {
+            let mut out: Vec<Unread> = named(&["mime.momentum", "fedlamb.sync_every"]);
+            out.extend(trust_keys_unread(&why));
+            out
+        }
     }
 }
 

@@ -24,7 +24,7 @@ pub mod scaffold;
 use super::acg::Acg;
 use super::per_client::CLIENT_STATE;
 use super::strategy::{FromSetup, Setup, Strategy};
-use crate::config::{Alias, KeyTable, Spec};
+use crate::config::{Alias, KeyTable, Spec, Unread};
 use crate::error::Result;
 
 type Build = fn(&Setup) -> Result<Box<dyn Strategy>>;
@@ -42,9 +42,17 @@ pub struct Entry {
     /// Its server step is plain averaging of the global model it broadcasts, so `fl.acg` may
     /// wrap it.
     pub averages: bool,
+    /// The keys of its own tables that a setting of the spec leaves unread, with why (Fed-AMS
+    /// reads no trust-ratio key; `mime.base` picks which of `[mime]` and `[fedlamb]` are read).
+    pub unread: fn(&Spec) -> Vec<Unread>,
 }
 
 impl Entry {
+    /// The same line, with the keys of its tables that a spec leaves unread.
+    const fn leaving(self, unread: fn(&Spec) -> Vec<Unread>) -> Entry {
+        Entry { unread, ..self }
+    }
+
     /// The same line, reading `keys` of the five sections besides the common ones.
     const fn reading(self, keys: &'static [&'static str]) -> Entry {
         Entry {
@@ -73,10 +81,18 @@ pub const REGISTRY: &[Entry] = &[
     alg::<feddecorr::FedDecorr>("feddecorr", &[feddecorr::KEYS]),
     alg::<moon::Moon>("moon", &[moon::KEYS]),
     alg::<fedmlb::FedMlb>("fedmlb", &[fedmlb::KEYS]),
-    with("fedlamb", &[fedlamb::KEYS], fedlamb::lamb).reading(CLIENT_STATE),
-    with("fedams", &[fedlamb::KEYS], fedlamb::ams).reading(CLIENT_STATE),
-    with("mimelamb", &[fedlamb::KEYS], fedlamb::mimelamb).reading(CLIENT_STATE),
-    with("mime", &[mime::KEYS, fedlamb::KEYS], mime::build).reading(CLIENT_STATE),
+    with("fedlamb", &[fedlamb::KEYS], fedlamb::lamb)
+        .reading(CLIENT_STATE)
+        .leaving(fedlamb::unread_lamb),
+    with("fedams", &[fedlamb::KEYS], fedlamb::ams)
+        .reading(CLIENT_STATE)
+        .leaving(fedlamb::unread_ams),
+    with("mimelamb", &[fedlamb::KEYS], fedlamb::mimelamb)
+        .reading(CLIENT_STATE)
+        .leaving(fedlamb::unread_lamb),
+    with("mime", &[mime::KEYS, fedlamb::KEYS], mime::build)
+        .reading(CLIENT_STATE)
+        .leaving(mime::unread),
 ];
 
 /// Other names of algorithms: the papers' names for a variant chosen by a key.
@@ -103,6 +119,7 @@ const fn alg<A: FromSetup>(name: &'static str, tables: &'static [&'static dyn Ke
     Entry {
         check: A::check,
         averages: A::AVERAGES,
+        unread: A::unread,
         ..with(name, tables, build_boxed::<A>).reading(A::READS)
     }
 }
@@ -116,6 +133,7 @@ const fn with(name: &'static str, tables: &'static [&'static dyn KeyTable], buil
         check: |_| Ok(()),
         build,
         averages: false,
+        unread: |_| Vec::new(),
     }
 }
 
@@ -168,6 +186,11 @@ pub fn tables_of(algorithm: &str) -> Vec<&'static str> {
 /// Whether `algorithm` reads `key` of the five sections beyond what every run reads.
 pub fn reads_key(algorithm: &str, key: &str) -> bool {
     entry(algorithm).is_some_and(|e| e.reads.contains(&key))
+}
+
+/// The keys of its own tables that the spec's algorithm leaves unread in this spec.
+pub fn own_unread(spec: &Spec) -> Vec<Unread> {
+    entry(&spec.fl.algorithm).map_or(Vec::new(), |e| (e.unread)(spec))
 }
 
 /// Whether `table` is one of the algorithms' tables.
