@@ -398,6 +398,40 @@ fn x_label(v: f64, f: &Frame) -> String {
     }
 }
 
+/// The y axis for values from `y0` to `y1` ([`y_span`]), with round ticks, the decimals that
+/// write them, and the label area's width: the widest tick label (about 8 px a character at
+/// 14 px) and the axis title beside it.
+fn y_axis(y0: f64, y1: f64) -> (Ticked, usize, u32) {
+    let (y0, y1) = y_span(y0, y1);
+    let axis: RangedCoordf64 = (y0..y1).into();
+    let ticks = axis.key_points(8);
+    let d = decimals(&ticks);
+    let width = ticks
+        .iter()
+        .map(|v| format!("{v:.d$}").len())
+        .max()
+        .unwrap_or(1);
+    (Ticked { axis, ticks }, d, width as u32 * 8 + 36)
+}
+
+/// The x axis over `x0..x1` (through the log when the frame has one) with its ticks: one per
+/// category, the swept values on a log axis, else at most 10 round numbers (no more than
+/// distinct x values `xs`: no half rounds).
+fn x_axis((x0, x1): (f64, f64), xs: Vec<f64>, f: &Frame) -> Ticked {
+    let axis: RangedCoordf64 = match f.categories {
+        Some(c) => -0.5..c.len() as f64 - 0.5,
+        None if x1 > x0 => x0..x1,
+        None => x0 - 0.5..x1 + 0.5,
+    }
+    .into();
+    let ticks: Vec<f64> = match f.categories {
+        Some(c) => (0..c.len()).map(|i| i as f64).collect(),
+        None if f.logx => xs,
+        None => axis.key_points(xs.len().clamp(2, 10)),
+    };
+    Ticked { axis, ticks }
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     lines: &[Line],
@@ -411,44 +445,14 @@ where
     let fx = |x: f64| if logx { x.log10() } else { x };
     let ((x0, x1), (y0, y1), xs) =
         bounds(lines, fx).ok_or_else(|| "nothing to plot: no finite values".to_string())?;
-    let (y0, y1) = y_span(y0, y1);
-    let yr: RangedCoordf64 = (y0..y1).into();
-    let yticks = yr.key_points(8);
-    let ydecimals = decimals(&yticks);
-    let ywidth = yticks
-        .iter()
-        .map(|v| format!("{v:.ydecimals$}").len())
-        .max()
-        .unwrap_or(1);
-    let xr: RangedCoordf64 = match f.categories {
-        Some(c) => -0.5..c.len() as f64 - 0.5,
-        None if x1 > x0 => x0..x1,
-        None => x0 - 0.5..x1 + 0.5,
-    }
-    .into();
-    // ticks: one per category, the swept values on a log axis, else at most 10 round numbers
-    // (no more than distinct x values: no half rounds)
-    let keys: Vec<f64> = match f.categories {
-        Some(c) => (0..c.len()).map(|i| i as f64).collect(),
-        None if logx => xs.clone(),
-        None => xr.key_points(xs.len().clamp(2, 10)),
-    };
+    let (yaxis, ydecimals, yarea) = y_axis(y0, y1);
+    let xaxis = x_axis((x0, x1), xs, f);
     let mut chart = ChartBuilder::on(&root)
         .caption(f.title, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
-        // the widest tick label (about 8 px a character at 14 px) and the axis title beside it
-        .y_label_area_size(ywidth as u32 * 8 + 36)
-        .build_cartesian_2d(
-            Ticked {
-                axis: xr,
-                ticks: keys,
-            },
-            Ticked {
-                axis: yr,
-                ticks: yticks,
-            },
-        )
+        .y_label_area_size(yarea)
+        .build_cartesian_2d(xaxis, yaxis)
         .map_err(|e| e.to_string())?;
     let xfmt = |v: &f64| x_label(*v, f);
     let yfmt = |v: &f64| format!("{v:.ydecimals$}");
