@@ -20,9 +20,10 @@
 #      data set has to travel);
 #   5. writes gpu_check.json and gpu_check.md (fedrun / PyTorch per model, step and
 #      evaluation) into --out (default: gpu_check/), and prints the table.
-# A binary may serve several backends (`vulkan,wgpu=PATH`). --models a,b,c limits the models
-# (default: all); --only-models M limits them for the backends after the first; --per-model S
-# caps each fedrun process (default 90 s).
+# A binary may serve several backends (`vulkan,wgpu=PATH`); a backend given twice (two builds,
+# `vulkan=A vulkan=B`) is labelled the second time with its binary's name (`vulkan-B`).
+# --models a,b,c limits the models (default: all); --only-models M limits them for the backends
+# after the first; --per-model S caps each fedrun process (default 90 s).
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -44,7 +45,7 @@ while [ $# -gt 0 ]; do
         --models) models="$2"; shift 2 ;;
         --per-model) per_model="$2"; shift 2 ;;
         --only-models) later_models="$2"; shift 2 ;;
-        -h|--help) sed -n 2,25p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,27p "$0"; exit 0 ;;
         *=*) pairs+=("$1"); shift ;;
         *) echo "gpu_check: unknown argument '$1' (expected BACKEND=BINARY or an option; --help)" >&2; exit 2 ;;
     esac
@@ -90,16 +91,18 @@ else
 fi
 
 # --- 3 and 4, per backend -----------------------------------------------------------------
-agree() {  # backend binary
-    local b="$1" bin="$2" d="$out/agree"
+agree() {  # backend binary label
+    local b="$1" bin="$2" label="$3" d="$out/agree"
     mkdir -p "$d"
     for be in flex "$b"; do
-        [ -f "$d/$be/rounds.csv" ] && continue
+        local name="$be"
+        [ "$be" = flex ] || name="$label"
+        [ -f "$d/$name/rounds.csv" ] && continue
         timeout 150 "$bin" --set fl.rounds=2 --set local.steps=3 --set fl.clients_per_round=2 \
-            --set run.backend="\"$be\"" --set run.name="\"$be\"" \
-            --out "$d" --force > "$out/logs/agree_$be.log" 2>&1 || { echo "agreement $be: failed (logs/agree_$be.log)"; return 1; }
+            --set run.backend="\"$be\"" --set run.name="\"$name\"" \
+            --out "$d" --force > "$out/logs/agree_$name.log" 2>&1 || { echo "agreement $name: failed (logs/agree_$name.log)"; return 1; }
     done
-    $py - "$d/flex/rounds.csv" "$d/$b/rounds.csv" "$b" <<'EOF' | tee -a "$out/agree.txt"
+    $py - "$d/flex/rounds.csv" "$d/$label/rounds.csv" "$label" <<'EOF' | tee -a "$out/agree.txt"
 import csv, sys
 a, b = (list(csv.DictReader(open(p))) for p in sys.argv[1:3])
 ok = len(a) == len(b) == 2
@@ -114,20 +117,25 @@ EOF
 }
 : > "$out/fedrun.jsonl"
 first=1
+seen=()
 for pair in "${pairs[@]}"; do
     bin="${pair#*=}"
     [ -x "$bin" ] || { echo "gpu_check: $bin is not an executable file" >&2; exit 2; }
     for b in $(echo "${pair%%=*}" | tr ',' ' '); do
-        "$bin" --version 2>/dev/null | sed "s/^/$b binary: /"
-        [ "$(left)" -gt 60 ] && agree "$b" "$bin"
+        # A backend given twice (two builds of it) is told apart by its binary's name.
+        label="$b"
+        case " ${seen[*]:-} " in *" $b "*) label="$b-$(basename "$bin")" ;; esac
+        seen+=("$b")
+        "$bin" --version 2>/dev/null | sed "s/^/$label binary: /"
+        [ "$(left)" -gt 60 ] && agree "$b" "$bin" "$label"
         list="$models"
         [ $first -eq 0 ] && [ -n "$later_models" ] && list="$later_models"
         for m in ${list//,/ }; do
             t=$(left); [ "$t" -gt 15 ] || { echo "fedrun $b $m: budget spent, skipped"; continue; }
             timeout $(( t < per_model ? t : per_model )) "$bin" bench --workload model --model "$m" --steps "$steps" \
-                --rounds "$reps" --set run.backend="\"$b\"" 2>>"$out/logs/fedrun_$b.err" \
-                | grep '"summary"' | sed "s/^{/{\"backend\":\"$b\",/" >> "$out/fedrun.jsonl" \
-                || echo "fedrun $b $m: failed or timed out (logs/fedrun_$b.err)"
+                --rounds "$reps" --set run.backend="\"$b\"" 2>>"$out/logs/fedrun_$label.err" \
+                | grep '"summary"' | sed "s/^{/{\"backend\":\"$label\",/" >> "$out/fedrun.jsonl" \
+                || echo "fedrun $label $m: failed or timed out (logs/fedrun_$label.err)"
         done
         first=0
     done
