@@ -23,7 +23,7 @@ static SCHEMA: LazyLock<Schema> = LazyLock::new(|| Schema {
     unread: vec![
         crate::data::unread_keys,
         crate::model::unread_keys,
-        crate::fl::keys::unread_keys,
+        crate::fl::unread::unread_keys,
     ],
 });
 

@@ -994,9 +994,52 @@ fn scaffold_over_a_federation_averages_its_members_variates() {
     let mean: Vec<f32> = (0..2).map(|j| 0.5 * (c1[j] + c3[j])).collect();
     assert_eq!(s.server_variate(), &mean[..]);
     // a member that leaves is forgotten, and leaves the mean
-    s.forget(3).unwrap();
+    s.leaving(3).unwrap();
+    s.state().forget(3);
     assert!(s.control_variate(3).is_none());
     s.begin_round(&info, &x).unwrap();
     let half: Vec<f32> = (0..2).map(|j| 0.5 * c1[j]).collect();
     assert_eq!(s.server_variate(), &half[..]);
+}
+
+/// FedAvgM's server links `[trace(β), scale(η)]` and ACG's `[scale(η), trace(λ)]` are the same
+/// two links in the other order: with λ = β they move x alike (the closed form `m ← Δ̄ + β·m`,
+/// `x ← x + η·m`, up to rounding), and ACG's momentum carries η (its state norm is η·‖m‖).
+#[test]
+fn fedavgm_and_acg_are_the_same_two_server_links_in_the_other_order() {
+    use fedrun::fl::strategy::ServerChain;
+    use fedrun::optim::{Momentum, Scale};
+    let (beta, eta) = (0.5f32, 0.25f64);
+    let trace = || Box::new(Momentum::trace(beta, 2));
+    let mut avgm = ServerChain::new(vec![trace(), Box::new(Scale(eta))]);
+    let mut acg = ServerChain::new(vec![Box::new(Scale(eta)), trace()]);
+    let (mut x1, mut x2) = (vec![0f32; 2], vec![0f32; 2]);
+    let (mut m, mut x) = ([0f64; 2], [0f64; 2]);
+    for (t, d) in [[1.0f32, -2.0], [0.5, 0.5], [-1.0, 0.25]]
+        .iter()
+        .enumerate()
+    {
+        let agg = || Aggregate {
+            mean_delta: d.to_vec(),
+            mean_sq_norm: 0.0,
+            clients: 1,
+        };
+        let (l1, l2) = (
+            avgm.step(t, &mut x1, &mut agg()),
+            acg.step(t, &mut x2, &mut agg()),
+        );
+        for j in 0..2 {
+            m[j] = d[j] as f64 + beta as f64 * m[j];
+            x[j] += eta * m[j];
+            assert!((x1[j] as f64 - x[j]).abs() < 1e-6, "FedAvgM, round {t}");
+            assert!((x2[j] as f64 - x[j]).abs() < 1e-6, "ACG, round {t}");
+        }
+        let norm = m[0].hypot(m[1]);
+        assert!((l1.state_norm.unwrap() - norm).abs() < 1e-6);
+        assert!(
+            (l2.state_norm.unwrap() - eta * norm).abs() < 1e-6,
+            "ACG's m carries η"
+        );
+        assert_eq!((l1.server_lr, l2.server_lr), (eta, eta));
+    }
 }

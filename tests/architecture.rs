@@ -572,3 +572,30 @@ fn the_how_to_is_fedprox_as_it_is_and_runs_under_acg() {
     let s = fedrun::fl::engine::run(&spec, &opts).unwrap();
     assert_eq!(s.status, fedrun::metrics::summary::Status::Complete);
 }
+
+/// ARCHITECTURE.md's server-link example is FedAvgM's file as it is: under 40 lines, its server
+/// links and nothing else, and it runs.
+#[test]
+fn the_server_link_example_is_fedavgm_as_it_is() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let file = std::fs::read_to_string(root.join("src/fl/algorithms/fedavgm.rs")).unwrap();
+    assert!(
+        doc.contains(&format!("```rust\n{file}```")),
+        "docs/ARCHITECTURE.md's server-link example is not src/fl/algorithms/fedavgm.rs as it is"
+    );
+    let lines = file.lines().count();
+    assert!(lines < 40, "fedavgm.rs has {lines} lines");
+    for hook in ["fn server_update", "fn state", "fn load_state"] {
+        assert!(!file.contains(hook), "fedavgm.rs writes {hook} by hand");
+    }
+    let sets = ["fl.algorithm=\"fedavgm\"".to_string()];
+    let spec = fedrun::schema::parse(&common::synthetic_spec(""), "t", &sets).unwrap();
+    let d = common::TempDir::new("server-link");
+    let opts = fedrun::fl::engine::RunOptions {
+        out: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    let s = fedrun::fl::engine::run(&spec, &opts).unwrap();
+    assert_eq!(s.status, fedrun::metrics::summary::Status::Complete);
+}

@@ -154,6 +154,7 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
         });
         let now: Vec<f32> = alg
             .state()
+            .checkpoint()
             .into_iter()
             .find(|(n, _)| n == "vhat")
             .unwrap()
@@ -184,7 +185,7 @@ fn skip_sync_holds_vhat_between_syncs() {
         clients: 1,
     };
     let mut global = vec![0f32; 2];
-    let vhat = |a: &dyn Strategy| a.state()[0].1.to_vec();
+    let vhat = |a: &mut dyn Strategy| a.state().checkpoint()[0].1.to_vec();
     let eps = vec![1e-8f32; 2];
     for round in 0..6 {
         let (m, v) = local(alg.as_ref(), 0, &[3.0, -4.0], 2);
@@ -194,7 +195,7 @@ fn skip_sync_holds_vhat_between_syncs() {
             global: &mut global,
             agg: &mut agg,
         });
-        let h = vhat(alg.as_ref());
+        let h = vhat(alg.as_mut());
         if round < 2 {
             assert_eq!(h, eps, "round {round}: no sync yet");
         } else {
@@ -431,12 +432,13 @@ fn original_mime_with_frozen_amsgrad_state_by_hand() {
     // the state goes through a checkpoint
     let saved: Vec<(String, Vec<f32>)> = alg
         .state()
+        .checkpoint()
         .into_iter()
         .map(|(n, v)| (n, v.to_vec()))
         .collect();
     assert_eq!(saved.len(), 3, "m, v and v̂");
     let mut back = two_parameters(&sets).0;
-    back.load_state(saved).unwrap();
+    back.state().restore(saved).unwrap();
     assert_eq!(direction(back.as_ref(), &g), u);
 }
 

@@ -8,7 +8,9 @@
 //! - `tests/golden/algorithms.csv`: every algorithm and every key that selects another code path
 //!   (the adaptive servers' variants, FedExP's ε form, the Fed-LAMB options, Mime's bases, the
 //!   schedules), each with and without NAR, and with the host and the device-resident local step
-//!   where both apply; written before the architecture refactor of issue #22;
+//!   where both apply; written before the architecture refactor of issue #22; the cases are the
+//!   registry's algorithms in its order, each followed by its variants, so a new algorithm is
+//!   pinned without an edit here;
 //! - both CSVs were re-blessed once when the `round` column changed to count rounds completed
 //!   (from 1): a check of the files before and after found every other field byte-identical and
 //!   every `round` one higher;
@@ -88,160 +90,158 @@ fn family_csv() -> String {
 /// One golden case: a label, the algorithm, its keys, and whether the device-resident local
 /// step applies (the local step is SGD after the chain and the term needs no anchor gradient).
 struct Case {
-    label: &'static str,
+    label: String,
     keys: Vec<String>,
     device: bool,
 }
 
-fn case(label: &'static str, alg: &str, keys: &[&str], device: bool) -> Case {
+/// Keys an algorithm's base case sets besides `fl.algorithm` (every other key at its default):
+/// what it needs on the synthetic spec (FedMLB's ResNet-18, MOON's projection head), or a
+/// value that makes its term visible in two rounds.
+const BASE_KEYS: &[(&str, &[&str])] = &[
+    ("fedprox", &["fedprox.mu=0.1"]),
+    ("feddecorr", &["feddecorr.beta=0.5"]),
+    ("moon", &["model.projection=16"]),
+    ("fedmlb", &["model.kind=\"resnet18\""]),
+    ("fedams", &["fedlamb.eps=0.001"]),
+    ("mime", &["fedlamb.eps=0.001"]),
+];
+
+/// Algorithms whose local rule is not SGD (their plans run on the host step only).
+const HOST_ONLY: &[&str] = &["fedlamb", "fedams", "mimelamb", "mime"];
+
+const REDDI: &[&str] = &[
+    "fedadam.variant=\"reddi\"",
+    "fedadam.eps=0.001",
+    "fl.global_lr=0.01",
+];
+const EPOCHS: &[&str] = &["local.epochs=2", "local.lr_schedule=\"epoch\""];
+
+/// Each key that selects another code path: (label, algorithm, keys, device step too).
+const VARIANTS: &[(&str, &str, &[&str], bool)] = &[
+    (
+        "fedavg/uniform",
+        "fedavg",
+        &["fl.aggregation=\"uniform\""],
+        true,
+    ),
+    ("fedavg/epoch-schedule", "fedavg", EPOCHS, true),
+    (
+        "fedavg/step-schedule",
+        "fedavg",
+        &[
+            "local.lr_schedule=\"step\"",
+            "local.lr_milestones=[1]",
+            "local.lr_step_factor=0.5",
+        ],
+        true,
+    ),
+    (
+        "fedexp/paper-eps",
+        "fedexp",
+        &[
+            "fedexp.eps=0.001",
+            "fedexp.eps_form=\"paper\"",
+            "fedexp.eval_avg=false",
+        ],
+        true,
+    ),
+    ("fedadam/reddi", "fedadam", REDDI, true),
+    (
+        "fedadam/adpfed",
+        "fedadam",
+        &[
+            "fedadam.variant=\"adpfed\"",
+            "fedadam.eps=0.0001",
+            "fl.global_lr=0.01",
+        ],
+        true,
+    ),
+    ("fedadagrad/reddi", "fedadagrad", REDDI, true),
+    ("fedyogi/reddi", "fedyogi", REDDI, true),
+    (
+        "fedcm/epochs",
+        "fedcm",
+        &["fedcm.alpha=0.5", EPOCHS[0], EPOCHS[1]],
+        true,
+    ),
+    (
+        "fedlamb/lambda",
+        "fedlamb",
+        &["fedlamb.lambda=0.1", "fedlamb.eps=0.001"],
+        false,
+    ),
+    (
+        "fedlamb/no-trust",
+        "fedlamb",
+        &["fedlamb.trust=false", "fedlamb.lambda=0.1"],
+        false,
+    ),
+    (
+        "fedlamb/paper-zero",
+        "fedlamb",
+        &["fedlamb.zero_rule=\"paper\""],
+        false,
+    ),
+    (
+        "fedlamb/skip-sync",
+        "fedlamb",
+        &["fedlamb.sync_every=2"],
+        false,
+    ),
+    ("mime/sgdm-lite", "mime", &["mime.base=\"sgdm\""], true),
+    (
+        "mime/sgdm",
+        "mime",
+        &["mime.base=\"sgdm\"", "mime.lite=false"],
+        false,
+    ),
+    (
+        "mime/frozen-amsgrad",
+        "mime",
+        &[
+            "mime.base=\"frozen-amsgrad\"",
+            "mime.lite=false",
+            "fedlamb.eps=0.001",
+        ],
+        false,
+    ),
+];
+
+fn case(label: &str, alg: &str, keys: &[&str], device: bool) -> Case {
     let mut k = vec![format!("fl.algorithm=\"{alg}\"")];
     k.extend(keys.iter().map(|s| s.to_string()));
     Case {
-        label,
+        label: label.to_string(),
         keys: k,
         device,
     }
 }
 
-/// The FedNAR paper's algorithms, and each key that selects another code path.
-fn fednar_cases() -> Vec<Case> {
-    let reddi = [
-        "fedadam.variant=\"reddi\"",
-        "fedadam.eps=0.001",
-        "fl.global_lr=0.01",
-    ];
-    let epochs = ["local.epochs=2", "local.lr_schedule=\"epoch\""];
-    vec![
-        case("fedavg", "fedavg", &[], true),
-        case(
-            "fedavg/uniform",
-            "fedavg",
-            &["fl.aggregation=\"uniform\""],
-            true,
-        ),
-        case("fedavg/epoch-schedule", "fedavg", &epochs, true),
-        case(
-            "fedavg/step-schedule",
-            "fedavg",
-            &[
-                "local.lr_schedule=\"step\"",
-                "local.lr_milestones=[1]",
-                "local.lr_step_factor=0.5",
-            ],
-            true,
-        ),
-        case("fedprox", "fedprox", &["fedprox.mu=0.1"], true),
-        case("scaffold", "scaffold", &[], true),
-        case("fedexp", "fedexp", &[], true),
-        case(
-            "fedexp/paper-eps",
-            "fedexp",
-            &[
-                "fedexp.eps=0.001",
-                "fedexp.eps_form=\"paper\"",
-                "fedexp.eval_avg=false",
-            ],
-            true,
-        ),
-        case("fedadam", "fedadam", &[], true),
-        case("fedadam/reddi", "fedadam", &reddi, true),
-        case(
-            "fedadam/adpfed",
-            "fedadam",
-            &[
-                "fedadam.variant=\"adpfed\"",
-                "fedadam.eps=0.0001",
-                "fl.global_lr=0.01",
-            ],
-            true,
-        ),
-        case("fedadagrad", "fedadagrad", &[], true),
-        case("fedadagrad/reddi", "fedadagrad", &reddi, true),
-        case("fedyogi", "fedyogi", &[], true),
-        case("fedyogi/reddi", "fedyogi", &reddi, true),
-        case("fedavgm", "fedavgm", &[], true),
-    ]
-}
-
-/// The FedACG paper's algorithms.
-fn fedacg_cases() -> Vec<Case> {
-    let epochs = ["local.epochs=2", "local.lr_schedule=\"epoch\""];
-    vec![
-        case("fedacg", "fedacg", &[], true),
-        case("feddyn", "feddyn", &[], true),
-        case("feddc", "feddc", &[], true),
-        case("fedcm", "fedcm", &[], true),
-        case(
-            "fedcm/epochs",
-            "fedcm",
-            &["fedcm.alpha=0.5", epochs[0], epochs[1]],
-            true,
-        ),
-        case("fedlc", "fedlc", &[], true),
-        case("fedntd", "fedntd", &[], true),
-        case("feddecorr", "feddecorr", &["feddecorr.beta=0.5"], true),
-        case("moon", "moon", &["model.projection=16"], true),
-        case("fedmlb", "fedmlb", &["model.kind=\"resnet18\""], true),
-    ]
-}
-
-/// The Fed-LAMB paper's algorithms, and the Fed-LAMB and Mime options.
-fn fedlamb_cases() -> Vec<Case> {
-    vec![
-        case("fedlamb", "fedlamb", &[], false),
-        case(
-            "fedlamb/lambda",
-            "fedlamb",
-            &["fedlamb.lambda=0.1", "fedlamb.eps=0.001"],
-            false,
-        ),
-        case(
-            "fedlamb/no-trust",
-            "fedlamb",
-            &["fedlamb.trust=false", "fedlamb.lambda=0.1"],
-            false,
-        ),
-        case(
-            "fedlamb/paper-zero",
-            "fedlamb",
-            &["fedlamb.zero_rule=\"paper\""],
-            false,
-        ),
-        case(
-            "fedlamb/skip-sync",
-            "fedlamb",
-            &["fedlamb.sync_every=2"],
-            false,
-        ),
-        case("fedams", "fedams", &["fedlamb.eps=0.001"], false),
-        case("mimelamb", "mimelamb", &[], false),
-        case("mime", "mime", &["fedlamb.eps=0.001"], false),
-        case("mime/sgdm-lite", "mime", &["mime.base=\"sgdm\""], true),
-        case(
-            "mime/sgdm",
-            "mime",
-            &["mime.base=\"sgdm\"", "mime.lite=false"],
-            false,
-        ),
-        case(
-            "mime/frozen-amsgrad",
-            "mime",
-            &[
-                "mime.base=\"frozen-amsgrad\"",
-                "mime.lite=false",
-                "fedlamb.eps=0.001",
-            ],
-            false,
-        ),
-    ]
-}
-
-/// Every algorithm, and each key that selects another code path.
+/// Every algorithm of the registry, in its order, with its defaults (and `BASE_KEYS`), each
+/// followed by its variants: a new algorithm is pinned without an edit here.
 fn cases() -> Vec<Case> {
-    [fednar_cases(), fedacg_cases(), fedlamb_cases()]
-        .into_iter()
-        .flatten()
-        .collect()
+    let names = fedrun::fl::algorithms::NAMES;
+    for v in VARIANTS {
+        assert!(
+            names.contains(&v.1),
+            "variant {} of unknown algorithm {}",
+            v.0,
+            v.1
+        );
+    }
+    let mut out = Vec::new();
+    for &alg in names {
+        let base = BASE_KEYS
+            .iter()
+            .find(|(a, _)| *a == alg)
+            .map_or(&[][..], |b| b.1);
+        out.push(case(alg, alg, base, !HOST_ONLY.contains(&alg)));
+        for (label, _, keys, device) in VARIANTS.iter().filter(|v| v.1 == alg) {
+            out.push(case(label, alg, keys, *device));
+        }
+    }
+    out
 }
 
 fn algorithms_csv() -> String {

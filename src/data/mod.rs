@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `fed.rs` | the data set in memory: splits, features, clients; a batch's input |
 //! | `load.rs` | loading the data set a spec names, and its partition |
-//! | `keys.rs` | which `[data]` keys a spec's data set and partition read |
+//! | `unread.rs` | which `[data]` keys a spec's data set and partition leave unread, and why |
 //! | `check.rs` | what a spec needs of its data set, checked before anything loads |
 //! | `batch.rs` | gathering a batch, augmented, onto the device |
 //! | `info.rs` | what each data set gives (input, classes, users) before it loads |
@@ -27,7 +27,6 @@ pub mod idx;
 pub mod image_cache;
 mod info;
 pub mod jpeg;
-mod keys;
 pub mod leaf;
 pub mod leaf_images;
 mod load;
@@ -38,10 +37,11 @@ pub mod shakespeare;
 pub mod synthetic;
 pub mod tar;
 pub mod tiny_imagenet;
+mod unread;
 
 pub use batch::batch;
 pub use check::check_spec;
 pub use fed::{Augment, Features, FedData, Input, Split};
 pub use info::{Info, Sample, info};
-pub use keys::unread_keys;
 pub use load::{load, path_of};
+pub use unread::unread_keys;

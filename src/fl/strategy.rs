@@ -14,11 +14,11 @@
 //! 5. evaluation of `eval_params` (default: the global model; FedExP: the last two iterates'
 //!    average).
 
-use super::per_client::PerClient;
 use super::plan::{ClientPlan, Report};
+pub use super::server::{Aggregate, ServerChain, ServerLog};
+pub use super::state::{State, take_state};
 use crate::config::{Keys, Spec, Unread};
 use crate::error::Result;
-use crate::optim::Momentum;
 
 /// What an algorithm is built from.
 pub struct Setup<'a> {
@@ -89,16 +89,6 @@ pub struct RoundNeeds {
     pub mean_full_gradient: bool,
 }
 
-/// The aggregate of the round's client updates.
-#[derive(Clone, Debug)]
-pub struct Aggregate {
-    /// Δ̄ = Σ p_i Δ_i / Σ p_i over the sampled clients.
-    pub mean_delta: Vec<f32>,
-    /// G = Σ p_i ‖Δ_i‖² / Σ p_i.
-    pub mean_sq_norm: f64,
-    pub clients: usize,
-}
-
 /// What a server step works on.
 pub struct ServerStep<'a> {
     pub info: &'a RoundInfo,
@@ -114,18 +104,6 @@ pub struct ServerStep<'a> {
 pub struct Traffic {
     pub down: usize,
     pub up: usize,
-}
-
-/// Server-side quantities logged in the CSV.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ServerLog {
-    /// The global step η_g actually used.
-    pub server_lr: f64,
-    /// Norm of the server state (momentum), where the algorithm has one.
-    pub state_norm: Option<f64>,
-    /// The fraction of the second moment v̂'s coordinates at its ε floor, where the algorithm
-    /// keeps one (the AMSGrad family): those coordinates step by about `m/√ε`.
-    pub at_floor: Option<f64>,
 }
 
 pub trait Strategy: Send + Sync {
@@ -152,28 +130,35 @@ pub trait Strategy: Send + Sync {
         Ok(())
     }
 
-    /// Update the global model in place (default: plain averaging, `x ← x + η_g·Δ̄`).
+    /// Its server links, which the default `server_update` runs on Δ̄ before `x ← x + u`
+    /// (default: none, that is `[scale(η_g)]`, plain averaging).
+    fn server(&mut self) -> Option<&mut ServerChain> {
+        None
+    }
+
+    /// Update the global model in place (default: the server links of [`server`](Self::server)).
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
-        average(s.info, s.global, s.agg)
+        match self.server() {
+            Some(chain) => chain.step(s.info.round, s.global, s.agg),
+            None => average(s.info, s.global, s.agg),
+        }
     }
 
-    /// How many model-sized vectors it keeps per client, at most (SCAFFOLD's c_i: 1; FedDC's
-    /// h_i and g_i: 2), so that a run is refused before they outgrow the machine.
-    fn per_client_vectors(&self) -> usize {
-        0
+    /// What it keeps between rounds, declared once (default: its server links' vectors):
+    /// checkpoints, resume, `forget`, the spill store and the memory estimate follow from it
+    /// (`fl/state.rs`).
+    fn state(&mut self) -> State<'_> {
+        match self.server() {
+            Some(chain) => State::none().server(chain),
+            None => State::none(),
+        }
     }
 
-    /// Client `client` left the federation (`fl.replace_every`): drop what the algorithm keeps
-    /// for it (its per-client vectors, freeing their memory), so that a client who takes its
-    /// place, or comes back, starts afresh (default: nothing kept).
-    fn forget(&mut self, _client: usize) -> Result<()> {
+    /// Client `client` is leaving the federation (`fl.replace_every`), before its per-client
+    /// vectors are dropped: fold it out of what is derived from them (FedDC's Σ h_i; default:
+    /// nothing). A client who takes its place, or comes back, starts afresh.
+    fn leaving(&mut self, _client: usize) -> Result<()> {
         Ok(())
-    }
-
-    /// Its per-client stores, for the engine to stage a round's clients, spill beyond the
-    /// memory budget and checkpoint (default: none).
-    fn client_stores(&mut self) -> Vec<&mut PerClient> {
-        Vec::new()
     }
 
     /// What each sampled client of round `info.round` receives and sends besides the model it
@@ -188,58 +173,9 @@ pub trait Strategy: Send + Sync {
     fn eval_params(&self) -> Option<&[f32]> {
         None
     }
-
-    /// Named state vectors for checkpoints (momentum, control variates, …), borrowed: a
-    /// checkpoint streams them to disk without a copy.
-    fn state(&self) -> Vec<(String, &[f32])> {
-        Vec::new()
-    }
-
-    /// Restore what `state` returned.
-    fn load_state(&mut self, _state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// Plain averaging (FedAvg's server): `x ← x + η_g·Δ̄`.
-pub fn average(info: &RoundInfo, global: &mut [f32], agg: &Aggregate) -> ServerLog {
-    axpy(global, info.server_lr, &agg.mean_delta);
-    ServerLog {
-        server_lr: info.server_lr,
-        state_norm: None,
-        at_floor: None,
-    }
-}
-
-/// `x ← x + η·u`.
-pub fn axpy(x: &mut [f32], eta: f64, u: &[f32]) {
-    let eta = eta as f32;
-    x.iter_mut().zip(u).for_each(|(x, u)| *x += eta * u);
-}
-
-/// A server momentum's checkpoint entry, `m`.
-pub fn momentum_state(m: &Momentum) -> Vec<(String, &[f32])> {
-    vec![("m".into(), m.m())]
-}
-
-/// Restore a server momentum from its checkpoint entry.
-pub fn load_momentum(m: &mut Momentum, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-    let dim = m.m().len();
-    m.set_m(take_state(&mut state, "m", dim)?);
-    Ok(())
-}
-
-/// Pick a named vector out of a checkpointed state.
-pub fn take_state(state: &mut Vec<(String, Vec<f32>)>, name: &str, len: usize) -> Result<Vec<f32>> {
-    let i = state.iter().position(|(n, _)| n == name).ok_or_else(|| {
-        crate::error::Error::Run(format!("checkpoint has no algorithm state `{name}`"))
-    })?;
-    let v = state.swap_remove(i).1;
-    if v.len() != len {
-        return Err(crate::error::Error::Run(format!(
-            "checkpoint state `{name}` has {} values, expected {len}",
-            v.len()
-        )));
-    }
-    Ok(v)
+pub fn average(info: &RoundInfo, global: &mut [f32], agg: &mut Aggregate) -> ServerLog {
+    ServerChain::averaging(info.server_lr).step(info.round, global, agg)
 }

@@ -6,7 +6,6 @@
 pub mod cnn;
 pub mod emnist_cnn;
 pub mod init;
-mod keys;
 pub mod leaf_cnn;
 pub mod lstm;
 pub mod mnist_cnn;
@@ -15,8 +14,9 @@ pub mod projection;
 pub mod resnet;
 pub mod size;
 pub mod transformer;
+mod unread;
 
-pub use keys::unread_keys;
+pub use unread::unread_keys;
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};

@@ -15,6 +15,8 @@
 //! `AdpFed` (the Fed-LAMB paper's Adp-Fed, its Algorithm 2): `v_0 = ε`, `m ← β1·m + (1−β1)·Δ̄`,
 //! `v ← β2·v + (1−β2)·Δ̄²`, `u = m/√v` (no τ, no bias correction; Adam's rule only).
 
+use super::moments::{ema, ema_sq};
+use super::norm::global_norm;
 use super::transform::{Ctx, Log, Transform};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,8 +81,8 @@ impl ScaleByAdaptive {
     fn adpfed(&mut self, d: &mut [f32]) {
         let (b1, b2) = (self.b1, self.b2);
         for (i, d) in d.iter_mut().enumerate() {
-            self.m[i] = b1 * self.m[i] + (1.0 - b1) * *d;
-            self.v[i] = b2 * self.v[i] + (1.0 - b2) * *d * *d;
+            self.m[i] = ema(b1, self.m[i], *d);
+            self.v[i] = ema_sq(b2, self.v[i], *d);
             *d = self.m[i] / self.v[i].sqrt();
         }
     }
@@ -88,10 +90,10 @@ impl ScaleByAdaptive {
     fn reddi(&mut self, d: &mut [f32], tau: f32) {
         let (b1, b2) = (self.b1, self.b2);
         for (i, d) in d.iter_mut().enumerate() {
-            self.m[i] = b1 * self.m[i] + (1.0 - b1) * *d;
+            self.m[i] = ema(b1, self.m[i], *d);
             let d2 = *d * *d;
             self.v[i] = match self.rule {
-                AdaptiveRule::Adam => b2 * self.v[i] + (1.0 - b2) * d2,
+                AdaptiveRule::Adam => ema(b2, self.v[i], d2),
                 AdaptiveRule::Adagrad => self.v[i] + d2,
                 AdaptiveRule::Yogi => self.v[i] - (1.0 - b2) * d2 * (self.v[i] - d2).signum(),
             };
@@ -107,11 +109,11 @@ impl ScaleByAdaptive {
                 *d /= (self.v[i] + eps).sqrt();
                 continue;
             }
-            self.m[i] = b1 * self.m[i] + (1.0 - b1) * *d;
+            self.m[i] = ema(b1, self.m[i], *d);
             let m2 = self.m[i] * self.m[i];
             self.v[i] = match self.rule {
                 AdaptiveRule::Yogi => self.v[i] - (1.0 - b2) * m2 * (self.v[i] - m2).signum(),
-                _ => b2 * self.v[i] + (1.0 - b2) * m2,
+                _ => ema(b2, self.v[i], m2),
             };
             *d = (self.m[i] / (1.0 - b1)) / (self.v[i] / (1.0 - b2) + eps).sqrt();
         }
@@ -128,5 +130,13 @@ impl Transform for ScaleByAdaptive {
                 self.fedexp(u, eps);
             }
         }
+    }
+
+    fn vectors(&mut self) -> Vec<(&'static str, &mut Vec<f32>)> {
+        vec![("m", &mut self.m), ("v", &mut self.v)]
+    }
+
+    fn state_norm(&self) -> Option<f64> {
+        Some(global_norm(&self.m))
     }
 }

@@ -3,13 +3,8 @@
 //! received (no bias correction; ε only through v̂'s start). The link ends with (m, v), which the
 //! client sends up.
 
+use super::moments::{ema, ema_sq};
 use super::transform::{Ctx, Log, Moments, Transform};
-
-/// The fraction of `vhat`'s coordinates at the floor `eps` (v̂ starts at ε and only grows).
-pub fn fraction_at_floor(vhat: &[f32], eps: f32) -> f64 {
-    let n = vhat.iter().filter(|&&v| v <= eps).count();
-    n as f64 / vhat.len().max(1) as f64
-}
 
 pub struct ScaleByAmsgrad {
     b1: f32,
@@ -38,8 +33,8 @@ impl Transform for ScaleByAmsgrad {
     fn update(&mut self, u: &mut [f32], _x: &[f32], _ctx: &Ctx, _log: &mut Log) {
         let (b1, b2) = (self.b1, self.b2);
         for (i, g) in u.iter_mut().enumerate() {
-            self.m[i] = b1 * self.m[i] + (1.0 - b1) * *g;
-            self.v[i] = b2 * self.v[i] + (1.0 - b2) * *g * *g;
+            self.m[i] = ema(b1, self.m[i], *g);
+            self.v[i] = ema_sq(b2, self.v[i], *g);
             *g = self.m[i] * self.inv_sqrt_vhat[i];
         }
     }

@@ -12,6 +12,7 @@
 //! | `decay.rs` | `add_decayed_weights` (coupled L2 weight decay) |
 //! | `scale.rs` | `scale` by a constant or elementwise by a fixed vector |
 //! | `quantize.rs` | FedPAQ's unbiased stochastic quantizer of an uplink, and its bit count |
+//! | `moments.rs` | the moving-average moment update (`ema`, `ema_sq`) and the server's AMSGrad second moment v̂ |
 //! | `momentum.rs` | heavy-ball momentum: `trace` and its dampened (EMA) form |
 //! | `amsgrad.rs` | AMSGrad's moments against a frozen second moment (Fed-LAMB's local rule) |
 //! | `adaptive.rs` | the adaptive server rules: Adam, Adagrad, Yogi in three forms |
@@ -22,6 +23,7 @@ mod amsgrad;
 mod clip;
 mod decay;
 mod descent;
+mod moments;
 mod momentum;
 mod norm;
 pub mod quantize;
@@ -29,10 +31,11 @@ mod scale;
 mod transform;
 
 pub use adaptive::{AdaptiveForm, AdaptiveRule, ScaleByAdaptive};
-pub use amsgrad::{ScaleByAmsgrad, fraction_at_floor};
+pub use amsgrad::ScaleByAmsgrad;
 pub use clip::ClipByGlobalNorm;
 pub use decay::AddDecayedWeights;
 pub use descent::Descent;
+pub use moments::{SecondMoment, ema, ema_sq, fraction_at_floor};
 pub use momentum::Momentum;
 pub use norm::global_norm;
 pub use scale::{Scale, ScaleBy};

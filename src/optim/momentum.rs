@@ -2,6 +2,7 @@
 //! momentum), or dampened, `m ← (1−β)·u + β·m` (an exponential moving average; Mime's server
 //! momentum); then `u ← m`. `m` starts at 0.
 
+use super::moments::ema;
 use super::norm::global_norm;
 use super::transform::{Ctx, Log, Transform};
 
@@ -52,7 +53,7 @@ impl Transform for Momentum {
             self.m
                 .iter_mut()
                 .zip(u.iter())
-                .for_each(|(m, g)| *m = (1.0 - b) * g + b * *m);
+                .for_each(|(m, g)| *m = ema(b, *m, *g));
         } else {
             self.m
                 .iter_mut()
@@ -60,5 +61,13 @@ impl Transform for Momentum {
                 .for_each(|(m, g)| *m = g + b * *m);
         }
         u.copy_from_slice(&self.m);
+    }
+
+    fn vectors(&mut self) -> Vec<(&'static str, &mut Vec<f32>)> {
+        vec![("m", &mut self.m)]
+    }
+
+    fn state_norm(&self) -> Option<f64> {
+        Some(self.norm())
     }
 }

@@ -1,13 +1,15 @@
-//! `scale`: `u ← c·u`; `scale_by`: `u ← s ⊙ u` for a fixed vector s.
+//! `scale`: `u ← c·u` (logged as the step size); `scale_by`: `u ← s ⊙ u` for a fixed vector s.
 
 use super::transform::{Ctx, Log, Transform};
 
-pub struct Scale(pub f32);
+/// `u ← c·u` in f32, logging c as given.
+pub struct Scale(pub f64);
 
 impl Transform for Scale {
-    fn update(&mut self, u: &mut [f32], _x: &[f32], _ctx: &Ctx, _log: &mut Log) {
-        let c = self.0;
+    fn update(&mut self, u: &mut [f32], _x: &[f32], _ctx: &Ctx, log: &mut Log) {
+        let c = self.0 as f32;
         u.iter_mut().for_each(|u| *u *= c);
+        log.step_size = Some(self.0);
     }
 }
 

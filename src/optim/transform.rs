@@ -28,7 +28,7 @@ pub struct Log {
     pub pre_clip_norm: f64,
     /// Whether the clip link clipped.
     pub clipped: bool,
-    /// An adaptive server step size (FedExP's η_g).
+    /// The step size a scaling link applied (the server's η_g, or FedExP's adaptive one).
     pub step_size: Option<f64>,
 }
 
@@ -47,6 +47,17 @@ pub trait Transform: Send {
 
     /// The moments this link ends with, if it keeps any.
     fn into_moments(self: Box<Self>) -> Option<Moments> {
+        None
+    }
+
+    /// The vectors it keeps across steps, by name (a server link's state, which checkpoints
+    /// hold; default: none).
+    fn vectors(&mut self) -> Vec<(&'static str, &mut Vec<f32>)> {
+        Vec::new()
+    }
+
+    /// The norm of its state, for the log (a server momentum's ‖m‖; default: none).
+    fn state_norm(&self) -> Option<f64> {
         None
     }
 }

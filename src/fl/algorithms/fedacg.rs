@@ -27,5 +27,6 @@ pub fn build(s: &Setup) -> Result<Box<dyn Strategy>> {
     let k: Keys = s.keys()?;
     // w·Σ(θ − Φ)² is FedProx's ½μ‖θ − Φ‖² with μ = 2w
     let client = FedProx::new((2.0 * k.prox) as f32);
-    Ok(Box::new(Acg::new(Box::new(client), k.lambda, s.dim)))
+    let eta = s.spec.fl.global_lr;
+    Ok(Box::new(Acg::new(Box::new(client), k.lambda, eta, s.dim)))
 }

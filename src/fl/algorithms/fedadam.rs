@@ -1,14 +1,13 @@
-//! Adaptive servers: FedAdam, FedAdagrad, FedYogi, and the Fed-LAMB paper's Adp-Fed, as the
-//! server link `optim::ScaleByAdaptive` followed by the server learning rate:
-//! `x ← x + η_g·u`. The form (`fedadam.variant`): `fedexp` (the FedExP / FedNAR code: v of m²,
+//! Adaptive servers: FedAdam, FedAdagrad, FedYogi, and the Fed-LAMB paper's Adp-Fed: the server
+//! links `[scale_by_adaptive, scale(η_g)]` (`optim::ScaleByAdaptive`), then `x ← x + u`. The form (`fedadam.variant`): `fedexp` (the FedExP / FedNAR code: v of m²,
 //! ε inside the sqrt, decaying by decay² per round), `reddi` (Reddi et al.; FedACG's
 //! `ServerAdam`: v of Δ̄², v_0 = τ², `u = m/(√v + τ)`), `adpfed` (v of Δ̄², v_0 = ε,
 //! `u = m/√v`); `optim/adaptive.rs` gives the formulas.
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::strategy::{ServerLog, ServerStep, Setup, Strategy, axpy, take_state};
-use crate::optim::{AdaptiveForm, AdaptiveRule, Ctx, Log, ScaleByAdaptive, Transform, global_norm};
+use crate::fl::strategy::{ServerChain, Setup, Strategy};
+use crate::optim::{AdaptiveForm, AdaptiveRule, Scale, ScaleByAdaptive};
 
 crate::choice! {
     /// `fedadam.variant`: `fedexp` (v of m², ε inside the sqrt) | `reddi` (v of Δ̄², v_0 = τ²)
@@ -28,8 +27,7 @@ crate::key_table! {
 }
 
 pub struct AdaptiveServer {
-    opt: ScaleByAdaptive,
-    eta: f64,
+    server: ServerChain,
 }
 
 impl AdaptiveServer {
@@ -43,9 +41,10 @@ impl AdaptiveServer {
             Variant::Reddi => AdaptiveForm::Reddi { tau: k.eps },
             Variant::Adpfed => AdaptiveForm::AdpFed { eps: k.eps },
         };
+        let adaptive = ScaleByAdaptive::new(rule, form, k.beta1, k.beta2, s.dim);
+        let eta = Scale(s.spec.fl.global_lr);
         Ok(AdaptiveServer {
-            opt: ScaleByAdaptive::new(rule, form, k.beta1, k.beta2, s.dim),
-            eta: s.spec.fl.global_lr,
+            server: ServerChain::new(vec![Box::new(adaptive), Box::new(eta)]),
         })
     }
 }
@@ -70,31 +69,7 @@ pub fn yogi(s: &Setup) -> Result<Box<dyn Strategy>> {
 }
 
 impl Strategy for AdaptiveServer {
-    fn server_update(&mut self, s: ServerStep) -> ServerLog {
-        let ServerStep { info, global, agg } = s;
-        let ctx = Ctx {
-            round: info.round,
-            ..Ctx::default()
-        };
-        self.opt
-            .update(&mut agg.mean_delta, global, &ctx, &mut Log::default());
-        axpy(global, self.eta, &agg.mean_delta);
-        ServerLog {
-            server_lr: self.eta,
-            state_norm: Some(global_norm(self.opt.m())),
-            at_floor: None,
-        }
-    }
-
-    fn state(&self) -> Vec<(String, &[f32])> {
-        vec![("m".into(), self.opt.m()), ("v".into(), self.opt.v())]
-    }
-
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        let dim = self.opt.m().len();
-        let m = take_state(&mut state, "m", dim)?;
-        let v = take_state(&mut state, "v", dim)?;
-        self.opt.set_moments(m, v);
-        Ok(())
+    fn server(&mut self) -> Option<&mut ServerChain> {
+        Some(&mut self.server)
     }
 }

@@ -9,7 +9,7 @@ use crate::config::validate::unit_closed;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
 use crate::fl::strategy::{
-    FromSetup, RoundInfo, ServerLog, ServerStep, Setup, Strategy, Traffic, average, take_state,
+    FromSetup, RoundInfo, ServerLog, ServerStep, Setup, State, Strategy, Traffic, average,
 };
 use crate::fl::term::{Coef, Term};
 
@@ -62,12 +62,7 @@ impl Strategy for FedCm {
         average(info, global, agg)
     }
 
-    fn state(&self) -> Vec<(String, &[f32])> {
-        vec![("last".into(), self.last.as_slice())]
-    }
-
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        self.last = take_state(&mut state, "last", self.last.len())?;
-        Ok(())
+    fn state(&mut self) -> State<'_> {
+        State::none().vector("last", &mut self.last)
     }
 }

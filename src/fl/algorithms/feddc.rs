@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Report};
 use crate::fl::strategy::{
-    FromSetup, RoundInfo, ServerLog, ServerStep, Setup, Strategy, Traffic, take_state,
+    FromSetup, RoundInfo, ServerLog, ServerStep, Setup, State, Strategy, Traffic,
 };
 use crate::fl::term::Term;
 use crate::optim::global_norm;
@@ -102,20 +102,6 @@ impl Strategy for FedDc {
         Ok(())
     }
 
-    /// Its drift leaves the mean drift; the server's g keeps what the client added (the code
-    /// updates it incrementally).
-    fn forget(&mut self, client: usize) -> Result<()> {
-        if let Some(h) = self.h.take(client)? {
-            self.sum_h.iter_mut().zip(&h).for_each(|(s, h)| *s -= h);
-        }
-        self.gi.remove(client);
-        Ok(())
-    }
-
-    fn client_stores(&mut self) -> Vec<&mut PerClient> {
-        vec![&mut self.h, &mut self.gi]
-    }
-
     /// g down; the drift-corrected model θ_i + h_i and Δg_i up (the FedDC paper's Algorithm 1).
     fn traffic(&self, _info: &RoundInfo) -> Traffic {
         Traffic { down: 1, up: 1 }
@@ -138,25 +124,19 @@ impl Strategy for FedDc {
         }
     }
 
-    fn per_client_vectors(&self) -> usize {
-        2
-    }
-
-    fn state(&self) -> Vec<(String, &[f32])> {
-        let mut out = vec![
-            ("g".to_string(), self.g.as_slice()),
-            ("sum_h".to_string(), self.sum_h.as_slice()),
-        ];
-        out.extend(self.h.state());
-        out.extend(self.gi.state());
-        out
-    }
-
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        self.g = take_state(&mut state, "g", self.dim)?;
-        self.h.load(&mut state)?;
-        self.gi.load(&mut state)?;
-        self.sum_h = take_state(&mut state, "sum_h", self.dim)?;
+    /// Σ h_i loses the leaving client's h_i.
+    fn leaving(&mut self, client: usize) -> Result<()> {
+        if let Some(h) = self.h.take(client)? {
+            self.sum_h.iter_mut().zip(&h).for_each(|(s, h)| *s -= h);
+        }
         Ok(())
+    }
+
+    fn state(&mut self) -> State<'_> {
+        State::none()
+            .vector("g", &mut self.g)
+            .vector("sum_h", &mut self.sum_h)
+            .store(&mut self.h)
+            .store(&mut self.gi)
     }
 }

@@ -13,7 +13,7 @@ use crate::config::validate::positive;
 use crate::error::Result;
 use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Report};
-use crate::fl::strategy::{FromSetup, ServerLog, ServerStep, Setup, Strategy, take_state};
+use crate::fl::strategy::{FromSetup, ServerLog, ServerStep, Setup, State, Strategy};
 use crate::fl::term::Term;
 use crate::optim::global_norm;
 
@@ -27,7 +27,6 @@ crate::key_table! {
 pub struct FedDyn {
     alpha: f32,
     eta: f32,
-    dim: usize,
     clients: usize,
     gi: PerClient,
     h: Vec<f32>,
@@ -48,7 +47,6 @@ impl FromSetup for FedDyn {
         Ok(FedDyn {
             alpha: s.spec.keys::<Keys>()?.alpha as f32,
             eta: s.spec.fl.global_lr as f32,
-            dim: s.dim,
             clients: s.federation,
             gi: PerClient::new("g", s.client_sizes.len(), s.dim),
             h: vec![0.0; s.dim],
@@ -79,15 +77,6 @@ impl Strategy for FedDyn {
         Ok(())
     }
 
-    fn client_stores(&mut self) -> Vec<&mut PerClient> {
-        vec![&mut self.gi]
-    }
-
-    fn forget(&mut self, client: usize) -> Result<()> {
-        self.gi.remove(client);
-        Ok(())
-    }
-
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
         let (global, agg) = (s.global, s.agg);
         let scale = self.alpha as f64 / self.clients as f64;
@@ -108,18 +97,7 @@ impl Strategy for FedDyn {
         }
     }
 
-    fn per_client_vectors(&self) -> usize {
-        1
-    }
-
-    fn state(&self) -> Vec<(String, &[f32])> {
-        let mut out: Vec<(String, &[f32])> = vec![("h".to_string(), self.h.as_slice())];
-        out.extend(self.gi.state());
-        out
-    }
-
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        self.h = take_state(&mut state, "h", self.dim)?;
-        self.gi.load(&mut state)
+    fn state(&mut self) -> State<'_> {
+        State::none().vector("h", &mut self.h).store(&mut self.gi)
     }
 }

@@ -2,12 +2,13 @@
 //! `η_g = max(1, ½·G / (‖Δ̄‖² + |S|·ε_t))` with `G = mean ‖Δ_i‖²` and
 //! `ε_t = ε_0·decay^{2(t+1)}`. The official code has `|S|·ε`; the paper has ε
 //! (`fedexp.eps_form = "paper"`). Evaluation uses the average of the last two iterates
-//! (`fedexp.eval_avg`), except in round 0; training continues from x_t.
+//! (`fedexp.eval_avg`), except in round 0; training continues from x_t. The server links:
+//! `[extrapolated_step]`.
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
 use crate::fl::strategy::{
-    Aggregate, FromSetup, ServerLog, ServerStep, Setup, Strategy, axpy, take_state,
+    Aggregate, FromSetup, ServerChain, ServerLog, ServerStep, Setup, State, Strategy,
 };
 use crate::optim::{Ctx, Log, Transform, global_norm};
 
@@ -28,6 +29,7 @@ crate::key_table! {
 }
 
 /// FedExP's extrapolated step as a server link: `u ← η_g·u` with η_g from the round's spread.
+#[derive(Clone, Copy, Debug)]
 pub struct ExtrapolatedStep {
     eps0: f64,
     decay: f64,
@@ -70,8 +72,10 @@ impl Transform for ExtrapolatedStep {
 
 pub struct FedExP {
     step: ExtrapolatedStep,
+    server: ServerChain,
     eval_avg: bool,
     eval: Option<Vec<f32>>,
+    dim: usize,
 }
 
 impl FedExP {
@@ -88,62 +92,42 @@ impl FromSetup for FedExP {
 
     fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
+        let step = ExtrapolatedStep {
+            eps0: k.eps,
+            decay: s.spec.local.lr_decay,
+            paper_eps: k.eps_form == EpsForm::Paper,
+            lower: s.spec.fl.global_lr,
+        };
         Ok(FedExP {
-            step: ExtrapolatedStep {
-                eps0: k.eps,
-                decay: s.spec.local.lr_decay,
-                paper_eps: k.eps_form == EpsForm::Paper,
-                lower: s.spec.fl.global_lr,
-            },
+            step,
+            server: ServerChain::new(vec![Box::new(step)]),
             eval_avg: k.eval_avg,
             eval: None,
+            dim: s.dim,
         })
     }
 }
 
 impl Strategy for FedExP {
+    /// The server links, and the average of the last two iterates for evaluation.
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
         let ServerStep { info, global, agg } = s;
         let prev = (self.eval_avg && info.round > 0).then(|| global.to_vec());
-        let ctx = Ctx {
-            round: info.round,
-            mean_sq_norm: agg.mean_sq_norm,
-            clients: agg.clients,
-            ..Ctx::default()
-        };
-        let mut log = Log::default();
-        self.step
-            .update(&mut agg.mean_delta, global, &ctx, &mut log);
-        axpy(global, 1.0, &agg.mean_delta);
+        let log = self.server.step(info.round, global, agg);
         self.eval = prev.map(|mut p| {
             p.iter_mut()
                 .zip(global.iter())
                 .for_each(|(p, x)| *p = 0.5 * (*p + *x));
             p
         });
-        ServerLog {
-            server_lr: log.step_size.unwrap_or(self.step.lower),
-            state_norm: None,
-            at_floor: None,
-        }
+        log
     }
 
     fn eval_params(&self) -> Option<&[f32]> {
         self.eval.as_deref()
     }
 
-    fn state(&self) -> Vec<(String, &[f32])> {
-        self.eval
-            .iter()
-            .map(|e| ("eval".to_string(), e.as_slice()))
-            .collect()
-    }
-
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        if let Some(i) = state.iter().position(|(n, _)| n == "eval") {
-            let len = state[i].1.len();
-            self.eval = Some(take_state(&mut state, "eval", len)?);
-        }
-        Ok(())
+    fn state(&mut self) -> State<'_> {
+        State::none().optional("eval", &mut self.eval, self.dim)
     }
 }

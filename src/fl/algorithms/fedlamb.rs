@@ -27,9 +27,9 @@ use crate::error::{Error, Result};
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report, Rule};
 use crate::fl::strategy::{
-    RoundInfo, ServerLog, ServerStep, Setup, Strategy, Traffic, axpy, take_state,
+    RoundInfo, ServerLog, ServerStep, Setup, State, Strategy, Traffic, average,
 };
-use crate::optim::{AddDecayedWeights, Descent, ScaleByAmsgrad, fraction_at_floor, global_norm};
+use crate::optim::{AddDecayedWeights, Descent, ScaleByAmsgrad, SecondMoment, global_norm};
 
 crate::choice! {
     /// `fedlamb.zero_rule`, the step of a tensor whose norm (or whose update's norm) is 0:
@@ -107,14 +107,12 @@ pub fn rule(
 pub struct FedLamb {
     step: Step,
     source: Source,
-    /// Mime: the server's v.
-    server_v: Vec<f32>,
+    /// v̂, and for Mime the server's v of the mean full-data gradient.
+    second: SecondMoment,
     keys: Keys,
-    eta: f64,
     dim: usize,
     tensors: Vec<std::ops::Range<usize>>,
     mi: PerClient,
-    vhat: Vec<f32>,
     /// Σ v_i of the round's clients so far, and how many.
     sum_v: Vec<f64>,
     n_v: usize,
@@ -126,12 +124,10 @@ impl FedLamb {
         Ok(FedLamb {
             step,
             source,
-            server_v: vec![0.0; s.dim],
-            eta: s.spec.fl.global_lr,
+            second: SecondMoment::new(keys.beta2, keys.eps, s.dim),
             dim: s.dim,
             tensors: s.tensors.to_vec(),
             mi: PerClient::new("m", s.client_sizes.len(), s.dim),
-            vhat: vec![keys.eps as f32; s.dim],
             sum_v: vec![0.0; s.dim],
             n_v: 0,
             keys,
@@ -139,35 +135,21 @@ impl FedLamb {
     }
 
     pub fn vhat(&self) -> &[f32] {
-        &self.vhat
+        self.second.vhat()
     }
 
     pub fn first_moment(&self, client: usize) -> Option<&[f32]> {
         self.mi.get(client)
     }
 
-    /// `v̂ ← max(v̂, mean v_i)`, or with the server's own v of the mean full-data gradient.
+    /// `v̂ ← max(v̂, mean v_i)`, or with the server's own v of the mean full-data gradient
+    /// (in f64, then stored as f32).
     fn sync(&mut self) {
         let n = self.n_v as f64;
+        let mean = self.sum_v.iter().map(|s| s / n);
         match self.source {
-            Source::ClientV => self
-                .vhat
-                .iter_mut()
-                .zip(&self.sum_v)
-                .for_each(|(h, s)| *h = h.max((s / n) as f32)),
-            Source::FullGradient => {
-                let b2 = self.keys.beta2;
-                for ((h, v), s) in self
-                    .vhat
-                    .iter_mut()
-                    .zip(&mut self.server_v)
-                    .zip(&self.sum_v)
-                {
-                    let g = s / n;
-                    *v = (b2 * *v as f64 + (1.0 - b2) * g * g) as f32;
-                    *h = h.max(*v);
-                }
-            }
+            Source::ClientV => self.second.raise(mean.map(|m| m as f32)),
+            Source::FullGradient => self.second.step(mean),
         }
     }
 }
@@ -220,7 +202,7 @@ impl Strategy for FedLamb {
             .get(client)
             .map_or_else(|| vec![0.0; self.dim], <[f32]>::to_vec);
         ClientPlan {
-            rule: rule(self.step, &self.keys, &self.tensors, m, &self.vhat),
+            rule: rule(self.step, &self.keys, &self.tensors, m, self.second.vhat()),
             full_gradient: self.source == Source::FullGradient,
             ..ClientPlan::default()
         }
@@ -245,34 +227,6 @@ impl Strategy for FedLamb {
         Ok(())
     }
 
-    fn server_update(&mut self, s: ServerStep) -> ServerLog {
-        let ServerStep { info, global, agg } = s;
-        axpy(global, self.eta, &agg.mean_delta);
-        if (info.round + 1).is_multiple_of(self.keys.sync_every) && self.n_v > 0 {
-            self.sync();
-        }
-        self.sum_v.fill(0.0);
-        self.n_v = 0;
-        ServerLog {
-            server_lr: self.eta,
-            state_norm: Some(global_norm(&self.vhat)),
-            at_floor: Some(fraction_at_floor(&self.vhat, self.keys.eps as f32)),
-        }
-    }
-
-    fn per_client_vectors(&self) -> usize {
-        1
-    }
-
-    fn forget(&mut self, client: usize) -> Result<()> {
-        self.mi.remove(client);
-        Ok(())
-    }
-
-    fn client_stores(&mut self) -> Vec<&mut PerClient> {
-        vec![&mut self.mi]
-    }
-
     /// v̂ down every round; up, v_i at a sync round (Fed-LAMB, Fed-AMS) or the full-data
     /// gradient every round (Mime-LAMB, Mime).
     fn traffic(&self, info: &RoundInfo) -> Traffic {
@@ -283,18 +237,30 @@ impl Strategy for FedLamb {
         Traffic { down: 1, up }
     }
 
-    fn state(&self) -> Vec<(String, &[f32])> {
-        let mut out: Vec<(String, &[f32])> = vec![
-            ("vhat".into(), self.vhat.as_slice()),
-            ("server_v".into(), self.server_v.as_slice()),
-        ];
-        out.extend(self.mi.state());
-        out
+    /// `θ ← θ + η_g·Δ̄`; at a sync round, v̂ from the round's clients.
+    fn server_update(&mut self, s: ServerStep) -> ServerLog {
+        let ServerStep { info, global, agg } = s;
+        let log = average(info, global, agg);
+        if (info.round + 1).is_multiple_of(self.keys.sync_every) && self.n_v > 0 {
+            self.sync();
+        }
+        self.sum_v.fill(0.0);
+        self.n_v = 0;
+        ServerLog {
+            state_norm: Some(global_norm(self.second.vhat())),
+            at_floor: Some(self.second.at_floor()),
+            ..log
+        }
     }
 
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        self.vhat = take_state(&mut state, "vhat", self.dim)?;
-        self.server_v = take_state(&mut state, "server_v", self.dim)?;
-        self.mi.load(&mut state)
+    /// v̂ (and Mime's server v), and each client's first moment.
+    fn state(&mut self) -> State<'_> {
+        let (v, vhat) = self.second.vectors();
+        let st = State::none().vector("vhat", vhat);
+        let st = match self.source {
+            Source::FullGradient => st.vector("server_v", v),
+            Source::ClientV => st,
+        };
+        st.store(&mut self.mi)
     }
 }

@@ -18,6 +18,7 @@ pub mod fedmlb;
 pub mod fedntd;
 pub mod fedprox;
 pub mod mime;
+pub mod mime_frozen;
 pub mod moon;
 pub mod scaffold;
 
@@ -233,11 +234,8 @@ pub fn build(setup: &Setup) -> Result<Box<dyn Strategy>> {
     match entry(name) {
         Some(e) if setup.spec.fl.acg => {
             let inner = (e.build)(setup)?;
-            Ok(Box::new(Acg::new(
-                inner,
-                setup.spec.fl.acg_lambda,
-                setup.dim,
-            )))
+            let (lambda, eta) = (setup.spec.fl.acg_lambda, setup.spec.fl.global_lr);
+            Ok(Box::new(Acg::new(inner, lambda, eta, setup.dim)))
         }
         Some(e) => (e.build)(setup),
         None => Err(crate::error::Error::Config(format!(

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::fl::losses::{cross_entropy, model_contrastive};
 use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput, Report};
-use crate::fl::strategy::{FromSetup, RoundInfo, RoundNeeds, Setup, Strategy, take_state};
+use crate::fl::strategy::{FromSetup, RoundInfo, RoundNeeds, Setup, State, Strategy};
 
 crate::key_table! {
     /// `[moon]`
@@ -101,33 +101,12 @@ impl Strategy for Moon {
         Ok(())
     }
 
-    fn forget(&mut self, client: usize) -> Result<()> {
-        self.prev.remove(client);
-        Ok(())
-    }
-
-    fn client_stores(&mut self) -> Vec<&mut PerClient> {
-        vec![&mut self.prev]
-    }
-
-    fn per_client_vectors(&self) -> usize {
-        usize::from(self.mu != 0.0)
-    }
-
-    fn state(&self) -> Vec<(String, &[f32])> {
-        let mut out: Vec<(String, &[f32])> = self
-            .initial
-            .iter()
-            .map(|v| ("initial".to_string(), v.as_slice()))
-            .collect();
-        out.extend(self.prev.state());
-        out
-    }
-
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        if state.iter().any(|(n, _)| n == "initial") {
-            self.initial = Some(take_state(&mut state, "initial", self.dim)?);
+    /// θ_0 once drawn, and each client's previous model when the contrastive term is on.
+    fn state(&mut self) -> State<'_> {
+        let st = State::none().optional("initial", &mut self.initial, self.dim);
+        match self.mu != 0.0 {
+            true => st.store(&mut self.prev),
+            false => st,
         }
-        self.prev.load(&mut state)
     }
 }

@@ -10,8 +10,8 @@ use crate::error::Result;
 use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Report};
 use crate::fl::strategy::{
-    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, Strategy, Traffic, average,
-    take_state,
+    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, State, Strategy, Traffic,
+    average,
 };
 use crate::fl::term::Term;
 use crate::optim::global_norm;
@@ -88,15 +88,6 @@ impl Strategy for Scaffold {
         Ok(())
     }
 
-    fn forget(&mut self, client: usize) -> Result<()> {
-        self.ci.remove(client);
-        Ok(())
-    }
-
-    fn client_stores(&mut self) -> Vec<&mut PerClient> {
-        vec![&mut self.ci]
-    }
-
     /// c down, Δc_i up.
     fn traffic(&self, _info: &RoundInfo) -> Traffic {
         Traffic { down: 1, up: 1 }
@@ -110,18 +101,7 @@ impl Strategy for Scaffold {
         }
     }
 
-    fn per_client_vectors(&self) -> usize {
-        1
-    }
-
-    fn state(&self) -> Vec<(String, &[f32])> {
-        let mut out: Vec<(String, &[f32])> = vec![("c".to_string(), self.c.as_slice())];
-        out.extend(self.ci.state());
-        out
-    }
-
-    fn load_state(&mut self, mut state: Vec<(String, Vec<f32>)>) -> Result<()> {
-        self.c = take_state(&mut state, "c", self.dim)?;
-        self.ci.load(&mut state)
+    fn state(&mut self) -> State<'_> {
+        State::none().vector("c", &mut self.c).store(&mut self.ci)
     }
 }

@@ -171,7 +171,7 @@ impl Experiment {
             false => u64::MAX,
         };
         let budget = Budget::new(limit);
-        for store in self.alg.client_stores() {
+        for store in self.alg.state().stores() {
             store.spill_to(dir, budget.clone(), fresh)?;
         }
         Ok(())
@@ -183,7 +183,8 @@ impl Experiment {
         let sizes = self.data.client_sizes();
         let uplink = self.uplink();
         for c in self.members.begin_round(t) {
-            self.alg.forget(c).map_err(Stop::Failed)?;
+            self.alg.leaving(c).map_err(Stop::Failed)?;
+            self.alg.state().forget(c);
         }
         let mut client = BurnClients {
             trainers: &mut self.trainers,

@@ -210,7 +210,7 @@ pub fn run_round(
     // Clients are trained `width` at a time and aggregated strictly in sampling order, so the
     // result does not depend on the width.
     for chunk in sampled.chunks(trainer.width().max(1)) {
-        for store in alg.client_stores() {
+        for store in alg.state().stores() {
             store.stage(chunk).map_err(Stop::Failed)?;
         }
         let plans: Vec<ClientPlan> = chunk.iter().map(|&c| alg.plan(c)).collect();

@@ -57,7 +57,7 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     ex.stop = opts.stop.clone();
     phases.build_s = started.elapsed().as_secs_f64() - phases.load_data_s;
     if let Some(b) = budget {
-        let (clients, vectors) = (ex.members.size(), ex.alg.per_client_vectors());
+        let (clients, vectors) = (ex.members.size(), ex.alg.state().per_client_vectors());
         check_state(spec, clients, vectors, ex.layout.total, b)?;
     }
     eprintln!(

@@ -292,7 +292,7 @@ impl RunDir {
             )));
         }
         ex.global = g;
-        ex.alg.load_state(vecs)?;
+        ex.alg.state().restore(vecs)?;
         ex.members.restore(h.active.clone())?;
         let csv = CsvWriter::resume(&self.csv(), h.csv_bytes)?;
         let progress = Progress {
@@ -312,7 +312,7 @@ impl RunDir {
         progress: &Progress,
     ) -> Result<()> {
         // what the checkpoint refers to on disk is durable before it does
-        for store in ex.alg.client_stores() {
+        for store in ex.alg.state().stores() {
             store.sync()?;
         }
         let csv_bytes = csv.sync()?;
@@ -322,7 +322,7 @@ impl RunDir {
             usize::try_from(csv_bytes).map_or(&written[..], |n| &written[..n.min(written.len())]);
         let (csv_crc, csv_rows) = csv_digest(prefix);
         let mut vectors: Vec<(String, &[f32])> = vec![("global".into(), &ex.global)];
-        vectors.extend(ex.alg.state());
+        vectors.extend(ex.alg.state().checkpoint());
         let header = checkpoint::Header {
             magic: checkpoint::MAGIC.into(),
             next_round: progress.next,
@@ -338,7 +338,8 @@ impl RunDir {
             csv_rows: Some(csv_rows),
         };
         checkpoint::write(&self.checkpoint(), &header, &vectors)?;
-        for store in ex.alg.client_stores() {
+        drop(vectors);
+        for store in ex.alg.state().stores() {
             store.commit();
         }
         Ok(())
