@@ -105,7 +105,7 @@ impl Quadratic {
                 .map(|j| self.a[c][j] * (x[j] - self.b[c][j]))
                 .collect();
             self.grads[c].push(g.clone());
-            let s = chain.step(lr as f32, &mut x, &mut g, &ctx);
+            let s = chain.step(&mut x, &mut g, &ctx);
             st.steps += 1;
             st.clipped += usize::from(s.clipped);
         }
@@ -634,7 +634,7 @@ fn clip_statistics_count_clipped_steps() {
     );
     let mut x = vec![0f32; 2];
     let mut g = vec![3.0f32, 4.0];
-    let s = chain.step(1.0, &mut x, &mut g, &ctx0());
+    let s = chain.step(&mut x, &mut g, &Ctx { lr: 1.0, ..ctx0() });
     assert!(s.clipped && (s.pre_clip_norm - 5.0).abs() < 1e-9);
     assert!((global_norm(&x) - 1.0).abs() < 1e-5);
 }

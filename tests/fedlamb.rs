@@ -38,7 +38,14 @@ fn each_tensor_moves_by_lr_times_its_norm() {
         for _ in 0..3 {
             let x0 = x.clone();
             let mut g = random(&mut rng, 9, 5.0);
-            chain.step(0.05, &mut x, &mut g, &Ctx::default());
+            chain.step(
+                &mut x,
+                &mut g,
+                &Ctx {
+                    lr: 0.05,
+                    ..Ctx::default()
+                },
+            );
             for r in &tensors {
                 let d: Vec<f32> = x[r.clone()]
                     .iter()
@@ -90,7 +97,14 @@ fn local(alg: &dyn Strategy, c: usize, g: &[f32], steps: usize) -> (Vec<f32>, Ve
     let mut x = vec![1.0f32; g.len()];
     for _ in 0..steps {
         let mut u = g.to_vec();
-        chain.step(0.01, &mut x, &mut u, &Ctx::default());
+        chain.step(
+            &mut x,
+            &mut u,
+            &Ctx {
+                lr: 0.01,
+                ..Ctx::default()
+            },
+        );
     }
     let Moments { m, v } = chain.into_moments().expect("a rule that keeps moments");
     (m, v)
@@ -401,7 +415,7 @@ fn original_mime_with_frozen_amsgrad_state_by_hand() {
         // a bare chain (no clip, no decay) with step 1 moves x by −rule(u)
         let mut chain = bare_chain(plan.rule);
         let mut x = vec![0.0f32; 2];
-        chain.step(1.0, &mut x, &mut u, &ctx);
+        chain.step(&mut x, &mut u, &Ctx { lr: 1.0, ..ctx });
         x.iter().map(|v| -v).collect::<Vec<f32>>()
     };
     // round 0: m = 0 and v̂ = ε, so the direction is (1−β1)·g/√ε

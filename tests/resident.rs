@@ -145,7 +145,7 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
             let term = Term::prox(0.3).shift(-0.5, &shift);
             let (mut x, mut g) = (x0.clone(), g0.clone());
             let mut host = HostChain::new(term.clone(), &anchor, base, Rule::default());
-            let s = host.step(0.1, &mut x, &mut g, &ctx);
+            let s = host.step(&mut x, &mut g, &Ctx { lr: 0.1, ..ctx });
             let device =
                 DeviceChain::new(&term, &Rule::default(), &anchor, base, &ranges, &dev).unwrap();
             let mut xt = split(&x0, &cuts, &dev);

@@ -6,7 +6,7 @@ use burn::tensor::{Int, Tensor};
 
 use super::term::Term;
 use crate::model::{Model, Outputs};
-use crate::optim::{Descent, Moments, Transform};
+use crate::optim::{Moments, Transform};
 
 /// A model that a client's loss reads without training it.
 pub enum Frozen<'a> {
@@ -36,26 +36,18 @@ pub trait LocalLoss: Sync {
     fn loss(&self, input: &LossInput) -> Tensor<1>;
 }
 
-/// The links after the chain's clip and weight decay, and the descent: plain SGD by default;
-/// the Fed-LAMB family's AMSGrad moments and trust ratio.
+/// The links after the chain's clip and weight decay: none (plain SGD) by default; the Fed-LAMB
+/// family's AMSGrad moments and trust ratio. The chain ends with `scale_by_learning_rate` unless
+/// one of them applies the learning rate, then `x ← x − u`.
+#[derive(Default)]
 pub struct Rule {
     pub links: Vec<Box<dyn Transform>>,
-    pub descent: Descent,
-}
-
-impl Default for Rule {
-    fn default() -> Self {
-        Rule {
-            links: Vec::new(),
-            descent: Descent::Sgd,
-        }
-    }
 }
 
 impl Rule {
     /// Plain SGD after the chain (the device-resident step can run it).
     pub fn is_sgd(&self) -> bool {
-        self.links.is_empty() && self.descent == Descent::Sgd
+        self.links.is_empty()
     }
 }
 
@@ -70,7 +62,7 @@ pub struct ClientPlan<'a> {
     pub loss: Option<&'a dyn LocalLoss>,
     /// The algorithm's term in the gradient, the chain's first link.
     pub term: Term<'a>,
-    /// The links after clip and weight decay, and the descent.
+    /// The links after clip and weight decay.
     pub rule: Rule,
     /// Whether the client also sends the gradient of its whole data at its starting model
     /// (Mime-LAMB).

@@ -1,6 +1,6 @@
 //! Gradient transformations over flat vectors, in the manner of optax: each link owns its state
 //! (its constructor is optax's `init`) and rewrites an update in place (`update`); a chain of
-//! links, then a descent rule, is an optimizer. The same links serve the clients' local steps
+//! links is an optimizer, and `x ← x − u` applies it. The same links serve the clients' local steps
 //! (clip, weight decay, FedNAR's order of the two, AMSGrad's moments) and the server's step
 //! (scale, momentum, the adaptive rules), so that each is written once.
 //!
@@ -10,33 +10,33 @@
 //! | `norm.rs` | the global L2 norm, in a fixed order |
 //! | `clip.rs` | `clip_by_global_norm` |
 //! | `decay.rs` | `add_decayed_weights` (coupled L2 weight decay) |
-//! | `scale.rs` | `scale` by a constant or elementwise by a fixed vector |
+//! | `scale.rs` | `scale` by a constant, by the step's learning rate, or elementwise by a fixed vector |
 //! | `quantize.rs` | FedPAQ's unbiased stochastic quantizer of an uplink, and its bit count |
 //! | `moments.rs` | the moving-average moment update (`ema`, `ema_sq`) and the server's AMSGrad second moment v̂ |
 //! | `momentum.rs` | heavy-ball momentum: `trace` and its dampened (EMA) form |
 //! | `amsgrad.rs` | AMSGrad's moments against a frozen second moment (Fed-LAMB's local rule) |
 //! | `adaptive.rs` | the adaptive server rules: Adam, Adagrad, Yogi in three forms |
-//! | `descent.rs` | how an update moves the parameters: SGD, or per tensor with LAMB's trust ratio |
+//! | `trust.rs` | LAMB's trust ratio, a per-tensor learning rate |
 
 mod adaptive;
 mod amsgrad;
 mod clip;
 mod decay;
-mod descent;
 mod moments;
 mod momentum;
 mod norm;
 pub mod quantize;
 mod scale;
 mod transform;
+mod trust;
 
 pub use adaptive::{AdaptiveForm, AdaptiveRule, ScaleByAdaptive};
 pub use amsgrad::ScaleByAmsgrad;
 pub use clip::ClipByGlobalNorm;
 pub use decay::AddDecayedWeights;
-pub use descent::Descent;
 pub use moments::{SecondMoment, ema, ema_sq, fraction_at_floor};
 pub use momentum::Momentum;
 pub use norm::global_norm;
-pub use scale::{Scale, ScaleBy};
+pub use scale::{Scale, ScaleBy, ScaleByLearningRate};
 pub use transform::{Chain, Ctx, Log, Moments, TensorStep, TensorTransform, Transform};
+pub use trust::ScaleByTrustRatio;

@@ -1,4 +1,5 @@
-//! `scale`: `u ← c·u` (logged as the step size); `scale_by`: `u ← s ⊙ u` for a fixed vector s.
+//! `scale`: `u ← c·u` (logged as the step size); `scale_by_learning_rate`: `u ← l·u` with the
+//! local step's l; `scale_by`: `u ← s ⊙ u` for a fixed vector s.
 
 use super::transform::{Ctx, Log, Transform};
 
@@ -20,5 +21,16 @@ pub struct ScaleBy(pub Vec<f32>);
 impl Transform for ScaleBy {
     fn update(&mut self, u: &mut [f32], _x: &[f32], _ctx: &Ctx, _log: &mut Log) {
         u.iter_mut().zip(&self.0).for_each(|(u, s)| *u *= s);
+    }
+}
+
+/// `u ← l·u` with the local step's learning rate l (`ctx.lr`, applied in f32): SGD's step, the
+/// local chain's last link unless another applies the learning rate.
+pub struct ScaleByLearningRate;
+
+impl Transform for ScaleByLearningRate {
+    fn update(&mut self, u: &mut [f32], _x: &[f32], ctx: &Ctx, _log: &mut Log) {
+        let l = ctx.lr as f32;
+        u.iter_mut().for_each(|u| *u *= l);
     }
 }

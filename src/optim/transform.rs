@@ -60,6 +60,12 @@ pub trait Transform: Send {
     fn state_norm(&self) -> Option<f64> {
         None
     }
+
+    /// Whether it scales the update by the step's learning rate itself (LAMB's trust ratio),
+    /// so that a local chain ends without `scale_by_learning_rate` (default: no).
+    fn applies_lr(&self) -> bool {
+        false
+    }
 }
 
 /// A device step's tensors: the update `u` and the parameters `x`, one flat tensor per

@@ -3,7 +3,7 @@
 //! rounds (0 until it first trains); its local `v` restarts from the broadcast `v̂`. The local
 //! rule is a chain of links after the clip and weight decay (so FedNAR acts on g before the
 //! moments): `optim::ScaleByAmsgrad`, then for Fed-LAMB `add_decayed_weights(λ)` and the
-//! trust-ratio descent (`optim::Descent::TrustRatio`), for Fed-AMS plain SGD:
+//! trust ratio (`optim::ScaleByTrustRatio`, a per-tensor learning rate), for Fed-AMS plain SGD:
 //! - `m ← β1·m + (1−β1)·g`, `v ← β2·v + (1−β2)·g²`, `ψ = m/√v̂` (the frozen broadcast v̂; no
 //!   bias correction; ε only through `v̂_0 = ε`);
 //! - Fed-LAMB, per parameter tensor ℓ: `θˡ ← θˡ − α·φ(‖θˡ‖)·(ψˡ + λθˡ)/‖ψˡ + λθˡ‖` with
@@ -29,7 +29,9 @@ use crate::fl::plan::{ClientPlan, Report, Rule};
 use crate::fl::strategy::{
     RoundInfo, ServerLog, ServerStep, Setup, State, Strategy, Traffic, average,
 };
-use crate::optim::{AddDecayedWeights, Descent, ScaleByAmsgrad, SecondMoment, global_norm};
+use crate::optim::{
+    AddDecayedWeights, ScaleByAmsgrad, ScaleByTrustRatio, SecondMoment, Transform, global_norm,
+};
 
 crate::choice! {
     /// `fedlamb.zero_rule`, the step of a tensor whose norm (or whose update's norm) is 0:
@@ -73,7 +75,7 @@ pub enum Source {
 }
 
 /// The local rule of a client that starts from the first moment `m` and the broadcast `vhat`:
-/// AMSGrad's moments, then the LAMB or AMS step.
+/// AMSGrad's moments, then for the LAMB step `add_decayed_weights(λ)` and the trust ratio.
 pub fn rule(
     step: Step,
     keys: &Keys,
@@ -81,27 +83,23 @@ pub fn rule(
     m: Vec<f32>,
     vhat: &[f32],
 ) -> Rule {
-    let amsgrad = Box::new(ScaleByAmsgrad::new(keys.beta1, keys.beta2, m, vhat));
-    match step {
-        Step::Ams => Rule {
-            links: vec![amsgrad],
-            descent: Descent::Sgd,
-        },
-        Step::Lamb => Rule {
-            links: vec![amsgrad, Box::new(AddDecayedWeights(keys.lambda as f32))],
-            descent: if keys.trust {
-                Descent::TrustRatio {
-                    tensors: tensors.to_vec(),
-                    on_zero: match keys.zero_rule {
-                        ZeroRule::Lamb => 1.0,
-                        ZeroRule::Paper => 0.0,
-                    },
-                }
-            } else {
-                Descent::Sgd
-            },
-        },
+    let mut links: Vec<Box<dyn Transform>> = vec![Box::new(ScaleByAmsgrad::new(
+        keys.beta1, keys.beta2, m, vhat,
+    ))];
+    if step == Step::Lamb {
+        links.push(Box::new(AddDecayedWeights(keys.lambda as f32)));
+        if keys.trust {
+            let on_zero = match keys.zero_rule {
+                ZeroRule::Lamb => 1.0,
+                ZeroRule::Paper => 0.0,
+            };
+            links.push(Box::new(ScaleByTrustRatio {
+                tensors: tensors.to_vec(),
+                on_zero,
+            }));
+        }
     }
+    Rule { links }
 }
 
 pub struct FedLamb {

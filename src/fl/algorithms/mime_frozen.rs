@@ -25,7 +25,7 @@ use crate::fl::strategy::{
     RoundInfo, RoundNeeds, ServerLog, ServerStep, State, Strategy, Traffic, average,
 };
 use crate::fl::term::Term;
-use crate::optim::{Ctx, Descent, Log, Momentum, ScaleBy, SecondMoment, Transform};
+use crate::optim::{Ctx, Log, Momentum, ScaleBy, SecondMoment, Transform};
 
 /// Mime or MimeLite with the server's optimizer state frozen in local steps: SGD with momentum,
 /// or AMSGrad (with the server's second moment).
@@ -87,7 +87,6 @@ impl Strategy for MimeFrozen {
             // the frozen v̂ divides the direction, after the clip/decay chain
             Some(sec) => Rule {
                 links: vec![Box::new(ScaleBy(sec.inv_sqrt()))],
-                descent: Descent::Sgd,
             },
             None => Rule::default(),
         };

@@ -1,6 +1,7 @@
 //! The local optimizer as a chain of links, in the manner of optax:
 //!
-//! `algorithm term → [clip, decay] → the plan's rule links → descent`
+//! `algorithm term → [clip, decay] → the plan's rule links → scale_by_learning_rate`, then
+//! `x ← x − u`
 //!
 //! with the baseline's `[clip_by_global_norm(A), add_decayed_weights(wd)]`
 //! (`x ← x − l·(clip_A(g) + wd·x)`) or FedNAR's `[add_decayed_weights(wd), clip_by_global_norm(A)]`
@@ -16,7 +17,7 @@ use crate::config::LocalSpec;
 use crate::fl::plan::Rule;
 use crate::fl::term::{DeviceTerm, Term, TermLink};
 use crate::optim::{
-    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Descent, Log, Moments, TensorStep,
+    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Log, Moments, ScaleByLearningRate, TensorStep,
     TensorTransform,
 };
 
@@ -67,29 +68,30 @@ impl ClipDecay {
     }
 }
 
-/// The chain over flat host vectors, then the descent.
+/// The chain over flat host vectors: the term, clip and decay, the rule's links, and
+/// `scale_by_learning_rate` unless a rule link applies the learning rate (the trust ratio).
 pub struct HostChain<'a> {
     chain: Chain<'a>,
-    descent: Descent,
 }
 
 impl<'a> HostChain<'a> {
     pub fn new(term: Term<'a>, anchor: &'a [f32], base: ClipDecay, rule: Rule) -> Self {
         let mut chain = Chain::new(vec![Box::new(TermLink { term, anchor })]);
         base.host(&mut chain);
+        let scaled = rule.links.iter().any(|l| l.applies_lr());
         for l in rule.links {
             chain.push(l);
         }
-        HostChain {
-            chain,
-            descent: rule.descent,
+        if !scaled {
+            chain.push(Box::new(ScaleByLearningRate));
         }
+        HostChain { chain }
     }
 
-    /// One step: `g` through the chain, then the descent of `x`.
-    pub fn step(&mut self, lr: f32, x: &mut [f32], g: &mut [f32], ctx: &Ctx) -> Log {
+    /// One step at the learning rate `ctx.lr`: `g` through the chain, then `x ← x − g`.
+    pub fn step(&mut self, x: &mut [f32], g: &mut [f32], ctx: &Ctx) -> Log {
         let log = self.chain.update(g, x, ctx);
-        self.descent.apply(lr, x, g);
+        x.iter_mut().zip(g.iter()).for_each(|(x, u)| *x -= u);
         log
     }
 
@@ -99,7 +101,7 @@ impl<'a> HostChain<'a> {
     }
 }
 
-/// The same chain over the parameter tensors on the training device, with SGD's descent: the
+/// The same chain over the parameter tensors on the training device, with SGD's step: the
 /// term's vectors uploaded once per client.
 pub struct DeviceChain {
     term: DeviceTerm,
@@ -145,7 +147,9 @@ impl DeviceChain {
             l.update_tensors(&mut s, ctx);
         }
         let norm = s.norm;
-        Descent::apply_tensors(lr, x, g);
+        for (x, u) in x.iter_mut().zip(g.iter()) {
+            *x = x.clone() - u.clone() * lr;
+        }
         norm
     }
 

@@ -378,7 +378,7 @@ fn run_steps(
                 let mut grads = loss.backward();
                 read_grads(&model, &mut grads, &mut buf.g);
                 drop(grads);
-                (loss_v, chain.step(lr as f32, &mut buf.x, &mut buf.g, &ctx))
+                (loss_v, chain.step(&mut buf.x, &mut buf.g, &ctx))
             }
         };
         stats.record(step, loss_v, bidx.len(), &log);
