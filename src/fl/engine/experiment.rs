@@ -5,7 +5,7 @@ use burn::tensor::Device;
 
 use super::membership::Membership;
 use super::options::{client_workers, device_step, devices, shape_of};
-use super::round::{RoundConfig, RoundStats, Stop, Uplink, run_round};
+use super::round::{QuantizedUplink, RoundConfig, RoundStats, Stop, run_round};
 use super::workers::BurnClients;
 use crate::config::{Aggregation, KernelChoice, Spec, UplinkScope};
 use crate::data::FedData;
@@ -124,9 +124,9 @@ impl Experiment {
 
     /// The uplink's quantizer (`fl.uplink_levels` > 0): one norm for the whole update, or one
     /// per parameter tensor.
-    fn uplink(&self) -> Option<Uplink> {
+    fn uplink(&self) -> Option<QuantizedUplink> {
         let fl = &self.spec.fl;
-        (fl.uplink_levels > 0).then(|| Uplink {
+        (fl.uplink_levels > 0).then(|| QuantizedUplink {
             levels: fl.uplink_levels,
             parts: match fl.uplink_scope {
                 UplinkScope::Vector => std::iter::once(0..self.layout.total).collect(),

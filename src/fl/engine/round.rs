@@ -44,7 +44,7 @@ pub struct RoundConfig {
     /// Weigh clients equally in Δ̄ (`fl.aggregation = "uniform"`) instead of by size.
     pub uniform: bool,
     /// The uplink's quantizer, if the updates are quantized.
-    pub uplink: Option<Uplink>,
+    pub uplink: Option<QuantizedUplink>,
     /// The clients in the federation this round, when they are not all of them
     /// (`fl.active_clients`): the round samples among these.
     pub active: Option<Vec<usize>>,
@@ -52,12 +52,12 @@ pub struct RoundConfig {
 
 /// FedPAQ's uplink: each client's update quantized with `levels` levels, one norm per range of
 /// `parts` (the whole vector, or each parameter tensor).
-pub struct Uplink {
+pub struct QuantizedUplink {
     pub levels: usize,
     pub parts: Vec<std::ops::Range<usize>>,
 }
 
-impl Uplink {
+impl QuantizedUplink {
     /// Client c's update of round t as the server receives it (its own stream of roundings).
     fn send(&self, seed: u64, t: usize, c: usize, delta: &[f32]) -> Vec<f32> {
         let mut rng = Rng::derive(seed, Stream::Quantize, &[t as u64, c as u64]);
