@@ -543,18 +543,43 @@ fn the_checker_sees_a_cycle_through_a_re_export() {
     );
 }
 
+/// Whether docs/ARCHITECTURE.md shows `path` as it is in the tree, as a Rust block; and the file.
+fn shown_as_it_is(path: &str) -> (bool, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let file = std::fs::read_to_string(root.join(path)).unwrap();
+    (doc.contains(&format!("```rust\n{file}```")), file)
+}
+
+/// Run the synthetic spec with `sets` to the end; its `rounds.csv` rows.
+fn run_to_the_end(sets: &[&str], tag: &str) -> Vec<Vec<String>> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let spec = fedrun::schema::parse(&common::synthetic_spec(""), "t", &sets).unwrap();
+    let d = common::TempDir::new(tag);
+    let opts = fedrun::fl::engine::RunOptions {
+        out: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    let s = fedrun::fl::engine::run(&spec, &opts).unwrap();
+    assert_eq!(s.status, fedrun::metrics::summary::Status::Complete);
+    let csv = std::fs::read_to_string(d.path().join(&spec.run.name).join("rounds.csv")).unwrap();
+    csv.lines()
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
+}
+
 /// The how-to in ARCHITECTURE.md is FedProx as it is in the tree, its registry line is there,
 /// and the algorithm runs under `fl.acg` (the how-to once lacked `AVERAGES = true`, and a copy of
 /// it refused `fl.acg`).
 #[test]
 fn the_how_to_is_fedprox_as_it_is_and_runs_under_acg() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
-    let file = std::fs::read_to_string(root.join("src/fl/algorithms/fedprox.rs")).unwrap();
+    let (shown, _) = shown_as_it_is("src/fl/algorithms/fedprox.rs");
     assert!(
-        doc.contains(&format!("```rust\n{file}```")),
+        shown,
         "docs/ARCHITECTURE.md's how-to is not src/fl/algorithms/fedprox.rs as it is"
     );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
     let registry = std::fs::read_to_string(root.join("src/fl/algorithms/mod.rs")).unwrap();
     for line in [
         "pub mod fedprox;",
@@ -562,26 +587,16 @@ fn the_how_to_is_fedprox_as_it_is_and_runs_under_acg() {
     ] {
         assert!(registry.contains(line) && doc.contains(line), "{line}");
     }
-    let sets = ["fl.algorithm=\"fedprox\"".to_string(), "fl.acg=true".into()];
-    let spec = fedrun::schema::parse(&common::synthetic_spec(""), "t", &sets).unwrap();
-    let d = common::TempDir::new("how-to");
-    let opts = fedrun::fl::engine::RunOptions {
-        out: d.path().to_path_buf(),
-        ..Default::default()
-    };
-    let s = fedrun::fl::engine::run(&spec, &opts).unwrap();
-    assert_eq!(s.status, fedrun::metrics::summary::Status::Complete);
+    run_to_the_end(&["fl.algorithm=\"fedprox\"", "fl.acg=true"], "how-to");
 }
 
 /// ARCHITECTURE.md's server-link example is FedAvgM's file as it is: under 40 lines, its server
-/// links and nothing else, and it runs.
+/// links and nothing else, and it runs with the default server step logging η_g and ‖m‖.
 #[test]
 fn the_server_link_example_is_fedavgm_as_it_is() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
-    let file = std::fs::read_to_string(root.join("src/fl/algorithms/fedavgm.rs")).unwrap();
+    let (shown, file) = shown_as_it_is("src/fl/algorithms/fedavgm.rs");
     assert!(
-        doc.contains(&format!("```rust\n{file}```")),
+        shown,
         "docs/ARCHITECTURE.md's server-link example is not src/fl/algorithms/fedavgm.rs as it is"
     );
     let lines = file.lines().count();
@@ -589,13 +604,16 @@ fn the_server_link_example_is_fedavgm_as_it_is() {
     for hook in ["fn server_update", "fn state", "fn load_state"] {
         assert!(!file.contains(hook), "fedavgm.rs writes {hook} by hand");
     }
-    let sets = ["fl.algorithm=\"fedavgm\"".to_string()];
-    let spec = fedrun::schema::parse(&common::synthetic_spec(""), "t", &sets).unwrap();
-    let d = common::TempDir::new("server-link");
-    let opts = fedrun::fl::engine::RunOptions {
-        out: d.path().to_path_buf(),
-        ..Default::default()
-    };
-    let s = fedrun::fl::engine::run(&spec, &opts).unwrap();
-    assert_eq!(s.status, fedrun::metrics::summary::Status::Complete);
+    let rows = run_to_the_end(
+        &["fl.algorithm=\"fedavgm\"", "fl.global_lr=0.5"],
+        "server-link",
+    );
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+    let (lr, norm) = (col("server_lr"), col("server_state_norm"));
+    assert!(rows.len() > 1, "no round was written");
+    for row in &rows[1..] {
+        assert_eq!(row[lr], "0.5", "the scale link's step size is logged");
+        let m: f64 = row[norm].parse().expect("the momentum's norm is logged");
+        assert!(m > 0.0 && m.is_finite(), "‖m‖ = {m}");
+    }
 }
