@@ -15,7 +15,9 @@
 #   1. prints the GPU, its driver and the Vulkan loader;
 #   2. PyTorch on CUDA: scripts/bench/torch_models.py --device cuda, every model;
 #   3. the agreement check: two rounds of the embedded quickstart (2 clients of 3 steps each)
-#      on flex and on each GPU backend; test_loss and train_loss must agree to 1e-3 (relative);
+#      on flex and on each GPU backend, for one algorithm of each family (--agree a,b,c;
+#      default fedavg, fedprox, scaffold, fedacg, feddyn, fedcm, fedadam, fedlamb, mime);
+#      test_loss and train_loss must agree to 1e-3 (relative);
 #   4. `fedrun bench --workload model` for every model on each backend (random inputs, so no
 #      data set has to travel);
 #   5. writes gpu_check.json and gpu_check.md (fedrun / PyTorch per model, step and
@@ -24,6 +26,12 @@
 # `vulkan=A vulkan=B`) is labelled the second time with its binary's name (`vulkan-B`).
 # --models a,b,c limits the models (default: all); --only-models M limits them for the backends
 # after the first; --per-model S caps each fedrun process (default 90 s).
+# --tune a,b,c: after a backend's benches, `fedrun bench --workload tune` of each of these
+# models twice (list models here that --models leaves out, so that their kernels are untuned):
+# the first time is the model's tuning, the second what a run pays once the machine has tuned
+# it (needs a binary built with `autotune`; tune.jsonl, and a table of its own). burn's tuning
+# cache starts empty for the whole check (XDG_CACHE_HOME=$out/cache). --cache DIR: keep burn's
+# tuning cache in DIR as it is (a machine's earlier tuning) instead of an empty $out/cache.
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -35,6 +43,9 @@ all_models="cnn,resnet18,mnist-cnn,mlp,transformer,transformer-small,lstm,lstm-s
 models="$all_models"
 per_model=90
 later_models=""
+tune_models=""
+agree_algorithms="fedavg,fedprox,scaffold,fedacg,feddyn,fedcm,fedadam,fedlamb,mime"
+cache=""
 pairs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -45,7 +56,10 @@ while [ $# -gt 0 ]; do
         --models) models="$2"; shift 2 ;;
         --per-model) per_model="$2"; shift 2 ;;
         --only-models) later_models="$2"; shift 2 ;;
-        -h|--help) sed -n 2,27p "$0"; exit 0 ;;
+        --tune) tune_models="$2"; shift 2 ;;
+        --cache) cache="$2"; shift 2 ;;
+        --agree) agree_algorithms="$2"; shift 2 ;;
+        -h|--help) sed -n 2,35p "$0"; exit 0 ;;
         *=*) pairs+=("$1"); shift ;;
         *) echo "gpu_check: unknown argument '$1' (expected BACKEND=BINARY or an option; --help)" >&2; exit 2 ;;
     esac
@@ -55,6 +69,11 @@ if [ ${#pairs[@]} -eq 0 ]; then
     exit 2
 fi
 mkdir -p "$out/logs"
+# burn's tuning cache (binaries built with `autotune`) starts empty and stays with the results.
+if [ -z "$cache" ]; then cache="$out/cache"; rm -rf "$cache"; fi
+mkdir -p "$cache"
+XDG_CACHE_HOME="$(cd "$cache" && pwd)"
+export XDG_CACHE_HOME
 start=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - start) )); }
 py=python3
@@ -77,32 +96,27 @@ if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$icd" ]; then export VK_DRIVER_FILES="
 # --- 2. PyTorch on CUDA ------------------------------------------------------------------
 : > "$out/torch.jsonl"
 t=$(left)
-if [ "$models" = "$all_models" ]; then
-    timeout $(( t < 180 ? t : 180 )) $py "$here/bench/torch_models.py" --all --device cuda \
-        --steps "$steps" --reps "$reps" 2>>"$out/logs/torch.err" | grep '"summary"' >> "$out/torch.jsonl" \
-        || echo "torch: failed or timed out (logs/torch.err)"
-else
-    for m in ${models//,/ }; do
-        t=$(left); [ "$t" -gt 20 ] || { echo "torch $m: budget spent, skipped"; continue; }
-        timeout $(( t < 90 ? t : 90 )) $py "$here/bench/torch_models.py" --model "$m" --device cuda \
-            --steps "$steps" --reps "$reps" 2>>"$out/logs/torch.err" | grep '"summary"' >> "$out/torch.jsonl" \
-            || echo "torch $m: failed or timed out (logs/torch.err)"
-    done
-fi
+# Every model in one process (the import and CUDA start are paid once), whatever --models says.
+timeout $(( t < 180 ? t : 180 )) $py "$here/bench/torch_models.py" --all --device cuda \
+    --steps "$steps" --reps "$reps" 2>>"$out/logs/torch.err" | grep '"summary"' >> "$out/torch.jsonl" \
+    || echo "torch: failed or timed out (logs/torch.err)"
 
 # --- 3 and 4, per backend -----------------------------------------------------------------
-agree() {  # backend binary label
-    local b="$1" bin="$2" label="$3" d="$out/agree"
+agree() {  # backend binary label: every algorithm of --agree, on flex and on the backend
+    local b="$1" bin="$2" label="$3" d="$out/agree" a be name
     mkdir -p "$d"
-    for be in flex "$b"; do
-        local name="$be"
-        [ "$be" = flex ] || name="$label"
-        [ -f "$d/$name/rounds.csv" ] && continue
-        timeout 150 "$bin" --set fl.rounds=2 --set local.steps=3 --set fl.clients_per_round=2 \
-            --set run.backend="\"$be\"" --set run.name="\"$name\"" \
-            --out "$d" --force > "$out/logs/agree_$name.log" 2>&1 || { echo "agreement $name: failed (logs/agree_$name.log)"; return 1; }
-    done
-    $py - "$d/flex/rounds.csv" "$d/$label/rounds.csv" "$label" <<'EOF' | tee -a "$out/agree.txt"
+    for a in ${agree_algorithms//,/ }; do
+        for be in flex "$b"; do
+            name="${a}_$be"
+            [ "$be" = flex ] || name="${a}_$label"
+            [ -f "$d/$name/rounds.csv" ] && continue
+            [ "$(left)" -gt 30 ] || { echo "agreement $a $label: budget spent, skipped"; return 1; }
+            timeout 150 "$bin" --set fl.rounds=2 --set local.steps=3 --set fl.clients_per_round=2 \
+                --set fl.algorithm="\"$a\"" --set run.backend="\"$be\"" --set run.name="\"$name\"" \
+                --out "$d" --force > "$out/logs/agree_$name.log" 2>&1 \
+                || { echo "agreement $a $label: $name failed (logs/agree_$name.log)"; continue 2; }
+        done
+        $py - "$d/${a}_flex/rounds.csv" "$d/${a}_$label/rounds.csv" "$a $label" <<'EOF' | tee -a "$out/agree.txt"
 import csv, sys
 a, b = (list(csv.DictReader(open(p))) for p in sys.argv[1:3])
 ok = len(a) == len(b) == 2
@@ -114,8 +128,23 @@ for ra, rb in zip(a, b):
 ok = ok and worst <= 1e-3
 print(f"agreement {sys.argv[3]}: {'PASS' if ok else 'FAIL'} (2 rounds of the quickstart with 2 clients of 3 steps, worst relative difference of test_loss/train_loss {worst:.2e}, tolerance 1e-3)")
 EOF
+    done
+}
+tune() {  # backend binary label
+    local b="$1" bin="$2" label="$3" m i t0 t1
+    for m in ${tune_models//,/ }; do
+        for i in 1 2; do
+            t=$(left); [ "$t" -gt 30 ] || { echo "tune $label $m: budget spent, skipped"; return; }
+            t0=$(date +%s.%N)
+            timeout $(( t < 300 ? t : 300 )) "$bin" bench --workload tune --model "$m" --steps 2 \
+                --set run.backend="\"$b\"" 2>>"$out/logs/tune_$label.err" | grep '"tune"' \
+                | sed "s/^{/{\"backend\":\"$label\",\"call\":$i,/" >> "$out/tune.jsonl" \
+                || echo "tune $label $m (call $i): failed or timed out after $(awk "BEGIN{printf \"%.0f\", $(date +%s.%N) - $t0}") s (logs/tune_$label.err)"
+        done
+    done
 }
 : > "$out/fedrun.jsonl"
+: > "$out/tune.jsonl"
 first=1
 seen=()
 for pair in "${pairs[@]}"; do
@@ -137,6 +166,7 @@ for pair in "${pairs[@]}"; do
                 | grep '"summary"' | sed "s/^{/{\"backend\":\"$label\",/" >> "$out/fedrun.jsonl" \
                 || echo "fedrun $label $m: failed or timed out (logs/fedrun_$label.err)"
         done
+        [ -n "$tune_models" ] && tune "$b" "$bin" "$label"
         first=0
     done
 done
@@ -146,7 +176,7 @@ $py - "$out" <<'EOF'
 import json, os, sys
 out = sys.argv[1]
 rd = lambda p: [json.loads(l) for l in open(os.path.join(out, p)) if l.strip()]
-torch, fed = rd("torch.jsonl"), rd("fedrun.jsonl")
+torch, fed, tuned = rd("torch.jsonl"), rd("fedrun.jsonl"), rd("tune.jsonl")
 machine = open(os.path.join(out, "machine.txt")).read().strip().splitlines()
 agree = open(os.path.join(out, "agree.txt")).read().strip().splitlines() if os.path.exists(os.path.join(out, "agree.txt")) else []
 tp = {r["model"]: r for r in torch}
@@ -166,7 +196,13 @@ for r in fed:
                      step_ratio=None if fs is None or ts is None else fs / ts,
                      eval_ratio=None if fe is None or te is None else fe / te))
     lines.append(f"| {r['model']} | {r['backend']} | {ms(fs)} | {ms(ts)} | {ratio(fs, ts)} | {ms(fe)} | {ms(te)} | {ratio(fe, te)} |")
-json.dump({"machine": machine, "agreement": agree, "rows": rows, "torch": torch, "fedrun": fed},
+if tuned:
+    lines += ["", "Tuning (`fedrun bench --workload tune --steps 2`, an empty cache before the first call):", "",
+              "| model | backend | first call s | second call s |", "|---|---|---|---|"]
+    for (m, b) in dict.fromkeys((r["model"], r["backend"]) for r in tuned):
+        got = {r["call"]: r["tune_s"] for r in tuned if (r["model"], r["backend"]) == (m, b)}
+        lines.append(f"| {m} | {b} | {got.get(1, '–') if 1 not in got else f'{got[1]:.1f}'} | {f'{got[2]:.1f}' if 2 in got else '–'} |")
+json.dump({"machine": machine, "agreement": agree, "rows": rows, "torch": torch, "fedrun": fed, "tune": tuned},
           open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
 open(os.path.join(out, "gpu_check.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))

@@ -29,6 +29,10 @@ pub enum Workload {
     /// One model's local steps and test evaluation in its paper's setting (`--model`), on
     /// random inputs; `scripts/bench/torch_models.py` times the same in PyTorch.
     Model,
+    /// Tune burn's kernels for one model (`--model`) ahead of a study, with `--features
+    /// autotune`: one round of `--steps` local steps and one evaluation, timed; the results stay
+    /// in the tuning cache, so the next run of the model tunes nothing.
+    Tune,
 }
 
 #[derive(Args, Debug)]
@@ -73,7 +77,9 @@ fn workload(w: Workload) -> String {
     match w {
         Workload::W1Resnet => w1("resnet18"),
         Workload::W2 => "[data]\ndataset = \"cifar10\"\npartition = \"iid\"\nnum_clients = 1000\naugmentation = \"none\"\n[model]\nkind = \"cnn\"\n[fl]\nclients_per_round = 50\neval_every = 10\n[local]\nepochs = 1\nbatch_size = 10\nlr = 0.1\nlr_decay = 1.0\nweight_decay = 0.0\nmax_norm = 0.0\n[run]\nname = \"bench\"\n".into(),
-        Workload::W1Cnn | Workload::Gemm | Workload::Ops | Workload::Model => w1("cnn"),
+        Workload::W1Cnn | Workload::Gemm | Workload::Ops | Workload::Model | Workload::Tune => {
+            w1("cnn")
+        }
     }
 }
 
@@ -99,6 +105,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             return Ok(());
         }
         Workload::Model => return super::bench_models::run(&model_bench(a), &a.set),
+        Workload::Tune => return super::bench_models::tune(&model_bench(a), &a.set),
         _ => {}
     }
     let text = workload(a.workload);

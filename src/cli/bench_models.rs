@@ -340,6 +340,42 @@ pub fn run(b: &ModelBench, set: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Tune the kernels of one model ahead of a study: one round of local steps and one test
+/// evaluation, timed from the model's construction. With `--features autotune` burn times its
+/// candidate kernels for every op shape met here and keeps the fastest in its cache, so a second
+/// call (and every run of the same model, batch and backend) tunes nothing; its time is then the
+/// plain round.
+pub fn tune(b: &ModelBench, set: &[String]) -> Result<()> {
+    let t = Instant::now();
+    let (mut ex, _) = experiment(b.model, b.steps, b.clients.max(1), set)?;
+    ex.round_stats(0)?;
+    let train_s = t.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    if !b.no_eval {
+        ex.evaluate();
+    }
+    let eval_s = t1.elapsed().as_secs_f64();
+    let name = b
+        .model
+        .to_possible_value()
+        .map(|v| v.get_name().to_string());
+    println!(
+        "{}",
+        serde_json::json!({"tune": true, "model": name.unwrap_or_default(), "steps": b.steps,
+            "train_s": train_s, "eval_s": eval_s, "tune_s": train_s + eval_s,
+            "cache": tune_cache()})
+    );
+    Ok(())
+}
+
+/// Where the tuning results are kept, or null in a build without autotuning.
+fn tune_cache() -> Option<String> {
+    #[cfg(feature = "autotune")]
+    return Some(crate::fl::engine::tune_cache_dir().display().to_string());
+    #[cfg(not(feature = "autotune"))]
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

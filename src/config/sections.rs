@@ -119,8 +119,9 @@ crate::choice! {
 crate::choice! {
     /// `run.backend`: `flex` (CPU) | `wgpu` (GPU through wgpu, cargo feature `wgpu`: WGSL
     /// kernels, or SPIR-V where the binary also has `vulkan`) | `vulkan` (GPU through wgpu
-    /// pinned to Vulkan with burn's SPIR-V compiler, cargo feature `vulkan`).
-    pub enum Backend { Flex = "flex", Wgpu = "wgpu", Vulkan = "vulkan" }
+    /// pinned to Vulkan with burn's SPIR-V compiler, cargo feature `vulkan`) | `cuda` (NVIDIA GPU
+    /// through burn's CUDA runtime, kernels compiled by NVRTC, cargo feature `cuda`).
+    pub enum Backend { Flex = "flex", Wgpu = "wgpu", Vulkan = "vulkan", Cuda = "cuda" }
 }
 
 crate::choice! {

@@ -18,6 +18,13 @@
 
 pub mod checkpoint;
 mod experiment;
+#[cfg(any(
+    feature = "wgpu",
+    feature = "vulkan",
+    feature = "cuda",
+    feature = "autotune"
+))]
+mod gpu;
 mod lock;
 pub mod membership;
 mod options;
@@ -28,6 +35,8 @@ mod run_dir;
 mod workers;
 
 pub use experiment::Experiment;
+#[cfg(feature = "autotune")]
+pub use gpu::tune_cache_dir;
 pub use lock::RunLock;
 pub use options::{
     RunOptions, check_backend, client_workers, compiled_backends, device_step, devices, shape_of,

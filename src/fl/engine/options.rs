@@ -74,6 +74,9 @@ pub fn compiled_backends() -> Vec<Backend> {
     if cfg!(feature = "vulkan") {
         v.push(Backend::Vulkan);
     }
+    if cfg!(feature = "cuda") {
+        v.push(Backend::Cuda);
+    }
     v
 }
 
@@ -91,13 +94,18 @@ pub fn devices(backend: Backend) -> Result<(Device, Device)> {
     let base = match backend {
         Backend::Flex => Device::flex(),
         #[cfg(feature = "wgpu")]
-        Backend::Wgpu => gpu_device(backend, || {
+        Backend::Wgpu => super::gpu::device(backend, || {
             Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)
         })?,
         #[cfg(feature = "vulkan")]
-        Backend::Vulkan => gpu_device(backend, || {
+        Backend::Vulkan => super::gpu::device(backend, || {
             Device::vulkan(burn::tensor::DeviceKind::DefaultDevice)
         })?,
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => {
+            super::gpu::cuda_libraries()?;
+            super::gpu::device(backend, || Device::cuda(0))?
+        }
         #[allow(unreachable_patterns)]
         other => return Err(not_compiled(other)),
     };
@@ -111,42 +119,6 @@ pub fn device_step(spec: &Spec) -> bool {
         LocalStep::Device => true,
         LocalStep::Host => false,
         LocalStep::Auto => spec.run.backend != Backend::Flex,
-    }
-}
-
-/// A GPU device (`make` builds it lazily), checked with one small computation: a missing or
-/// unusable adapter panics inside cubecl (`RecvError`), which becomes an error that names the
-/// key and what to do.
-#[cfg(any(feature = "wgpu", feature = "vulkan"))]
-fn gpu_device(backend: Backend, make: fn() -> Device) -> Result<Device> {
-    let probe = move || {
-        let dev = make();
-        let t = burn::tensor::Tensor::<1>::from_data([1.0f32, 2.0], &dev);
-        let v = t.sum().into_scalar::<f32>();
-        (dev, v)
-    };
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let got = std::panic::catch_unwind(probe);
-    std::panic::set_hook(hook);
-    match got {
-        Ok((dev, 3.0)) => Ok(dev),
-        Ok((_, v)) => Err(Error::Config(format!(
-            "key `run.backend` = \"{backend}\": the adapter computed 1 + 2 = {v}; it is not usable"
-        ))),
-        Err(p) => {
-            let why = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            let chosen = std::env::var("CUBECL_WGPU_DEFAULT_DEVICE")
-                .map(|v| format!("CUBECL_WGPU_DEFAULT_DEVICE = {v}"))
-                .unwrap_or_else(|_| "CUBECL_WGPU_DEFAULT_DEVICE is not set".into());
-            Err(Error::Config(format!(
-                "key `run.backend` = \"{backend}\": no usable GPU adapter ({chosen}; wgpu said: {why}). Install a Vulkan driver and loader (an NVIDIA GPU: the NVIDIA driver with its Vulkan ICD, and Debian's `libvulkan1`; a machine without a GPU: Mesa's software driver lavapipe, Debian package `mesa-vulkan-drivers`), or pick the adapter with CUBECL_WGPU_DEFAULT_DEVICE = DiscreteGpu(0) | IntegratedGpu(0) | VirtualGpu(0) | Cpu | DefaultDevice (cubecl reads this variable, not wgpu's WGPU_* ones)"
-            )))
-        }
     }
 }
 
