@@ -1,12 +1,20 @@
 //! Records the commit the binary is built from (`git describe --always --dirty`) for `run.json`;
-//! `unknown` outside a git checkout or without git.
+//! `unknown` outside a git checkout or without git. `--no-optional-locks` keeps git from
+//! refreshing `.git/index` (one of this script's triggers) while it checks for changes: without
+//! it every cargo command after a build compiled fedrun again.
 
 fn main() {
     for p in [".git/HEAD", ".git/index", "src"] {
         println!("cargo:rerun-if-changed={p}");
     }
     let describe = std::process::Command::new("git")
-        .args(["describe", "--always", "--dirty", "--abbrev=12"])
+        .args([
+            "--no-optional-locks",
+            "describe",
+            "--always",
+            "--dirty",
+            "--abbrev=12",
+        ])
         .output()
         .ok()
         .filter(|o| o.status.success())
