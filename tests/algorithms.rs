@@ -29,6 +29,8 @@ struct Quadratic {
     delta: Vec<f32>,
     /// Per client, per step: the loss gradient at the iterate (for Lemma 1).
     grads: Vec<Vec<Vec<f32>>>,
+    /// The local learning rate (a real trainer takes it from the spec's schedule).
+    lr: f64,
 }
 
 impl Quadratic {
@@ -41,6 +43,7 @@ impl Quadratic {
             opt,
             delta: Vec::new(),
             grads: vec![Vec::new(); n],
+            lr: 0.1,
         }
     }
     /// The minimiser of Σ_i f_i.
@@ -63,8 +66,8 @@ impl LocalTrainer for Quadratic {
         clients: &[usize],
         anchor: &[f32],
         plans: Vec<ClientPlan>,
-        lr: f64,
     ) -> Vec<LocalStats> {
+        let lr = self.lr;
         clients
             .iter()
             .zip(plans)
@@ -173,9 +176,9 @@ fn spec(algorithm: &str) -> Spec {
     .unwrap()
 }
 
-fn run_quadratic(alg: &mut dyn Strategy, q: &mut Quadratic, rounds: usize, lr: f64) -> Vec<f32> {
-    let mut x = vec![0f32; 2];
-    let cfg = RoundConfig {
+/// Rounds of 2 clients at local rate `lr`, server rate 1, size-weighted, every client a member.
+fn two_per_round(lr: f64) -> RoundConfig {
+    RoundConfig {
         seed: 0,
         clients_per_round: 2,
         lr,
@@ -183,7 +186,13 @@ fn run_quadratic(alg: &mut dyn Strategy, q: &mut Quadratic, rounds: usize, lr: f
         uniform: false,
         uplink: None,
         active: None,
-    };
+    }
+}
+
+fn run_quadratic(alg: &mut dyn Strategy, q: &mut Quadratic, rounds: usize, lr: f64) -> Vec<f32> {
+    q.lr = lr;
+    let mut x = vec![0f32; 2];
+    let cfg = two_per_round(lr);
     for t in 0..rounds {
         run_round(t, &cfg, &[1, 1], &mut x, alg, q).unwrap();
     }
@@ -448,17 +457,34 @@ fn fedadam_reddi_and_adpfed_forms_by_hand() {
     );
 }
 
+/// The step size FedExP's server step takes on `agg` in round 0 (its logged η_g).
+fn fedexp_eta(e: &mut FedExP, agg: &Aggregate) -> f64 {
+    let info = RoundInfo {
+        round: 0,
+        lr: 0.01,
+        server_lr: 1.0,
+        sampled: vec![0, 1],
+    };
+    let mut x = vec![0f32; agg.mean_delta.len()];
+    let log = e.server_update(ServerStep {
+        info: &info,
+        global: &mut x,
+        agg: &mut agg.clone(),
+    });
+    log.server_lr
+}
+
 #[test]
 fn fedexp_step_size_by_hand_and_never_below_one() {
     let s = spec("fedexp");
-    let e = FedExP::from_setup(&setup(&s, 2)).unwrap();
+    let mut e = FedExP::from_setup(&setup(&s, 2)).unwrap();
     // Δ_1 = (1, 0), Δ_2 = (−1, 0.5): Δ̄ = (0, 0.25), G = (1 + 1.25)/2 = 1.125
     let agg = Aggregate {
         mean_delta: vec![0.0, 0.25],
         mean_sq_norm: 1.125,
         clients: 2,
     };
-    let eta = e.step_size(0, &agg);
+    let eta = fedexp_eta(&mut e, &agg);
     assert!((eta - 0.5 * 1.125 / 0.0625).abs() < 1e-9, "{eta}");
     // identical updates: ½·G/‖Δ̄‖² = ½ < 1, so η = 1
     let same = Aggregate {
@@ -466,7 +492,7 @@ fn fedexp_step_size_by_hand_and_never_below_one() {
         mean_sq_norm: 1.0,
         clients: 2,
     };
-    assert_eq!(e.step_size(0, &same), 1.0);
+    assert_eq!(fedexp_eta(&mut e, &same), 1.0);
     // the code's |S|·ε against the paper's ε
     let with_eps = |form: &str| {
         let s = fedrun::schema::parse(
@@ -478,9 +504,7 @@ fn fedexp_step_size_by_hand_and_never_below_one() {
             ],
         )
         .unwrap();
-        FedExP::from_setup(&setup(&s, 2))
-            .unwrap()
-            .step_size(0, &agg)
+        fedexp_eta(&mut FedExP::from_setup(&setup(&s, 2)).unwrap(), &agg)
     };
     let eps0 = 0.1 * 0.998f64.powi(2);
     assert!((with_eps("code") - (0.5 * 1.125 / (0.0625 + 2.0 * eps0)).max(1.0)).abs() < 1e-9);
@@ -695,6 +719,7 @@ fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
     })
     .unwrap();
     let mut q = two_clients(1, sgd(0.0, 0.0, false));
+    q.lr = lr;
     let mut x = vec![0.5f32, -0.5];
     let cfg = RoundConfig {
         seed: 0,
@@ -972,13 +997,8 @@ fn scaffold_over_a_federation_averages_its_members_variates() {
     .unwrap();
     let mut x = vec![0.5f32, -0.5];
     let cfg = RoundConfig {
-        seed: 0,
-        clients_per_round: 2,
-        lr: 0.1,
-        server_lr: 1.0,
-        uniform: false,
-        uplink: None,
         active: Some(vec![1, 3]),
+        ..two_per_round(0.1)
     };
     run_round(0, &cfg, &[1, 1, 1, 1], &mut x, &mut s, &mut q).unwrap();
     assert!(s.control_variate(0).is_none() && s.control_variate(2).is_none());
@@ -1042,4 +1062,95 @@ fn fedavgm_and_acg_are_the_same_two_server_links_in_the_other_order() {
         );
         assert_eq!((l1.server_lr, l2.server_lr), (eta, eta));
     }
+}
+
+/// Two links that keep a vector of one name cannot share a server chain: the checkpoint keys
+/// state by name, so the second would be restored from the first's values.
+#[test]
+#[should_panic(expected = "two server links keep a vector named `m`")]
+fn a_server_chain_refuses_two_links_with_one_state_name() {
+    use fedrun::fl::strategy::ServerChain;
+    use fedrun::optim::Momentum;
+    ServerChain::new(vec![
+        Box::new(Momentum::trace(0.9, 2)),
+        Box::new(Momentum::ema(0.5, 2)),
+    ]);
+}
+
+/// A strategy's state with one name twice is refused by name, before any checkpoint.
+#[test]
+fn a_state_with_one_name_twice_is_refused() {
+    use fedrun::fl::strategy::State;
+    let (mut a, mut b) = (vec![0f32; 2], vec![1f32; 2]);
+    let err = State::none()
+        .vector("m", &mut a)
+        .vector("m", &mut b)
+        .check_names()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("two state vectors named `m`"), "{err}");
+    let (mut a, mut b) = (vec![0f32; 2], vec![1f32; 2]);
+    assert!(
+        State::none()
+            .vector("m", &mut a)
+            .vector("v", &mut b)
+            .check_names()
+            .is_ok()
+    );
+}
+
+/// SCAFFOLD's server step is FedAvg's, so ACG composes with it: the wrapped run's clients get
+/// SCAFFOLD's correction and the server ACG's momentum; without ACG the log's state norm is ‖c‖.
+#[test]
+fn scaffold_logs_its_variate_norm_and_composes_with_acg() {
+    let opt = || sgd(0.0, 0.0, false);
+    let mut plain = build(&spec("scaffold"), 2, &[1, 1]);
+    let mut q = two_clients(3, opt());
+    q.lr = 0.1;
+    let cfg = two_per_round(0.1);
+    let mut x = vec![0f32; 2];
+    let mut norms = Vec::new();
+    for t in 0..3 {
+        let st = run_round(t, &cfg, &[1, 1], &mut x, plain.as_mut(), &mut q).unwrap();
+        norms.push(st.server.state_norm.expect("SCAFFOLD logs ‖c‖"));
+    }
+    assert_eq!(norms[0], 0.0, "c = 0 before any client trained");
+    assert!(norms[2] > 0.0, "{norms:?}");
+    let s = fedrun::schema::parse(
+        &common::synthetic_spec(""),
+        "t",
+        &[
+            "fl.algorithm=\"scaffold\"".into(),
+            "fl.acg=true".into(),
+            "fl.acg_lambda=0.5".into(),
+        ],
+    )
+    .unwrap();
+    let mut acg = build(&s, 2, &[1, 1]);
+    let mut q = two_clients(3, opt());
+    q.lr = 0.1;
+    let mut y = vec![0f32; 2];
+    for t in 0..3 {
+        run_round(t, &cfg, &[1, 1], &mut y, acg.as_mut(), &mut q).unwrap();
+    }
+    assert!(y.iter().all(|v| v.is_finite()));
+    assert_ne!(x, y, "ACG's lookahead moves the model differently");
+}
+
+/// The FedExP form of Adagrad keeps no first moment: its state-norm column is empty, not a 0
+/// that nothing measured; the other rules log ‖m‖.
+#[test]
+fn fedadagrad_code_form_logs_no_state_norm() {
+    use fedrun::optim::{AdaptiveForm, ScaleByAdaptive, Transform};
+    let form = AdaptiveForm::FedExp {
+        eps0: 0.0,
+        decay: 1.0,
+    };
+    let mut ada = ScaleByAdaptive::new(AdaptiveRule::Adagrad, form, 0.9, 0.99, 2);
+    let mut adam = ScaleByAdaptive::new(AdaptiveRule::Adam, form, 0.9, 0.99, 2);
+    let (ctx, mut log) = (Ctx::default(), fedrun::optim::Log::default());
+    ada.update(&mut [1.0, -1.0], &[0.0; 2], &ctx, &mut log);
+    adam.update(&mut [1.0, -1.0], &[0.0; 2], &ctx, &mut log);
+    assert_eq!(ada.state_norm(), None);
+    assert!(adam.state_norm().unwrap() > 0.0);
 }

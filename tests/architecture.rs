@@ -601,7 +601,12 @@ fn the_server_link_example_is_fedavgm_as_it_is() {
     );
     let lines = file.lines().count();
     assert!(lines < 40, "fedavgm.rs has {lines} lines");
-    for hook in ["fn server_update", "fn state", "fn load_state"] {
+    for hook in [
+        "fn server_update",
+        "fn state",
+        "fn checkpoint",
+        "fn restore",
+    ] {
         assert!(!file.contains(hook), "fedavgm.rs writes {hook} by hand");
     }
     let rows = run_to_the_end(
@@ -616,4 +621,42 @@ fn the_server_link_example_is_fedavgm_as_it_is() {
         let m: f64 = row[norm].parse().expect("the momentum's norm is logged");
         assert!(m > 0.0 && m.is_finite(), "‖m‖ = {m}");
     }
+}
+
+/// The server step is the chain's, except in the four algorithms whose step is not a chain on
+/// Δ̄; each of those says why beside its override ("Not a chain on Δ̄"). No algorithm file saves
+/// or restores its state by hand: `state` declares it.
+#[test]
+fn only_four_algorithms_write_their_server_step_and_each_says_why() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fl/algorithms");
+    let mut overriding = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for hook in [
+            "fn checkpoint(",
+            "fn restore(",
+            "fn load_state(",
+            "fn save_state(",
+        ] {
+            assert!(!text.contains(hook), "{name} writes {hook} by hand");
+        }
+        if let Some(at) = text.find("fn server_update(") {
+            let before = &text[..at];
+            let doc = &before[before[..before.len().saturating_sub(1)]
+                .rfind("\n\n")
+                .unwrap_or(0)..];
+            assert!(
+                doc.contains("Not a chain on Δ̄"),
+                "{name} overrides server_update without saying why beside it"
+            );
+            overriding.push(name);
+        }
+    }
+    overriding.sort();
+    assert_eq!(
+        overriding,
+        ["feddc.rs", "feddyn.rs", "fedlamb.rs", "mime_frozen.rs"]
+    );
 }

@@ -102,11 +102,12 @@ fn fedacg_is_fedprox_with_acg() {
 
 #[test]
 fn acg_runs_around_client_side_methods_and_refuses_other_servers() {
-    for alg in ["fedlc", "fedntd", "feddecorr", "moon"] {
+    // SCAFFOLD's server step is FedAvg's (it only logs ‖c‖), so it composes too
+    for alg in ["fedlc", "fedntd", "feddecorr", "moon", "scaffold"] {
         let (rows, _d) = run_csv(&[&format!("fl.algorithm=\"{alg}\""), "fl.acg=true"], 2);
         assert_eq!(rows.len(), 2, "{alg} + ACG");
     }
-    for alg in ["fedavgm", "scaffold", "feddyn", "fedacg"] {
+    for alg in ["fedavgm", "feddyn", "fedacg", "fedcm"] {
         let set = [format!("fl.algorithm=\"{alg}\""), "fl.acg=true".into()];
         let e = fedrun::schema::parse(&synthetic_spec(""), "t", &set)
             .unwrap_err()
@@ -303,6 +304,16 @@ fn the_fedacg_augmentation_holds_cifar_as_pixels_with_fedacg_constants_and_learn
     };
     let s = run(&spec, &opts).unwrap();
     assert_eq!(s.status, Status::Complete, "{}", s.message);
+    // what the run produced: two rounds of finite losses on the augmented batches
+    let rows = read_rows(&d.path().join("out/t/rounds.csv"));
+    assert_eq!(rows.len(), 2);
+    for name in ["train_loss", "test_loss"] {
+        let v = column(&rows, name);
+        assert!(
+            v.iter().all(|x| x.parse::<f64>().is_ok_and(f64::is_finite)),
+            "{name}: {v:?}"
+        );
+    }
     // only for the images the FedACG code transforms
     let e = fedrun::schema::parse(&text.replace("cifar10", "mnist"), "t", &[])
         .unwrap_err()

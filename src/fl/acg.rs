@@ -37,10 +37,9 @@ impl Acg {
         }
     }
 
-    /// The momentum m (the trace link's vector).
-    fn momentum(&mut self) -> &[f32] {
-        let m = self.server.vectors().into_iter().next().map(|(_, m)| m);
-        m.map_or(&[], |m| m.as_slice())
+    /// The momentum m (the trace link's vector, by name).
+    fn momentum(&self) -> &[f32] {
+        self.server.get("m").unwrap_or(&[])
     }
 }
 
@@ -73,6 +72,14 @@ impl Strategy for Acg {
 
     fn server(&mut self) -> Option<&mut ServerChain> {
         Some(&mut self.server)
+    }
+
+    fn state_norm(&self) -> Option<f64> {
+        self.inner.state_norm()
+    }
+
+    fn stepped(&mut self, info: &RoundInfo, before: &[f32], after: &[f32]) {
+        self.inner.stepped(info, before, after);
     }
 
     fn state(&mut self) -> State<'_> {

@@ -1,9 +1,10 @@
 //! The server's step as a chain of links, in the manner of optax: a strategy declares its links
 //! ([`Strategy::server`](super::strategy::Strategy::server)), and the default `server_update`
 //! runs them in order on the round's mean update Δ̄, applies `x ← x + u` and writes the log.
-//! The links are those of the local steps (`optim`): FedAvgM is `[trace(β), scale(η_g)]`, ACG
-//! `[scale(η_g), trace(λ)]`, FedAdam `[scale_by_adaptive, scale(η_g)]`, FedExP
-//! `[extrapolated_step]`; plain averaging is `[scale(η_g)]`.
+//! The links implement the same trait as the local steps' (`optim`): FedAvgM is
+//! `[trace(β), scale(η_g)]`, ACG `[scale(η_g), trace(λ)]`, FedAdam
+//! `[scale_by_adaptive, scale(η_g)]`, FedExP `[extrapolated_step]`, FedCM
+//! `[keep_last, scale(η_g)]`; plain averaging is `[scale(η_g)]`.
 
 use crate::optim::{Ctx, Log, Scale, Transform};
 
@@ -35,8 +36,27 @@ pub struct ServerChain {
 }
 
 impl ServerChain {
+    /// A chain of `links`. The names of their vectors are the checkpoint's names, so two
+    /// links that keep a vector of the same name cannot share a chain (optax's `named_chain`
+    /// refuses them likewise): that is a bug in the strategy that builds it, and panics here.
     pub fn new(links: Vec<Box<dyn Transform + Sync>>) -> Self {
+        let names: Vec<&str> = links
+            .iter()
+            .flat_map(|l| l.state())
+            .map(|(n, _)| n)
+            .collect();
+        if let Some(d) = duplicate(&names) {
+            panic!("two server links keep a vector named `{d}`: a chain's state names must differ");
+        }
         ServerChain { links }
+    }
+
+    /// A link's vector, by name (ACG's momentum `m`, FedCM's `last`).
+    pub fn get(&self, name: &str) -> Option<&[f32]> {
+        self.links
+            .iter()
+            .flat_map(|l| l.state())
+            .find_map(|(n, v)| (n == name).then_some(v))
     }
 
     /// Plain averaging: `[scale(η_g)]`.
@@ -69,8 +89,16 @@ impl ServerChain {
         }
     }
 
-    /// The links' vectors, by name, in chain order.
+    /// The links' vectors, by name, in chain order (the names differ: `new`).
     pub fn vectors(&mut self) -> Vec<(&'static str, &mut Vec<f32>)> {
         self.links.iter_mut().flat_map(|l| l.vectors()).collect()
     }
+}
+
+/// The first name that occurs twice.
+pub fn duplicate<'a>(names: &[&'a str]) -> Option<&'a str> {
+    names
+        .iter()
+        .enumerate()
+        .find_map(|(i, n)| names[..i].contains(n).then_some(*n))
 }

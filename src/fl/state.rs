@@ -62,6 +62,20 @@ impl<'a> State<'a> {
         self
     }
 
+    /// Refuse two vectors of one name: the checkpoint keys them by name, so the second would be
+    /// restored from the first's values without a word.
+    pub fn check_names(&self) -> Result<()> {
+        let names: Vec<&str> = (self.vectors.iter().map(|(n, _)| *n))
+            .chain(self.optional.iter().map(|(n, _, _)| *n))
+            .collect();
+        match super::server::duplicate(&names) {
+            Some(d) => Err(Error::Run(format!(
+                "the algorithm keeps two state vectors named `{d}`: a checkpoint could not tell them apart"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// How many model-sized vectors it keeps per client, at most.
     pub fn per_client_vectors(&self) -> usize {
         self.stores.len()
@@ -100,6 +114,7 @@ impl<'a> State<'a> {
     /// Restore what [`checkpoint`](Self::checkpoint) gave: each vector must be there with
     /// its length; an optional one is restored when there.
     pub fn restore(self, mut saved: Vec<(String, Vec<f32>)>) -> Result<()> {
+        self.check_names()?;
         for (name, v) in self.vectors {
             *v = take_state(&mut saved, name, v.len())?;
         }

@@ -136,13 +136,33 @@ pub trait Strategy: Send + Sync {
         None
     }
 
-    /// Update the global model in place (default: the server links of [`server`](Self::server)).
+    /// The norm of server state it keeps outside its links, for the log's `server_state_norm`
+    /// where no link reports one (SCAFFOLD's ‖c‖; default: none).
+    fn state_norm(&self) -> Option<f64> {
+        None
+    }
+
+    /// Update the global model in place. The default runs the links of [`server`](Self::server)
+    /// and is the one server step of every strategy whose step is a chain on Δ̄. A strategy
+    /// overrides it only when its step is not such a chain (FedDyn and FedDC add unweighted sums
+    /// over the federation, Fed-LAMB syncs v̂, Mime's momentum follows the full-data gradient),
+    /// and says why beside the override; the override then wins, and `server` only declares
+    /// the state of links it runs itself.
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
-        match self.server() {
+        let norm = self.state_norm();
+        let log = match self.server() {
             Some(chain) => chain.step(s.info.round, s.global, s.agg),
             None => average(s.info, s.global, s.agg),
+        };
+        ServerLog {
+            state_norm: log.state_norm.or(norm),
+            ..log
         }
     }
+
+    /// After the server step and its checks, with the global model before and after it
+    /// (FedExP keeps the average of the two to evaluate; default: nothing).
+    fn stepped(&mut self, _info: &RoundInfo, _before: &[f32], _after: &[f32]) {}
 
     /// What it keeps between rounds, declared once (default: its server links' vectors):
     /// checkpoints, resume, `forget`, the spill store and the memory estimate follow from it

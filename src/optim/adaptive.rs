@@ -62,22 +62,6 @@ impl ScaleByAdaptive {
         }
     }
 
-    /// The first moment.
-    pub fn m(&self) -> &[f32] {
-        &self.m
-    }
-
-    /// The second moment.
-    pub fn v(&self) -> &[f32] {
-        &self.v
-    }
-
-    /// Replace both moments (a checkpoint's).
-    pub fn set_moments(&mut self, m: Vec<f32>, v: Vec<f32>) {
-        self.m = m;
-        self.v = v;
-    }
-
     fn adpfed(&mut self, d: &mut [f32]) {
         let (b1, b2) = (self.b1, self.b2);
         for (i, d) in d.iter_mut().enumerate() {
@@ -136,7 +120,17 @@ impl Transform for ScaleByAdaptive {
         vec![("m", &mut self.m), ("v", &mut self.v)]
     }
 
+    /// ‖m‖, or none where the rule keeps no first moment (the FedExP form's Adagrad, whose m
+    /// stays 0: the log column is then empty rather than a zero that was never measured).
     fn state_norm(&self) -> Option<f64> {
-        Some(global_norm(&self.m))
+        let keeps_m = !matches!(
+            (self.rule, self.form),
+            (AdaptiveRule::Adagrad, AdaptiveForm::FedExp { .. })
+        );
+        keeps_m.then(|| global_norm(&self.m))
+    }
+
+    fn state(&self) -> Vec<(&'static str, &[f32])> {
+        vec![("m", &self.m), ("v", &self.v)]
     }
 }

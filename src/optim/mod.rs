@@ -1,8 +1,9 @@
 //! Gradient transformations over flat vectors, in the manner of optax: each link owns its state
 //! (its constructor is optax's `init`) and rewrites an update in place (`update`); a chain of
-//! links is an optimizer, and `x ← x − u` applies it. The same links serve the clients' local steps
-//! (clip, weight decay, FedNAR's order of the two, AMSGrad's moments) and the server's step
-//! (scale, momentum, the adaptive rules), so that each is written once.
+//! links is an optimizer, and `x ← x − u` applies it. The clients' local chains (clip, weight
+//! decay, FedNAR's order of the two, AMSGrad's moments, the trust ratio, the learning rate) and
+//! the server's chains (scale, momentum, the adaptive rules, keep-last) are built from the one
+//! trait; each link is written once, and `scale` serves both.
 //!
 //! | file | what |
 //! |---|---|
@@ -13,6 +14,7 @@
 //! | `scale.rs` | `scale` by a constant, by the step's learning rate, or elementwise by a fixed vector |
 //! | `quantize.rs` | FedPAQ's unbiased stochastic quantizer of an uplink, and its bit count |
 //! | `moments.rs` | the moving-average moment update (`ema`, `ema_sq`) and the server's AMSGrad second moment v̂ |
+//! | `keep.rs` | keep the last update (FedCM's server) |
 //! | `momentum.rs` | heavy-ball momentum: `trace` and its dampened (EMA) form |
 //! | `amsgrad.rs` | AMSGrad's moments against a frozen second moment (Fed-LAMB's local rule) |
 //! | `adaptive.rs` | the adaptive server rules: Adam, Adagrad, Yogi in three forms |
@@ -22,6 +24,7 @@ mod adaptive;
 mod amsgrad;
 mod clip;
 mod decay;
+mod keep;
 mod moments;
 mod momentum;
 mod norm;
@@ -34,6 +37,7 @@ pub use adaptive::{AdaptiveForm, AdaptiveRule, ScaleByAdaptive};
 pub use amsgrad::ScaleByAmsgrad;
 pub use clip::ClipByGlobalNorm;
 pub use decay::AddDecayedWeights;
+pub use keep::KeepLast;
 pub use moments::{SecondMoment, ema, ema_sq, fraction_at_floor};
 pub use momentum::Momentum;
 pub use norm::global_norm;

@@ -36,11 +36,6 @@ impl Momentum {
         &self.m
     }
 
-    /// Replace the momentum (a checkpoint's).
-    pub fn set_m(&mut self, m: Vec<f32>) {
-        self.m = m;
-    }
-
     pub fn norm(&self) -> f64 {
         global_norm(&self.m)
     }
@@ -65,6 +60,10 @@ impl Transform for Momentum {
 
     fn vectors(&mut self) -> Vec<(&'static str, &mut Vec<f32>)> {
         vec![("m", &mut self.m)]
+    }
+
+    fn state(&self) -> Vec<(&'static str, &[f32])> {
+        vec![("m", &self.m)]
     }
 
     fn state_norm(&self) -> Option<f64> {

@@ -56,6 +56,12 @@ pub trait Transform: Send {
         Vec::new()
     }
 
+    /// The same vectors, read-only (a strategy reads its link's state by name: ACG's momentum,
+    /// FedCM's last update; default: none).
+    fn state(&self) -> Vec<(&'static str, &[f32])> {
+        Vec::new()
+    }
+
     /// The norm of its state, for the log (a server momentum's ‖m‖; default: none).
     fn state_norm(&self) -> Option<f64> {
         None

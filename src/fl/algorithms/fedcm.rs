@@ -2,16 +2,16 @@
 //! mixes its gradient with the last round's server direction,
 //! `d = α·g + (1−α)·Δ_{t−1}/(η_l·K)` with `Δ_{t−1} = θ_{t−1} − mean θ_i = −Δ̄_{t−1}` (0 in
 //! round 0), η_l the step's learning rate and K the client's local steps; then the usual
-//! clip / weight decay / SGD on d. Server as FedAvg, and it keeps Δ̄ for the next round.
+//! clip / weight decay / SGD on d. Server as FedAvg, keeping Δ̄ for the next round: the links
+//! `[keep_last, scale(η_g)]`.
 //! α = 1 is FedAvg.
 
 use crate::config::validate::unit_closed;
 use crate::error::Result;
 use crate::fl::plan::ClientPlan;
-use crate::fl::strategy::{
-    FromSetup, RoundInfo, ServerLog, ServerStep, Setup, State, Strategy, Traffic, average,
-};
+use crate::fl::strategy::{FromSetup, RoundInfo, ServerChain, Setup, Strategy, Traffic};
 use crate::fl::term::{Coef, Term};
+use crate::optim::{KeepLast, Scale};
 
 crate::key_table! {
     /// `[fedcm]`
@@ -23,15 +23,18 @@ crate::key_table! {
 
 pub struct FedCm {
     alpha: f32,
-    /// Δ̄ of the last round.
-    last: Vec<f32>,
+    /// `[keep_last, scale(η_g)]`: its `last` is Δ̄ of the last round.
+    server: ServerChain,
 }
 
 impl FromSetup for FedCm {
     fn from_setup(s: &Setup) -> Result<Self> {
         Ok(FedCm {
             alpha: s.keys::<Keys>()?.alpha as f32,
-            last: vec![0.0; s.dim],
+            server: ServerChain::new(vec![
+                Box::new(KeepLast::new(s.dim)),
+                Box::new(Scale(s.spec.fl.global_lr)),
+            ]),
         })
     }
 }
@@ -46,7 +49,7 @@ impl Strategy for FedCm {
                 scale: a,
                 ..Term::none()
             }
-            .shift_by(drift, &self.last),
+            .shift_by(drift, self.server.get("last").unwrap_or(&[])),
             ..ClientPlan::default()
         }
     }
@@ -56,13 +59,7 @@ impl Strategy for FedCm {
         Traffic { down: 1, up: 0 }
     }
 
-    fn server_update(&mut self, s: ServerStep) -> ServerLog {
-        let ServerStep { info, global, agg } = s;
-        self.last.copy_from_slice(&agg.mean_delta);
-        average(info, global, agg)
-    }
-
-    fn state(&mut self) -> State<'_> {
-        State::none().vector("last", &mut self.last)
+    fn server(&mut self) -> Option<&mut ServerChain> {
+        Some(&mut self.server)
     }
 }

@@ -107,6 +107,8 @@ impl Strategy for FedDc {
         Traffic { down: 1, up: 1 }
     }
 
+    /// Not a chain on Δ̄: x also moves by Σ h_i / N over the whole federation, and the global
+    /// gradient correction by the round's unweighted sum.
     #[allow(clippy::needless_range_loop)]
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
         let (global, agg) = (s.global, s.agg);

@@ -34,12 +34,6 @@ pub struct FedDyn {
     sum_delta: Vec<f64>,
 }
 
-impl FedDyn {
-    pub fn client_state(&self, client: usize) -> Option<&[f32]> {
-        self.gi.get(client)
-    }
-}
-
 impl FromSetup for FedDyn {
     const READS: &'static [&'static str] = CLIENT_STATE;
 
@@ -77,6 +71,8 @@ impl Strategy for FedDyn {
         Ok(())
     }
 
+    /// Not a chain on Δ̄: h moves by the unweighted sum of the round's Δ_i over the whole
+    /// federation (α/N), and x by Δ̄ and h together.
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
         let (global, agg) = (s.global, s.agg);
         let scale = self.alpha as f64 / self.clients as f64;

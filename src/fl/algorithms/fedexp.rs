@@ -7,9 +7,7 @@
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
-use crate::fl::strategy::{
-    Aggregate, FromSetup, ServerChain, ServerLog, ServerStep, Setup, State, Strategy,
-};
+use crate::fl::strategy::{FromSetup, RoundInfo, ServerChain, Setup, State, Strategy};
 use crate::optim::{Ctx, Log, Transform, global_norm};
 
 crate::choice! {
@@ -71,19 +69,10 @@ impl Transform for ExtrapolatedStep {
 }
 
 pub struct FedExP {
-    step: ExtrapolatedStep,
     server: ServerChain,
     eval_avg: bool,
     eval: Option<Vec<f32>>,
     dim: usize,
-}
-
-impl FedExP {
-    /// The step size for a round's aggregate.
-    pub fn step_size(&self, round: usize, agg: &Aggregate) -> f64 {
-        self.step
-            .step_size(round, &agg.mean_delta, agg.mean_sq_norm, agg.clients)
-    }
 }
 
 impl FromSetup for FedExP {
@@ -99,7 +88,6 @@ impl FromSetup for FedExP {
             lower: s.spec.fl.global_lr,
         };
         Ok(FedExP {
-            step,
             server: ServerChain::new(vec![Box::new(step)]),
             eval_avg: k.eval_avg,
             eval: None,
@@ -109,18 +97,19 @@ impl FromSetup for FedExP {
 }
 
 impl Strategy for FedExP {
-    /// The server links, and the average of the last two iterates for evaluation.
-    fn server_update(&mut self, s: ServerStep) -> ServerLog {
-        let ServerStep { info, global, agg } = s;
-        let prev = (self.eval_avg && info.round > 0).then(|| global.to_vec());
-        let log = self.server.step(info.round, global, agg);
-        self.eval = prev.map(|mut p| {
-            p.iter_mut()
-                .zip(global.iter())
-                .for_each(|(p, x)| *p = 0.5 * (*p + *x));
-            p
+    fn server(&mut self) -> Option<&mut ServerChain> {
+        Some(&mut self.server)
+    }
+
+    /// The average of the last two iterates, to evaluate (not in round 0).
+    fn stepped(&mut self, info: &RoundInfo, before: &[f32], after: &[f32]) {
+        self.eval = (self.eval_avg && info.round > 0).then(|| {
+            before
+                .iter()
+                .zip(after)
+                .map(|(p, x)| 0.5 * (*p + *x))
+                .collect()
         });
-        log
     }
 
     fn eval_params(&self) -> Option<&[f32]> {

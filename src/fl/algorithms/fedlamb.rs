@@ -132,14 +132,6 @@ impl FedLamb {
         })
     }
 
-    pub fn vhat(&self) -> &[f32] {
-        self.second.vhat()
-    }
-
-    pub fn first_moment(&self, client: usize) -> Option<&[f32]> {
-        self.mi.get(client)
-    }
-
     /// `v̂ ← max(v̂, mean v_i)`, or with the server's own v of the mean full-data gradient
     /// (in f64, then stored as f32).
     fn sync(&mut self) {
@@ -235,7 +227,8 @@ impl Strategy for FedLamb {
         Traffic { down: 1, up }
     }
 
-    /// `θ ← θ + η_g·Δ̄`; at a sync round, v̂ from the round's clients.
+    /// `θ ← θ + η_g·Δ̄`; at a sync round, v̂ from the round's clients. Not a chain on Δ̄: v̂
+    /// syncs from the clients' v_i (or the full-data gradient), which no link sees.
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
         let ServerStep { info, global, agg } = s;
         let log = average(info, global, agg);

@@ -106,7 +106,8 @@ impl Strategy for MimeFrozen {
         }
     }
 
-    /// `x ← x + η_g·Δ̄`, then the optimizer state takes its step with c.
+    /// `x ← x + η_g·Δ̄`, then the optimizer state takes its step with c. Not a chain on Δ̄: the
+    /// momentum follows the round's full-data gradient c, not the update.
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
         let log = average(s.info, s.global, s.agg);
         if let Some(sec) = &mut self.second {

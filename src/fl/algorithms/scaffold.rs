@@ -9,10 +9,7 @@
 use crate::error::Result;
 use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Report};
-use crate::fl::strategy::{
-    FromSetup, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, State, Strategy, Traffic,
-    average,
-};
+use crate::fl::strategy::{FromSetup, RoundInfo, RoundNeeds, Setup, State, Strategy, Traffic};
 use crate::fl::term::Term;
 use crate::optim::global_norm;
 
@@ -36,6 +33,8 @@ impl Scaffold {
 
 impl FromSetup for Scaffold {
     const READS: &'static [&'static str] = CLIENT_STATE;
+    /// Its server step is FedAvg's (it logs ‖c‖ through `state_norm`), so ACG composes with it.
+    const AVERAGES: bool = true;
 
     fn from_setup(s: &Setup) -> Result<Self> {
         // p_j = n_j / Σ n over the federation: the pool's total scaled to the federation's size
@@ -93,12 +92,9 @@ impl Strategy for Scaffold {
         Traffic { down: 1, up: 1 }
     }
 
-    fn server_update(&mut self, s: ServerStep) -> ServerLog {
-        let ServerStep { info, global, agg } = s;
-        ServerLog {
-            state_norm: Some(global_norm(&self.c)),
-            ..average(info, global, agg)
-        }
+    /// ‖c‖ in the log.
+    fn state_norm(&self) -> Option<f64> {
+        Some(global_norm(&self.c))
     }
 
     fn state(&mut self) -> State<'_> {

@@ -67,7 +67,7 @@ impl Experiment {
         let tensors: Vec<std::ops::Range<usize>> =
             layout.tensors.iter().map(|t| t.range()).collect();
         let members = Membership::new(spec, sizes.len());
-        let alg = algorithms::build(&Setup {
+        let mut alg = algorithms::build(&Setup {
             spec,
             dim: layout.total,
             tensors: &tensors,
@@ -75,6 +75,7 @@ impl Experiment {
             federation: members.size(),
             class_counts: &counts,
         })?;
+        alg.state().check_names()?;
         let workers = client_workers(spec, layout.total);
         let device_step = device_step(spec);
         let base = ClipDecay::of(&spec.local);

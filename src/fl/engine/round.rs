@@ -214,9 +214,13 @@ pub fn run_round(
             store.stage(chunk).map_err(Stop::Failed)?;
         }
         let plans: Vec<ClientPlan> = chunk.iter().map(|&c| alg.plan(c)).collect();
-        let stats = trainer.train_many(t, chunk, &anchor, plans, cfg.lr);
+        let stats = trainer.train_many(t, chunk, &anchor, plans);
         for (k, (&c, ls)) in chunk.iter().zip(stats).enumerate() {
-            let sent = uplink(t, cfg, c, &ls, trainer.delta(k))?;
+            diverged(t, c, &ls)?;
+            let sent = cfg
+                .uplink
+                .as_ref()
+                .map(|u| u.send(cfg.seed, t, c, trainer.delta(k)));
             let delta = sent.as_deref().unwrap_or(trainer.delta(k));
             sums.add(weight(c), delta);
             st.add(&ls);
@@ -241,29 +245,44 @@ pub fn run_round(
     server_step(t, &info, global, alg, sums.aggregate(sampled.len()), st)
 }
 
-/// Client c's update as the server receives it (quantized, when the uplink is), or why the
-/// round stops: a client whose training diverged.
-fn uplink(
-    t: usize,
-    cfg: &RoundConfig,
-    c: usize,
-    ls: &LocalStats,
-    delta: &[f32],
-) -> Result<Option<Vec<f32>>, Stop> {
-    if let Some(s) = ls.diverged_at {
-        return Err(Stop::Diverged {
+/// Why the round stops when client c's training diverged (its first non-finite step).
+fn diverged(t: usize, c: usize, ls: &LocalStats) -> Result<(), Stop> {
+    match ls.diverged_at {
+        Some(s) => Err(Stop::Diverged {
             round: t + 1,
             client: Some(c),
             message: format!(
                 "non-finite training loss in round {}, client {c}, local step {s}",
                 t + 1
             ),
-        });
+        }),
+        None => Ok(()),
     }
-    Ok(cfg.uplink.as_ref().map(|u| u.send(cfg.seed, t, c, delta)))
 }
 
-/// The server update of round t, and its checks.
+/// ‖a − b‖, in f64.
+fn distance(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| ((a - b) as f64).powi(2))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// Why the round stops when the server step left a non-finite global model.
+fn finite(t: usize, global: &[f32]) -> Result<(), Stop> {
+    match global.iter().all(|v| v.is_finite()) {
+        true => Ok(()),
+        false => Err(Stop::Diverged {
+            round: t + 1,
+            client: None,
+            message: format!("the global model became non-finite in round {}", t + 1),
+        }),
+    }
+}
+
+/// The server update of round t: the strategy's step, its check, the update's norm, and
+/// `stepped` with the model before and after it (the one copy of the model both read).
 fn server_step(
     t: usize,
     info: &RoundInfo,
@@ -278,18 +297,8 @@ fn server_step(
         global,
         agg: &mut agg,
     });
-    if global.iter().any(|v| !v.is_finite()) {
-        return Err(Stop::Diverged {
-            round: t + 1,
-            client: None,
-            message: format!("the global model became non-finite in round {}", t + 1),
-        });
-    }
-    st.update_norm = global
-        .iter()
-        .zip(&before)
-        .map(|(a, b)| ((a - b) as f64).powi(2))
-        .sum::<f64>()
-        .sqrt();
+    finite(t, global)?;
+    st.update_norm = distance(global, &before);
+    alg.stepped(info, &before, global);
     Ok(st)
 }
