@@ -5,6 +5,26 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
+/// The one rule for a name fedrun turns into a path (a run's folder, and so a sweep point's,
+/// whose name becomes its `run.name`, and the sweep's log beside it): one plain path component,
+/// not empty, not `.` or `..`, with no separator and no control character (a newline or a tab
+/// would make a folder that a listing or the summary line prints across lines). `what` names
+/// the key in the error.
+pub fn path_component(what: &str, name: &str) -> Result<()> {
+    let bad = name.is_empty()
+        || name == "."
+        || name == ".."
+        || name.contains(['/', '\\'])
+        || name.chars().any(char::is_control);
+    match bad {
+        false => Ok(()),
+        true => Err(Error::Config(format!(
+            "{what} must be a plain folder name (no `/` or `\\`, no control character, not `.` or `..`), got \"{}\"",
+            name.escape_debug()
+        ))),
+    }
+}
+
 /// Write a file atomically: temp file, fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))

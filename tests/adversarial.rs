@@ -269,14 +269,32 @@ fn run_sets() -> impl Strategy<Value = Vec<String>> {
         )
 }
 
+/// Whether an error message names what is at fault: a key or value in backticks, a key of a
+/// section by its dotted name, or a file.
+fn names_something(msg: &str) -> bool {
+    let key = ["data.", "model.", "fl.", "local.", "run."]
+        .iter()
+        .any(|s| msg.contains(s));
+    key || msg.contains('`') || msg.contains('/')
+}
+
 #[test]
 fn generated_runs_end_in_ok_or_a_named_error() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let d = TempDir::new("adversarial-runs");
+    // specs that parsed (and so reached a run), and runs that completed
+    let (reached, complete) = (AtomicUsize::new(0), AtomicUsize::new(0));
     runner(300)
         .run(&run_sets(), |sets| {
-            let Ok(spec) = fedrun::schema::parse(&synthetic_spec(""), "generated", &sets) else {
-                return Ok(());
+            let spec = match fedrun::schema::parse(&synthetic_spec(""), "generated", &sets) {
+                Ok(spec) => spec,
+                Err(e) => {
+                    let msg = e.to_string();
+                    prop_assert!(names_something(&msg), "{sets:?}: {msg}");
+                    return Ok(());
+                }
             };
+            reached.fetch_add(1, Ordering::Relaxed);
             let _ = std::fs::remove_dir_all(d.path().join("t"));
             let opts = RunOptions {
                 out: d.path().to_path_buf(),
@@ -284,10 +302,16 @@ fn generated_runs_end_in_ok_or_a_named_error() {
                 memory_budget: Some(1 << 28),
                 ..Default::default()
             };
-            if let Ok(s) = run(&spec, &opts)
-                && s.status == Status::Complete
-            {
-                return Ok(());
+            match run(&spec, &opts) {
+                Ok(s) if s.status == Status::Complete => {
+                    complete.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let msg = e.to_string();
+                    prop_assert!(names_something(&msg), "{sets:?}: {msg}");
+                }
             }
             // an error, a divergence or an early stop never leaves a folder that looks complete
             let status = Summary::read(&d.path().join("t")).map(|s| s.status);
@@ -295,6 +319,17 @@ fn generated_runs_end_in_ok_or_a_named_error() {
             Ok(())
         })
         .unwrap();
+    // the generator is meant to reach runs mostly: a change that made every spec fail to parse
+    // (or every run fail) would otherwise pass having tested nothing
+    let (reached, complete) = (reached.into_inner(), complete.into_inner());
+    assert!(
+        reached >= 150,
+        "only {reached} of 300 generated specs reached a run"
+    );
+    assert!(
+        complete >= 50,
+        "only {complete} of {reached} runs completed"
+    );
 }
 
 /// A damaged copy of `good`: bytes flipped, cut, or garbage appended.
@@ -597,6 +632,10 @@ fn a_damaged_finished_folder_is_flagged_or_reads_as_written() {
             Ok(())
         })
         .unwrap();
+    // the positive control: the undamaged folder reads as complete with the run's own rows
+    restore(&dir, &good);
+    let r = fedrun::analysis::runs::Run::load(&dir).unwrap();
+    assert!(r.status == Status::Complete && r.rows == truth.rows && r.keys == truth.keys);
 }
 
 /// 300 cases: folder `t` of a 3-round run (seed 1) stopped after `stop_after` rounds (all of
@@ -630,6 +669,12 @@ fn rerun_ends_whole_or_is_refused(tag: &str, stop_after: Option<usize>) {
             Ok(())
         })
         .unwrap();
+    // the positive control: the undamaged folder is run on (or kept) to the reference CSV, so a
+    // rerun that refused every folder would fail here
+    restore(&dir, &good);
+    let s = run(&spec, &opts).expect("the undamaged folder is accepted");
+    assert_eq!(s.status, Status::Complete);
+    assert_eq!(common::without_time(&dir.join("rounds.csv")), truth);
 }
 
 /// A rerun of a finished folder with one file damaged or taken from another run: refused with
@@ -654,6 +699,14 @@ fn a_damaged_partition_file_is_refused_or_valid() {
     let d = TempDir::new("adversarial-partition");
     let path = d.path().join("split.txt");
     let good = b"{0: [0, 3, 5], 1: [1, 2], 2: {4, 6}, 3: set()}".to_vec();
+    // the positive control: the undamaged file is read as the partition it writes, so a reader
+    // that refused every file would fail here
+    std::fs::write(&path, &good).unwrap();
+    let read = fedrun::data::partition::read_index_file(&path, 8).unwrap();
+    let want: Vec<Vec<usize>> = vec![vec![0, 3, 5], vec![1, 2], vec![4, 6], vec![]];
+    let mut sorted = read.clone();
+    sorted.iter_mut().for_each(|c| c.sort_unstable());
+    assert_eq!(sorted, want);
     runner(2000)
         .run(&damage(good), |bytes| {
             std::fs::write(&path, &bytes).unwrap();

@@ -150,7 +150,9 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
                 DeviceChain::new(&term, &Rule::default(), &anchor, base, &ranges, &dev).unwrap();
             let mut xt = split(&x0, &cuts, &dev);
             let mut gt = split(&g0, &cuts, &dev);
-            let norm = device.step(0.1, &mut xt, &mut gt, &ctx).unwrap();
+            let norm = device
+                .step(&mut xt, &mut gt, &Ctx { lr: 0.1, ..ctx })
+                .unwrap();
             let norm = norm.into_scalar::<f32>() as f64;
             let st = device.read_norm(norm);
             assert_eq!(st.clipped, s.clipped, "nar {nar}, A {a}");

@@ -933,3 +933,31 @@ fn an_empty_test_set_is_refused() {
     assert!(e.contains("the test set is empty"), "{e}");
     assert!(!d.path().join("t").exists(), "a run folder was made");
 }
+
+/// A name fedrun turns into a path is one plain component: a newline, a tab, another control
+/// character, a separator, `.` and `..` are refused by name (a sweep point's name is its
+/// `run.name`, so the same rule holds there), and the error shows the character escaped.
+#[test]
+fn names_that_become_paths_are_plain_components() {
+    for bad in ["a\nb", "a\tb", "a\u{1b}b", "a/b", "a\\b", ".", "..", ""] {
+        let e = fedrun::schema::parse(
+            &common::synthetic_spec(""),
+            "t",
+            &[format!("run.name={}", toml::Value::String(bad.into()))],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("key `run.name` must be a plain folder name") && !e.contains('\n'),
+            "{bad:?}: {e}"
+        );
+    }
+    for good in ["fednar_cnn", "a.b-c+d", "wd=0.05"] {
+        fedrun::schema::parse(
+            &common::synthetic_spec(""),
+            "t",
+            &[format!("run.name={}", toml::Value::String(good.into()))],
+        )
+        .unwrap();
+    }
+}

@@ -80,16 +80,7 @@ pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
     for check in &schema.checks {
         check(s)?;
     }
-    if s.run.name.is_empty()
-        || s.run.name.contains(['/', '\\'])
-        || s.run.name == "."
-        || s.run.name == ".."
-    {
-        return Err(Error::Config(format!(
-            "key `run.name` must be a plain folder name, got \"{}\"",
-            s.run.name
-        )));
-    }
+    crate::io::path_component("key `run.name`", &s.run.name)?;
     non_negative("run.client_state_mb", s.run.client_state_mb)?;
     if s.run.init_seed < -1 {
         return Err(Error::Config(format!(

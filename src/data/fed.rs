@@ -63,10 +63,8 @@ pub enum Input {
     Tokens(Tensor<2, Int>),
 }
 
-/// How a training batch is augmented (`data.augmentation`, re-exported as [`Augment`]):
-/// `Batch`, one crop offset and one flip decision for the whole batch (the FedNAR code);
-/// `Sample`, one per image; `None`.
-
+/// A federated data set: the training pool, the test set, each client's indices into the pool,
+/// and how a training batch is augmented.
 #[derive(Clone, Debug)]
 pub struct FedData {
     pub name: String,
@@ -75,7 +73,9 @@ pub struct FedData {
     /// Train indices of each client.
     pub clients: Vec<Vec<usize>>,
     pub num_classes: usize,
-    /// Images only: augmentation applies.
+    /// How a training batch is augmented (`data.augmentation`; images only): `Batch`, one crop
+    /// offset and one flip decision for the whole batch (the FedNAR code); `Sample`, one per
+    /// image; `None`.
     pub augment: Augment,
 }
 

@@ -128,15 +128,10 @@ impl DeviceChain {
         })
     }
 
-    /// The term, clip, decay and `x ← x − lr·g` over tensors; the pre-clip norm as a
-    /// one-element tensor.
-    pub fn step(
-        &self,
-        lr: f32,
-        x: &mut [Tensor<1>],
-        g: &mut [Tensor<1>],
-        ctx: &Ctx,
-    ) -> Option<Tensor<1>> {
+    /// The term, clip, decay and `x ← x − l·g` (l = `ctx.lr`, as an f32) over tensors; the
+    /// pre-clip norm as a one-element tensor.
+    pub fn step(&self, x: &mut [Tensor<1>], g: &mut [Tensor<1>], ctx: &Ctx) -> Option<Tensor<1>> {
+        let lr = ctx.lr as f32;
         let mut s = TensorStep {
             u: g,
             x,

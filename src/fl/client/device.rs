@@ -16,15 +16,9 @@ use super::chain::DeviceChain;
 use crate::model::Model;
 use crate::optim::{Ctx, Log};
 
-/// One step: the gradient of `loss`, the chain and `x ← x − lr·u`, all on the device. Returns
-/// the updated model, the loss and the step's log.
-pub fn step(
-    chain: &DeviceChain,
-    model: Model,
-    loss: Tensor<1>,
-    lr: f32,
-    ctx: &Ctx,
-) -> (Model, f64, Log) {
+/// One step: the gradient of `loss`, the chain and `x ← x − l·u` (l = `ctx.lr`), all on the
+/// device. Returns the updated model, the loss and the step's log.
+pub fn step(chain: &DeviceChain, model: Model, loss: Tensor<1>, ctx: &Ctx) -> (Model, f64, Log) {
     let loss_value = loss.clone().inner();
     let grads = loss.backward();
     let mut c = Collect {
@@ -35,7 +29,7 @@ pub fn step(
     model.visit(&mut c);
     let Collect { mut x, mut g, .. } = c;
     drop(grads);
-    let norm = chain.step(lr, &mut x, &mut g, ctx);
+    let norm = chain.step(&mut x, &mut g, ctx);
     drop(g);
     let model = model.map(&mut Put { x: x.into_iter() });
     // the step's one read: the loss and the norm together

@@ -1,7 +1,8 @@
 //! Local training of one client, from its [`ClientPlan`](super::plan::ClientPlan): exactly K
 //! steps (or E epochs) of mini-batches from a shuffled pass over the client's data, reshuffled
-//! when it runs out; the last batch of a pass may be short. One model object and two flat
-//! buffers (x, g) are reused for every client.
+//! when it runs out; the last batch of a pass may be short. One model object and three flat
+//! buffers (x, g, and the starting model's gradient g_anchor that Mime's correction reads) are
+//! reused for every client.
 //!
 //! Each step runs on the host (parameters written to the device, the gradient read back, the
 //! chain over flat vectors: fastest on the CPU) or, with the device-resident step

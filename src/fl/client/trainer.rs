@@ -369,7 +369,7 @@ fn run_steps(
         };
         let (loss_v, log) = match &mut stepper {
             Stepper::Device(chain) => {
-                let (m, l, log) = device::step(chain, model, loss, lr as f32, &ctx);
+                let (m, l, log) = device::step(chain, model, loss, &ctx);
                 model = m;
                 (l, log)
             }

@@ -25,7 +25,6 @@ pub trait LocalTrainer {
         clients: &[usize],
         anchor: &[f32],
         plans: Vec<ClientPlan>,
-        lr: f64,
     ) -> Vec<LocalStats>;
     fn delta(&self, k: usize) -> &[f32];
     /// The loss gradient of client `client`'s whole data at `at` (for
@@ -96,7 +95,6 @@ impl LocalTrainer for BurnClients<'_> {
         clients: &[usize],
         anchor: &[f32],
         plans: Vec<ClientPlan>,
-        _lr: f64,
     ) -> Vec<LocalStats> {
         let (data, spec) = (self.data, self.spec);
         let job = Shared {
