@@ -1,0 +1,29 @@
+//! The docs quote what the scripts compute: PERFORMANCE.md's run-time table is
+//! `scripts/bench/round_time.py`'s output, so the two cannot drift apart.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn performance_doc_holds_the_round_time_table_the_script_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("python3")
+        .arg(root.join("scripts/bench/round_time.py"))
+        .output()
+        .expect("python3 (3.11 or later, for tomllib) runs scripts/bench/round_time.py");
+    assert!(
+        out.status.success(),
+        "round_time.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.lines().count() >= 10,
+        "a row per paper setting:\n{table}"
+    );
+    let doc = std::fs::read_to_string(root.join("docs/PERFORMANCE.md")).unwrap();
+    assert!(
+        doc.contains(table.trim()),
+        "docs/PERFORMANCE.md's first table is not round_time.py's output; paste it in:\n{table}"
+    );
+}
