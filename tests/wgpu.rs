@@ -93,3 +93,61 @@ fn agree_with_flex(gpu: fedrun::config::Backend) {
         }
     }
 }
+
+/// The cohort step on the GPU backend (lavapipe in CI): two rounds of the MLP and of the small
+/// CNN (its convolutions grouped, one group per client) with every round's clients as one
+/// cohort agree with one client at a time on the same backend.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn wgpu_cohort_trains_as_one_client_at_a_time() {
+    cohort_agrees_on_wgpu("mlp");
+    cohort_agrees_on_wgpu("tiny-cnn");
+}
+
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn cohort_agrees_on_wgpu(model: &str) {
+    let backend = fedrun::config::Backend::Wgpu;
+    if let Err(e) = fedrun::fl::engine::devices(backend) {
+        panic!("{backend} cannot run here: {e}");
+    }
+    let d = TempDir::new("wgpu-cohort");
+    let rows: Vec<Vec<Vec<f64>>> = [1, 3]
+        .iter()
+        .map(|k| {
+            let spec = fedrun::schema::parse(
+                &synthetic_spec(""),
+                "t",
+                &[
+                    "run.backend=\"wgpu\"".into(),
+                    "run.local_step=\"host\"".into(),
+                    format!("model.kind=\"{model}\""),
+                    "fl.clients_per_round=3".into(),
+                    "fl.algorithm=\"fedprox\"".into(),
+                    "data.augmentation=\"none\"".into(),
+                    format!("run.cohort={k}"),
+                    format!("run.name=\"k{k}\""),
+                ],
+            )
+            .unwrap();
+            let opts = RunOptions {
+                out: d.path().to_path_buf(),
+                ..Default::default()
+            };
+            let s = run(&spec, &opts).unwrap();
+            assert_eq!(s.status, Status::Complete, "cohort {k}: {}", s.message);
+            columns(&d.path().join(format!("k{k}")).join("rounds.csv"))
+        })
+        .collect();
+    let header: Vec<&str> = fedrun::metrics::csv::HEADER.split(',').collect();
+    assert_eq!(rows[0].len(), 2, "two rounds");
+    for (r, (a, b)) in rows[0].iter().zip(&rows[1]).enumerate() {
+        for name in ["test_loss", "train_loss", "update_norm"] {
+            let c = header.iter().position(|h| *h == name).unwrap();
+            let (x, y) = (a[c], b[c]);
+            assert!(
+                (x - y).abs() <= 1e-4 * x.abs().max(1.0),
+                "{model}, round {r}, {name}: one at a time {x} vs the cohort {y}"
+            );
+        }
+    }
+}

@@ -22,6 +22,9 @@ pub enum Workload {
     W1Resnet,
     /// Rounds of the CNN, 50 clients × 1 epoch of batch 10.
     W2,
+    /// Rounds of a spec (`--config`, default the quickstart's) on its own data, as a run
+    /// trains them (with `--set run.cohort=K`, its cohorts).
+    Round,
     /// The gemm ceiling.
     Gemm,
     /// Each convolution through fedrun's kernels and burn's ops.
@@ -62,6 +65,9 @@ pub struct BenchArgs {
     /// trains them (two at once for the small models on two cores).
     #[arg(long, default_value_t = 1)]
     pub clients: usize,
+    /// The spec of `--workload round`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Extra spec overrides.
     #[arg(long = "set")]
     pub set: Vec<String>,
@@ -77,9 +83,12 @@ fn workload(w: Workload) -> String {
     match w {
         Workload::W1Resnet => w1("resnet18"),
         Workload::W2 => "[data]\ndataset = \"cifar10\"\npartition = \"iid\"\nnum_clients = 1000\naugmentation = \"none\"\n[model]\nkind = \"cnn\"\n[fl]\nclients_per_round = 50\neval_every = 10\n[local]\nepochs = 1\nbatch_size = 10\nlr = 0.1\nlr_decay = 1.0\nweight_decay = 0.0\nmax_norm = 0.0\n[run]\nname = \"bench\"\n".into(),
-        Workload::W1Cnn | Workload::Gemm | Workload::Ops | Workload::Model | Workload::Tune => {
-            w1("cnn")
-        }
+        Workload::W1Cnn
+        | Workload::Round
+        | Workload::Gemm
+        | Workload::Ops
+        | Workload::Model
+        | Workload::Tune => w1("cnn"),
     }
 }
 
@@ -108,24 +117,46 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         Workload::Tune => return super::bench_models::tune(&model_bench(a), &a.set),
         _ => {}
     }
-    let text = workload(a.workload);
+    let (spec, name) = spec_of(a)?;
+    time_rounds(&spec, &name, a)
+}
+
+/// The spec of a workload of rounds, `--set` and `--rounds` applied, and its name.
+fn spec_of(a: &BenchArgs) -> Result<(crate::config::Spec, String)> {
     let mut set = a.set.clone();
     set.push(format!("fl.rounds={}", a.rounds));
+    if a.workload == Workload::Round {
+        let args = super::spec_args::SpecArgs {
+            config: a.config.clone(),
+            set,
+        };
+        let name = a
+            .config
+            .as_ref()
+            .map_or("quickstart".into(), |p| p.display().to_string());
+        return Ok((args.load()?, name));
+    }
     let name = a
         .workload
         .to_possible_value()
         .map(|v| v.get_name().to_string());
     let name = name.unwrap_or_default();
+    let text = workload(a.workload);
     let spec = crate::schema::parse(&text, &format!("workload {name}"), &set)?;
+    Ok((spec, name))
+}
+
+/// Time `a.rounds` rounds of `spec`, each evaluated as the spec says (unless `--no-eval`).
+fn time_rounds(spec: &crate::config::Spec, name: &str, a: &BenchArgs) -> Result<()> {
     let t = Instant::now();
-    let data = data::load(&spec, a.data_dir.as_deref())?;
+    let data = data::load(spec, a.data_dir.as_deref())?;
     eprintln!(
         "{} (loaded in {:.2} s)",
         data.describe(),
         t.elapsed().as_secs_f64()
     );
     let threads = threads();
-    let mut ex = Experiment::new(&spec, data)?;
+    let mut ex = Experiment::new(spec, data)?;
     eprintln!(
         "model {} with {} parameters, threads={threads}",
         spec.model.kind, ex.layout.total
@@ -164,6 +195,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             "median_train_s": med(rounds.iter().map(|r| r.1).collect()),
             "median_train_images_per_s": med(rounds.iter().map(|r| r.2).collect()),
             "threads": threads,
+            "cohort": spec.run.cohort,
         })
     );
     Ok(())

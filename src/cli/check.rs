@@ -20,5 +20,19 @@ pub fn check(a: &SpecArgs) -> Result<()> {
     println!(
         "# other algorithms' tables are left out: `fedrun check --set fl.algorithm=\"NAME\"` prints NAME's"
     );
+    if spec.run.cohort > 1 {
+        println!("# {}", cohort_line(&spec));
+    }
     Ok(())
+}
+
+/// What `run.cohort` will do with this spec.
+fn cohort_line(spec: &crate::config::Spec) -> String {
+    let k = spec.run.cohort;
+    match crate::model::stacked::why_not(&spec.model) {
+        Some(why) => format!("run.cohort = {k}: {why}; the clients train one at a time"),
+        None => format!(
+            "run.cohort = {k}: up to {k} clients train as one computation; a round whose clients' step reads more than the cross-entropy of the logits (frozen models, a loss of its own, the starting model's gradient) trains them one at a time, and the run says so"
+        ),
+    }
 }

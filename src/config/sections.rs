@@ -359,6 +359,12 @@ pub struct RunSpec {
     /// Clients trained at once, each on one core; 0 = auto (one per core for small models
     /// without dropout, else 1). Results are identical whatever the value.
     pub client_workers: usize,
+    /// The cohort step: up to this many of a round's clients train as one batched computation
+    /// (every parameter with a leading client dimension). 1 trains them one at a time. A
+    /// cohort rounds its batched products differently, so its numbers agree with 1's to float
+    /// rounding, not bit for bit; at a fixed value a run is reproducible. Plans and models
+    /// without a stacked form train one at a time, and the run says why.
+    pub cohort: usize,
     /// Per-client state (SCAFFOLD's c_i, FedDyn's g_i, …) kept in memory, in MB (10⁶ bytes),
     /// at least the clients trained at once; the rest is spilled to `client_state_*.bin` in the
     /// run folder. 0 = no limit. Results are identical whatever the value.
@@ -380,6 +386,7 @@ impl Default for RunSpec {
             local_step: LocalStep::Auto,
             checkpoint_every: 10,
             client_workers: 0,
+            cohort: 1,
             client_state_mb: 0.0,
             flush_subnormals: true,
         }

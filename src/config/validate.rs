@@ -82,6 +82,13 @@ pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
     }
     crate::io::path_component("key `run.name`", &s.run.name)?;
     non_negative("run.client_state_mb", s.run.client_state_mb)?;
+    at_least_one("run.cohort", s.run.cohort)?;
+    if s.run.cohort > 1 && s.run.client_workers > 1 {
+        return Err(Error::Config(format!(
+            "keys `run.cohort` = {} and `run.client_workers` = {}: a cohort trains its clients as one computation on every core; set one of them to 1 (`run.client_workers` = 0 chooses 1 with a cohort)",
+            s.run.cohort, s.run.client_workers
+        )));
+    }
     if s.run.init_seed < -1 {
         return Err(Error::Config(format!(
             "key `run.init_seed` must be a seed ≥ 0, or −1 to follow `run.seed`, got {}",

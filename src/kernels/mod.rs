@@ -93,6 +93,25 @@ pub fn conv2d(conv: &Conv2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
     Tensor::from_dispatch(y)
 }
 
+/// A convolution without padding or dilation whose weight and bias are tensors rather than a
+/// module's (the stacked models' `[K·o, c, kh, kw]` slices), on fedrun's kernel where it
+/// applies (flex), burn's op elsewhere.
+pub fn conv2d_of(
+    x: Tensor<4>,
+    w: Tensor<4>,
+    b: Tensor<1>,
+    stride: [usize; 2],
+    kernels: Kernels,
+) -> Tensor<4> {
+    let o = ConvOptions::new(stride, [0, 0], [1, 1], 1);
+    if !(kernels == Kernels::Fedrun && is_flex(&x.device())) {
+        return burn::tensor::module::conv2d(x, w, Some(b), o);
+    }
+    type D = burn::backend::Dispatch;
+    let (x, w, b) = (x.into_dispatch(), w.into_dispatch(), b.into_dispatch());
+    Tensor::from_dispatch(<D as CpuConv>::fr_conv2d_bias(x, w, b, o))
+}
+
 /// `pool.forward(x)`, followed by a ReLU if `relu`, on fedrun's kernel where it applies (no
 /// padding, dilation 1, floor or ceil mode). `relu(pool(x))` equals `pool(relu(x))`, value and
 /// gradient; models use this order, which applies the ReLU to a quarter of the values.

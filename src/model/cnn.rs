@@ -89,6 +89,18 @@ impl Cnn {
     pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {
         self.fcs[self.fcs.len() - 1].forward(features)
     }
+
+    /// What the stacked form reads besides the parameters: the pooling, the kernels, and the
+    /// convolutions' stride (no padding, no dilation); None with a projection head.
+    pub fn stack_parts(&self) -> Option<(&MaxPool2d, Kernels, [usize; 2])> {
+        let plain =
+            |c: &Conv2d| c.dilation == [1, 1] && c.groups == 1 && c.stride == self.conv1.stride;
+        (self.proj.is_none() && plain(&self.conv1) && plain(&self.conv2)).then_some((
+            &self.pool,
+            self.kernels,
+            self.conv1.stride,
+        ))
+    }
 }
 
 /// input → hidden (ReLU) → classes (the Fed-LAMB MNIST MLP with hidden 200).

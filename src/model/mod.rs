@@ -13,6 +13,7 @@ pub mod params;
 pub mod projection;
 pub mod resnet;
 pub mod size;
+pub mod stacked;
 pub mod transformer;
 mod unread;
 

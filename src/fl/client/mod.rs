@@ -14,11 +14,14 @@
 //! | `batches.rs` | the shuffled stream of a client's batches |
 //! | `chain.rs` | the local optimizer: term, clip and decay (baseline or FedNAR order), the plan's rule |
 //! | `device.rs` | the device-resident step |
+//! | `cohort.rs` | the cohort step: several clients' steps as one computation (`run.cohort`) |
 
 mod batches;
 mod chain;
+mod cohort;
 mod device;
 mod trainer;
 
 pub use chain::{ClipDecay, DeviceChain, HostChain};
+pub use cohort::{Cohort, why_not as cohort_why_not};
 pub use trainer::{LocalStats, Trainer, Work, local_steps};

@@ -32,7 +32,7 @@ pub struct LocalStats {
 }
 
 impl LocalStats {
-    fn record(&mut self, step: usize, loss: f64, samples: usize, log: &Log) {
+    pub(super) fn record(&mut self, step: usize, loss: f64, samples: usize, log: &Log) {
         if !loss.is_finite() && self.diverged_at.is_none() {
             self.diverged_at = Some(step);
         }

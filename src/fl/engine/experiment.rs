@@ -11,7 +11,7 @@ use crate::config::{Aggregation, KernelChoice, Spec, UplinkScope};
 use crate::data::FedData;
 use crate::error::{Error, Result};
 use crate::fl::algorithms;
-use crate::fl::client::{ClipDecay, Trainer};
+use crate::fl::client::{ClipDecay, Cohort, Trainer};
 use crate::fl::per_client::Budget;
 use crate::fl::schedule::Schedule;
 use crate::fl::strategy::{Setup, Strategy};
@@ -21,6 +21,27 @@ use crate::metrics::eval::Evaluator;
 use crate::model::params::{Layout, write_params};
 use crate::model::{Model, init};
 use crate::rng::{Rng, Stream};
+
+/// The cohort step's trainer when `run.cohort` > 1 and the model has a stacked form; else None,
+/// saying why the run trains its clients one at a time.
+fn cohort_of(
+    spec: &Spec,
+    build: impl FnOnce() -> Result<Model>,
+    device: &Device,
+    base: ClipDecay,
+) -> Result<Option<Cohort>> {
+    if spec.run.cohort <= 1 {
+        return Ok(None);
+    }
+    if let Some(why) = crate::model::stacked::why_not(&spec.model) {
+        eprintln!(
+            "note: run.cohort = {}: {why}; the clients train one at a time",
+            spec.run.cohort
+        );
+        return Ok(None);
+    }
+    Ok(Some(Cohort::new(build()?, device.clone(), base)))
+}
 
 /// Everything built before the first round; also used by `bench`.
 pub struct Experiment {
@@ -35,6 +56,8 @@ pub struct Experiment {
     pub trainers: Vec<Trainer>,
     /// One single-thread pool per worker when there are several.
     pub pools: Vec<rayon::ThreadPool>,
+    /// The cohort step's trainer (`run.cohort` > 1 and a model with a stacked form).
+    pub cohort: Option<Cohort>,
     pub evaluator: Evaluator,
     pub device: Device,
     /// Set from outside (SIGINT, SIGTERM): clients stop before their next local step, the
@@ -61,7 +84,6 @@ impl Experiment {
             spec.model.identical_layers,
             spec.model.init,
         );
-        let model = write_params(model, &global);
         let sizes = data.client_sizes();
         let counts = data.class_counts();
         let tensors: Vec<std::ops::Range<usize>> =
@@ -77,25 +99,17 @@ impl Experiment {
         })?;
         alg.state().check_names()?;
         let workers = client_workers(spec, layout.total);
-        let device_step = device_step(spec);
         let base = ClipDecay::of(&spec.local);
-        let mut trainers = vec![Trainer::new(
-            model,
-            device.clone(),
-            layout.total,
-            base,
-            device_step,
-        )];
-        for _ in 1..workers {
-            let m = write_params(Model::build(&spec.model, shape, kernels, &device)?, &global);
-            trainers.push(Trainer::new(
-                m,
-                device.clone(),
-                layout.total,
-                base,
-                device_step,
-            ));
-        }
+        let build = || Model::build(&spec.model, shape, kernels, &device);
+        let mut first = Some(model);
+        let trainers = (0..workers)
+            .map(|_| {
+                let m = write_params(first.take().map_or_else(build, Ok)?, &global);
+                let step = device_step(spec);
+                Ok(Trainer::new(m, device.clone(), layout.total, base, step))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let cohort = cohort_of(spec, build, &device, base)?;
         let pools = if workers > 1 {
             (0..workers)
                 .map(|_| {
@@ -112,6 +126,7 @@ impl Experiment {
             spec: spec.clone(),
             trainers,
             pools,
+            cohort,
             evaluator: Evaluator::new(eval_model, eval_device, spec.fl.eval_batch_size),
             data,
             layout,
@@ -190,6 +205,7 @@ impl Experiment {
         let mut client = BurnClients {
             trainers: &mut self.trainers,
             pools: &self.pools,
+            cohort: self.cohort.as_mut().map(|c| (c, self.spec.run.cohort)),
             data: &self.data,
             spec: &self.spec,
             device: &self.device,

@@ -149,6 +149,7 @@ pub fn client_workers(spec: &Spec, params: usize) -> usize {
         });
     let has_dropout = crate::model::Model::has_dropout(&spec.model);
     let w = match spec.run.client_workers {
+        0 if spec.run.cohort > 1 => 1,
         0 if has_dropout || params > 2_000_000 => 1,
         0 => cores,
         w => w,

@@ -1,0 +1,233 @@
+//! The cohort step (`run.cohort`): clients trained as one batched computation give each client
+//! the Δ_i it gets trained alone, to float rounding, for every family of client plan that
+//! stacks (plain SGD, an affine term, a rule with per-client moments and trust ratios, the
+//! FedNAR clip); clients with unequal data (short batches, different step counts); the same
+//! bits at a fixed cohort; and a plan that does not stack trains one at a time, bit for bit.
+
+mod common;
+
+use fedrun::data;
+use fedrun::fl::client::LocalStats;
+use fedrun::fl::engine::{BurnClients, Experiment, LocalTrainer};
+
+/// Δ_i and the stats of `clients` trained from the initial model in round 0 of the synthetic
+/// spec with `sets`, with `run.cohort` = `cohort`.
+fn deltas(sets: &[&str], cohort: usize, clients: &[usize]) -> (Vec<Vec<f32>>, Vec<LocalStats>) {
+    let mut set: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    set.push(format!("run.cohort={cohort}"));
+    set.push("run.client_workers=1".into());
+    let s = fedrun::schema::parse(&common::synthetic_spec(""), "cohort", &set).unwrap();
+    let d = data::load(&s, None).unwrap();
+    let mut ex = Experiment::new(&s, d).unwrap();
+    assert_eq!(
+        ex.cohort.is_some(),
+        cohort > 1,
+        "a cohort trainer for {sets:?}"
+    );
+    let anchor = ex.global.clone();
+    let mut bc = BurnClients {
+        trainers: &mut ex.trainers,
+        pools: &ex.pools,
+        data: &ex.data,
+        spec: &ex.spec,
+        device: &ex.device,
+        stop: None,
+        cohort: ex.cohort.as_mut().map(|c| (c, cohort)),
+    };
+    // as the round gives them: `width` clients at a time
+    let (mut ds, mut stats) = (Vec::new(), Vec::new());
+    for chunk in clients.chunks(bc.width()) {
+        let plans = chunk.iter().map(|&c| ex.alg.plan(c)).collect();
+        stats.extend(bc.train_many(0, chunk, &anchor, plans));
+        ds.extend((0..chunk.len()).map(|k| bc.delta(k).to_vec()));
+    }
+    (ds, stats)
+}
+
+/// Largest |a − b| over max(1e-3, max |b|): relative to the update's scale.
+fn rel_diff(a: &[f32], b: &[f32]) -> f64 {
+    let scale = b.iter().fold(1e-3f64, |m, &v| m.max(f64::from(v.abs())));
+    let d = a
+        .iter()
+        .zip(b)
+        .fold(0f64, |m, (&x, &y)| m.max(f64::from((x - y).abs())));
+    d / scale
+}
+
+/// Cohort and one-at-a-time training agree client by client, in Δ_i and in the stats.
+fn agree(sets: &[&str], clients: &[usize]) {
+    let (alone, s1) = deltas(sets, 1, clients);
+    let (together, sk) = deltas(sets, clients.len(), clients);
+    for (k, (a, b)) in together.iter().zip(&alone).enumerate() {
+        assert!(
+            b.iter().any(|&v| v != 0.0),
+            "{sets:?}: client {k} moved nothing alone"
+        );
+        let d = rel_diff(a, b);
+        eprintln!("{sets:?}: client {k}: relative difference {d:e}");
+        assert!(d < 1e-4, "{sets:?}: client {k}'s Δ differs by {d:e}");
+        assert_eq!(s1[k].steps, sk[k].steps, "{sets:?}: client {k}'s steps");
+        assert_eq!(
+            s1[k].samples, sk[k].samples,
+            "{sets:?}: client {k}'s samples"
+        );
+        assert_eq!(
+            s1[k].clipped, sk[k].clipped,
+            "{sets:?}: client {k}'s clipped steps"
+        );
+        let dl = (s1[k].loss_sum - sk[k].loss_sum).abs() / s1[k].loss_sum.abs().max(1e-6);
+        assert!(dl < 1e-4, "{sets:?}: client {k}'s loss differs by {dl:e}");
+    }
+}
+
+const MLP: &str = "model.kind=\"mlp\"";
+
+#[test]
+fn a_cohort_of_mlps_trains_each_client_as_alone() {
+    agree(&[MLP], &[0, 1, 2, 3]);
+    agree(&["model.kind=\"linear\""], &[3, 1]);
+}
+
+#[test]
+fn every_stackable_plan_family_agrees_with_one_at_a_time() {
+    for alg in [
+        "fedprox", "scaffold", "fedacg", "feddyn", "fedcm", "fedlamb", "fedams",
+    ] {
+        agree(&[MLP, &format!("fl.algorithm=\"{alg}\"")], &[0, 1, 2]);
+    }
+    // FedNAR's joint clip, clipping at every step
+    agree(&[MLP, "local.nar=true", "local.max_norm=0.05"], &[0, 2]);
+}
+
+#[test]
+fn clients_with_unequal_data_step_and_weigh_as_alone() {
+    // clients of 30, 17, 40 and 9 of the 96 samples, two epochs of batch 6: different step
+    // counts (10, 6, 14, 4) and short last batches of different sizes (0, 5, 4, 3)
+    let dir = common::TempDir::new("cohort-partition");
+    let file = dir.path().join("split.txt");
+    let mut at = 0;
+    let lists: Vec<String> = [30, 17, 40, 9]
+        .iter()
+        .enumerate()
+        .map(|(c, &n)| {
+            let idx: Vec<String> = (at..at + n).map(|i| i.to_string()).collect();
+            at += n;
+            format!("{c}: [{}]", idx.join(", "))
+        })
+        .collect();
+    std::fs::write(&file, format!("{{{}}}", lists.join(", "))).unwrap();
+    let part = format!("data.partition_file=\"{}\"", file.display());
+    let sets = [
+        MLP,
+        "data.partition=\"file\"",
+        &part,
+        "local.epochs=2",
+        "local.batch_size=6",
+    ];
+    let (_, stats) = deltas(&sets, 1, &[0, 1, 2, 3]);
+    let steps: Vec<usize> = stats.iter().map(|s| s.steps).collect();
+    assert_eq!(steps, [10, 6, 14, 4]);
+    agree(&sets, &[0, 1, 2, 3]);
+}
+
+#[test]
+fn a_cohort_gives_the_same_bits_run_to_run() {
+    let (a, _) = deltas(&[MLP, "fl.algorithm=\"fedprox\""], 3, &[0, 1, 2]);
+    let (b, _) = deltas(&[MLP, "fl.algorithm=\"fedprox\""], 3, &[0, 1, 2]);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_plan_that_does_not_stack_trains_one_at_a_time_bit_for_bit() {
+    // FedNTD's loss reads the frozen global model: no stacked form, the cohort trains its
+    // clients one by one
+    let sets = [MLP, "fl.algorithm=\"fedntd\""];
+    let (alone, _) = deltas(&sets, 1, &[0, 1, 2]);
+    let (cohort, _) = deltas(&sets, 3, &[0, 1, 2]);
+    assert_eq!(alone, cohort);
+}
+
+#[test]
+fn a_cohort_of_cnns_trains_each_client_as_alone() {
+    // the FedExP CNN's shape in small (grouped convolutions, pooling, three linear layers)
+    agree(&["model.kind=\"tiny-cnn\""], &[0, 1, 2, 3]);
+    agree(
+        &[
+            "model.kind=\"tiny-cnn\"",
+            "fl.algorithm=\"scaffold\"",
+            "local.nar=true",
+        ],
+        &[2, 0, 3],
+    );
+    // burn's ops: the copies' convolutions as one grouped convolution (the GPU backends' form)
+    agree(
+        &["model.kind=\"tiny-cnn\"", "run.kernels=\"burn\""],
+        &[0, 1, 2],
+    );
+}
+
+#[test]
+fn a_model_without_a_stacked_form_runs_without_a_cohort() {
+    let s = fedrun::schema::parse(
+        &common::synthetic_spec(""),
+        "cohort",
+        &["run.cohort=4".into(), "model.kind=\"resnet18\"".into()],
+    )
+    .unwrap();
+    let d = data::load(&s, None).unwrap();
+    let ex = Experiment::new(&s, d).unwrap();
+    assert!(ex.cohort.is_none(), "ResNet-18 has no stacked form yet");
+}
+
+#[test]
+fn cohort_keys_are_checked() {
+    let parse = |sets: &[&str]| {
+        let set: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        fedrun::schema::parse(&common::synthetic_spec(""), "cohort", &set)
+    };
+    let e = parse(&["run.cohort=0"]).unwrap_err().to_string();
+    assert!(e.contains("run.cohort"), "{e}");
+    let e = parse(&["run.cohort=4", "run.client_workers=2"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("run.cohort") && e.contains("run.client_workers"),
+        "{e}"
+    );
+    assert!(parse(&["run.cohort=4", "run.client_workers=1"]).is_ok());
+}
+
+/// Which algorithms' client plans stack (README, "The cohort step"): all but those whose step
+/// reads more than the logits' cross-entropy, checked on each algorithm's plan.
+#[test]
+fn the_algorithms_whose_plans_stack_are_the_documented_ones() {
+    let alone = [
+        "moon",
+        "fedntd",
+        "fedlc",
+        "fedmlb",
+        "feddecorr",
+        "mime",
+        "mimelamb",
+    ];
+    for name in fedrun::fl::algorithms::NAMES {
+        // FedMLB's hybrid branches run ResNet-18's stages
+        let model = match *name {
+            "fedmlb" => "model.kind=\"resnet18\"",
+            _ => MLP,
+        };
+        let set = vec![format!("fl.algorithm=\"{name}\""), model.into()];
+        let s = fedrun::schema::parse(&common::synthetic_spec(""), "cohort", &set).unwrap();
+        let d = data::load(&s, None).unwrap();
+        let mut ex = Experiment::new(&s, d).unwrap();
+        // after a round, as the plans of a run's later rounds are (MOON's first has no
+        // previous model)
+        assert!(ex.round_stats(0).is_ok(), "{name}: a round");
+        let why = fedrun::fl::client::cohort_why_not(&ex.alg.plan(0));
+        assert_eq!(
+            why.is_some(),
+            alone.contains(name),
+            "{name}: {why:?} (README's list of algorithms that train one at a time)"
+        );
+    }
+}
