@@ -32,6 +32,10 @@
 # it (needs a binary built with `autotune`; tune.jsonl, and a table of its own). burn's tuning
 # cache starts empty for the whole check (XDG_CACHE_HOME=$out/cache). --cache DIR: keep burn's
 # tuning cache in DIR as it is (a machine's earlier tuning) instead of an empty $out/cache.
+# --cohort K: after a backend's benches, the W2 round (50 clients × 5 steps of batch 10 of the
+# CIFAR CNN, on generated CIFAR-shaped data) with one client at a time and with `run.cohort = K`,
+# beside scripts/bench/torch_round.py's per-client loop and torch.func vmap on CUDA (cohort.jsonl,
+# and a table of its own).
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -46,6 +50,7 @@ later_models=""
 tune_models=""
 agree_algorithms="fedavg,fedprox,scaffold,fedacg,feddyn,fedcm,fedadam,fedlamb,mime"
 cache=""
+cohort=""
 pairs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -59,7 +64,8 @@ while [ $# -gt 0 ]; do
         --tune) tune_models="$2"; shift 2 ;;
         --cache) cache="$2"; shift 2 ;;
         --agree) agree_algorithms="$2"; shift 2 ;;
-        -h|--help) sed -n 2,35p "$0"; exit 0 ;;
+        --cohort) cohort="$2"; shift 2 ;;
+        -h|--help) sed -n 2,39p "$0"; exit 0 ;;
         *=*) pairs+=("$1"); shift ;;
         *) echo "gpu_check: unknown argument '$1' (expected BACKEND=BINARY or an option; --help)" >&2; exit 2 ;;
     esac
@@ -100,6 +106,19 @@ t=$(left)
 timeout $(( t < 180 ? t : 180 )) $py "$here/bench/torch_models.py" --all --device cuda \
     --steps "$steps" --reps "$reps" 2>>"$out/logs/torch.err" | grep '"summary"' >> "$out/torch.jsonl" \
     || echo "torch: failed or timed out (logs/torch.err)"
+
+# The W2 round, one client at a time and as one cohort, on backend $1 (binary $2, label $3).
+cohort_rounds() {
+    local w2=(bench --workload w2 --rounds 5 --no-eval --set 'data.dataset="synthetic"'
+        --set data.synthetic_train=50 --set data.synthetic_test=1000 --set run.backend="\"$1\"")
+    for k in 1 "$cohort"; do
+        t=$(left); [ "$t" -gt 20 ] || { echo "cohort $3 K=$k: budget spent, skipped"; continue; }
+        timeout $(( t < per_model ? t : per_model )) "$2" "${w2[@]}" --set run.cohort="$k" \
+            2>>"$out/logs/cohort_$3.err" | grep '"summary"' \
+            | sed "s/^{/{\"who\":\"fedrun $3\",/" >> "$out/cohort.jsonl" \
+            || echo "cohort $3 K=$k: failed or timed out (logs/cohort_$3.err)"
+    done
+}
 
 # --- 3 and 4, per backend -----------------------------------------------------------------
 agree() {  # backend binary label: every algorithm of --agree, on flex and on the backend
@@ -145,6 +164,7 @@ tune() {  # backend binary label
 }
 : > "$out/fedrun.jsonl"
 : > "$out/tune.jsonl"
+: > "$out/cohort.jsonl"
 first=1
 seen=()
 for pair in "${pairs[@]}"; do
@@ -167,9 +187,21 @@ for pair in "${pairs[@]}"; do
                 || echo "fedrun $label $m: failed or timed out (logs/fedrun_$label.err)"
         done
         [ -n "$tune_models" ] && tune "$b" "$bin" "$label"
+        [ -n "$cohort" ] && cohort_rounds "$b" "$bin" "$label"
         first=0
     done
 done
+
+if [ -n "$cohort" ]; then
+    for mode in loop vmap; do
+        t=$(left); [ "$t" -gt 20 ] || break
+        timeout $(( t < 120 ? t : 120 )) $py "$here/bench/torch_round.py" --model cnn --clients 50 \
+            --steps 5 --batch 10 --lr 0.1 --wd 0 --max-norm 0 --mode "$mode" --device cuda \
+            2>>"$out/logs/torch_round.err" | grep '"summary"' \
+            | sed "s/^{/{\"who\":\"PyTorch $mode\",/" >> "$out/cohort.jsonl" \
+            || echo "torch_round $mode: failed or timed out (logs/torch_round.err)"
+    done
+fi
 
 # --- 5. the table --------------------------------------------------------------------------
 $py - "$out" <<'EOF'
@@ -177,6 +209,7 @@ import json, os, sys
 out = sys.argv[1]
 rd = lambda p: [json.loads(l) for l in open(os.path.join(out, p)) if l.strip()]
 torch, fed, tuned = rd("torch.jsonl"), rd("fedrun.jsonl"), rd("tune.jsonl")
+cohort = rd("cohort.jsonl") if os.path.exists(os.path.join(out, "cohort.jsonl")) else []
 machine = open(os.path.join(out, "machine.txt")).read().strip().splitlines()
 agree = open(os.path.join(out, "agree.txt")).read().strip().splitlines() if os.path.exists(os.path.join(out, "agree.txt")) else []
 tp = {r["model"]: r for r in torch}
@@ -202,7 +235,12 @@ if tuned:
     for (m, b) in dict.fromkeys((r["model"], r["backend"]) for r in tuned):
         got = {r["call"]: r["tune_s"] for r in tuned if (r["model"], r["backend"]) == (m, b)}
         lines.append(f"| {m} | {b} | {got.get(1, '–') if 1 not in got else f'{got[1]:.1f}'} | {f'{got[2]:.1f}' if 2 in got else '–'} |")
-json.dump({"machine": machine, "agreement": agree, "rows": rows, "torch": torch, "fedrun": fed, "tune": tuned},
+if cohort:
+    lines += ["", "The W2 round (50 clients × 5 steps of batch 10, CIFAR CNN), seconds:", "",
+              "| who | cohort | round s |", "|---|---|---|"]
+    for r in cohort:
+        lines.append(f"| {r['who']} | {r.get('cohort', '–')} | {r['median_round_s']:.3f} |")
+json.dump({"machine": machine, "agreement": agree, "rows": rows, "torch": torch, "fedrun": fed, "tune": tuned, "cohort": cohort},
           open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
 open(os.path.join(out, "gpu_check.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
