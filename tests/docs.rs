@@ -27,3 +27,18 @@ fn performance_doc_holds_the_round_time_table_the_script_prints() {
         "docs/PERFORMANCE.md's first table is not round_time.py's output; paste it in:\n{table}"
     );
 }
+
+#[test]
+fn readme_defines_every_rounds_csv_column() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let rows: Vec<&str> = readme.lines().filter(|l| l.starts_with("| `")).collect();
+    for col in fedrun::metrics::csv::HEADER.split(',') {
+        let named = format!("`{col}`");
+        assert!(
+            rows.iter()
+                .any(|r| r.split('|').nth(1).is_some_and(|c| c.contains(&named))),
+            "README's table of rounds.csv's columns lacks {named}"
+        );
+    }
+}

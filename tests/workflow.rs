@@ -306,6 +306,18 @@ fn every_algorithm_name_of_the_configs_is_accepted_and_typos_get_a_suggestion() 
     let o = fedrun(&["reprot"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("'report'"), "{}", stderr(&o));
+    // what a FedNAR user and a GPU user need to hear, not the nearest name
+    let o = check(&config("cifar_fedavg.toml"), &["fl.algorithm=\"fednar\""]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("local.nar = true"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("fedntd"), "{}", stderr(&o));
+    let o = check(&config("cifar_fedavg.toml"), &["run.backend=\"gpu\""]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cuda") && stderr(&o).contains("--features gpu"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// A run folder written by hand: the synthetic spec with `sets`, a CSV with `values` of the

@@ -79,11 +79,22 @@ pub(crate) fn deserialize<T: DeserializeOwned>(
         let path = e.path().to_string();
         let message = e.into_inner().message().to_string();
         if is_unknown_value(&message) {
-            Error::Config(format!("key `{prefix}{path}`: {message}"))
+            let key = format!("{prefix}{path}");
+            Error::Config(format!("key `{key}`: {message}{}", hint(&key)))
         } else {
             Error::Config(format!("{origin}: {message}"))
         }
     })
+}
+
+/// What a user who wrote an unknown value for `key` most likely wants to know.
+fn hint(key: &str) -> &'static str {
+    match key {
+        "run.backend" => {
+            " (the GPU backends: `vulkan` or `wgpu` for any GPU with a Vulkan driver, `cuda` for NVIDIA GPUs; `cargo build --release --features gpu` builds them all, README, Backends)"
+        }
+        _ => "",
+    }
 }
 
 /// A table of keys: the struct, its `Default`, its [`Keys`] impl and the constant `KEYS` (the

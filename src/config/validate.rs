@@ -100,6 +100,11 @@ pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
 
 /// An unknown algorithm, with the closest name and every name (aliases included).
 fn unknown_algorithm(name: &str, schema: &Schema) -> Error {
+    if name.eq_ignore_ascii_case("fednar") {
+        return Error::Config(
+            "key `fl.algorithm`: FedNAR is not an algorithm of its own but a change to every algorithm's local step: keep `fl.algorithm` (fedavg, fedprox, scaffold, …) and set `local.nar = true` (configs/cifar_fednar.toml)".into(),
+        );
+    }
     let names: Vec<&str> = schema
         .algorithms
         .iter()
