@@ -306,6 +306,37 @@ fn every_algorithm_name_of_the_configs_is_accepted_and_typos_get_a_suggestion() 
     let o = fedrun(&["reprot"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("'report'"), "{}", stderr(&o));
+    // check shows what the run will do: a key the run will not read is marked so, with why
+    let o = check(&config("cifar_fedavg.toml"), &["local.epochs=5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let steps = out.lines().find(|l| l.starts_with("steps = ")).unwrap();
+    assert!(
+        steps.contains("# not read because `local.epochs = 5`"),
+        "{steps}"
+    );
+    let batch = out
+        .lines()
+        .find(|l| l.starts_with("batch_size = "))
+        .unwrap();
+    assert!(!batch.contains("not read"), "{batch}");
+    // FedNAR without a clip (or a decay) is the baseline's step: local.nar is not read
+    let o = check(
+        &config("cifar_fedavg.toml"),
+        &["local.max_norm=0", "local.nar=true"],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("local.max_norm = 0"), "{}", stderr(&o));
+    let o = check(
+        &config("cifar_fedavg.toml"),
+        &["local.weight_decay=0", "local.nar=true"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("local.weight_decay = 0"),
+        "{}",
+        stderr(&o)
+    );
     // what a FedNAR user and a GPU user need to hear, not the nearest name
     let o = check(&config("cifar_fedavg.toml"), &["fl.algorithm=\"fednar\""]);
     assert!(!o.status.success());

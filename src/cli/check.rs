@@ -15,15 +15,63 @@ pub fn check(a: &SpecArgs) -> Result<()> {
             spec.tables.remove(t.name());
         }
     }
-    print!("{}", spec.to_toml());
+    print!(
+        "{}",
+        annotated(&spec.to_toml(), &crate::schema::schema().unread(&spec))
+    );
     println!("\n# fl.algorithm is one of: {}", NAMES.join(", "));
     println!(
         "# other algorithms' tables are left out: `fedrun check --set fl.algorithm=\"NAME\"` prints NAME's"
     );
+    println!("# {}", work_line(&spec));
     if spec.run.cohort > 1 {
         println!("# {}", cohort_line(&spec));
     }
     Ok(())
+}
+
+/// The work of a spec: rounds, local steps and test evaluations (docs/PERFORMANCE.md gives the
+/// time a round takes of each paper setting on the machines measured).
+fn work_line(spec: &crate::config::Spec) -> String {
+    let (fl, l) = (&spec.fl, &spec.local);
+    let evals =
+        fl.rounds / fl.eval_every.max(1) + usize::from(fl.rounds % fl.eval_every.max(1) != 0);
+    let steps = if l.epochs > 0 {
+        format!(
+            "{} epochs of batch {} over each client's samples",
+            l.epochs, l.batch_size
+        )
+    } else {
+        let total = fl.rounds as u128 * fl.clients_per_round as u128 * l.steps as u128;
+        format!(
+            "{} steps of batch {} ({total} local steps in all)",
+            l.steps, l.batch_size
+        )
+    };
+    format!(
+        "the work: {} rounds × {} clients × {steps}; {evals} test evaluations; the time a round takes on the machines measured: docs/PERFORMANCE.md",
+        fl.rounds, fl.clients_per_round
+    )
+}
+
+/// The spec's TOML with each key the run will not read marked so, and why: `check` shows what
+/// the run will do, not only what the file says.
+fn annotated(toml: &str, unread: &[crate::config::Unread]) -> String {
+    let mut section = String::new();
+    let mut out = String::with_capacity(toml.len());
+    for line in toml.lines() {
+        out.push_str(line);
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_string();
+        } else if let Some((key, _)) = line.split_once(" = ") {
+            let full = format!("{section}.{key}");
+            if let Some(u) = unread.iter().find(|u| u.key == full) {
+                out.push_str(&format!("  # not read {}", u.why));
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// What `run.cohort` will do with this spec.

@@ -54,6 +54,20 @@ fn local_unread(s: &Spec) -> Vec<Unread> {
         );
         out.push(Unread::new("local.steps", why));
     }
+    // FedNAR changes only the order of the clip and the decay: without one of them the two
+    // orders are the same step
+    let order = if l.max_norm == 0.0 {
+        Some(
+            "because `local.max_norm = 0` (no clip: decay then clip, FedNAR's order, is the baseline's step)",
+        )
+    } else if l.weight_decay == 0.0 {
+        Some("because `local.weight_decay = 0` (no decay: FedNAR's order is the baseline's step)")
+    } else {
+        None
+    };
+    if let Some(why) = order {
+        out.push(Unread::new("local.nar", why));
+    }
     out
 }
 
