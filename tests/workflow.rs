@@ -24,10 +24,10 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// `fedrun check --config CFG --set ...`.
+/// `fedrun check --no-data --config CFG --set ...` (the spec alone).
 fn check(cfg: &Path, sets: &[&str]) -> Output {
     let mut c = Command::new(BIN);
-    c.arg("check").arg("--config").arg(cfg);
+    c.args(["check", "--no-data"]).arg("--config").arg(cfg);
     for s in sets {
         c.args(["--set", s]);
     }
@@ -881,4 +881,44 @@ fn scripts_take_paths_relative_to_the_working_directory() {
     for f in ["out/sweep.csv", "out/report.md", "out/fig2_wd.svg"] {
         assert!(d.path().join(f).exists(), "{f}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn check_says_whether_the_data_is_there_and_what_fetches_it() {
+    let run = |dir: Option<&Path>| {
+        let mut c = Command::new(BIN);
+        c.arg("check")
+            .arg("--config")
+            .arg(config("cifar_fedavg.toml"));
+        if let Some(d) = dir {
+            c.arg("--data-dir").arg(d);
+        }
+        c.output().unwrap()
+    };
+    let d = common::TempDir::new("check-data");
+    // absent: an error naming the directory, the missing file and the fetch script
+    let o = run(Some(&d.path().join("nowhere")));
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("nowhere") && e.contains("data_batch_1.bin") && e.contains("fetch_cifar10.sh"),
+        "{e}"
+    );
+    // a cut file: not a whole number of records
+    common::write_mini_cifar(d.path(), 4);
+    let cut = d.path().join("test_batch.bin");
+    let bytes = std::fs::read(&cut).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
+    let o = run(Some(d.path()));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("test_batch.bin"), "{}", stderr(&o));
+    // there: said on stdout, and the check passes
+    std::fs::write(&cut, &bytes).unwrap();
+    let o = run(Some(d.path()));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("# data: ") && out.contains("24 images"),
+        "{out}"
+    );
 }

@@ -6,8 +6,21 @@ use super::spec_args::SpecArgs;
 use crate::error::Result;
 use crate::fl::algorithms::{NAMES, tables, tables_of};
 
-pub fn check(a: &SpecArgs) -> Result<()> {
-    let mut spec = a.load()?;
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// The data directory the run will be given (`--data-dir`; default: the spec's
+    /// `data.path`), whose files are checked.
+    #[arg(long)]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Check the spec alone, not its data (on a machine that will not run it).
+    #[arg(long, conflicts_with = "data_dir")]
+    pub no_data: bool,
+}
+
+pub fn check(a: &CheckArgs) -> Result<()> {
+    let mut spec = a.spec.load()?;
     crate::fl::engine::resources::check_work(&spec, None)?;
     let reads = tables_of(&spec.fl.algorithm);
     for t in tables() {
@@ -27,7 +40,19 @@ pub fn check(a: &SpecArgs) -> Result<()> {
     if spec.run.cohort > 1 {
         println!("# {}", cohort_line(&spec));
     }
-    Ok(())
+    if a.no_data {
+        return Ok(());
+    }
+    let path = crate::data::path_of(&spec, a.data_dir.as_deref());
+    match crate::data::probe::probe(&spec, &path) {
+        Ok(found) => {
+            println!("# data: {found}");
+            Ok(())
+        }
+        Err(why) => Err(crate::error::Error::Data(format!(
+            "the spec is valid, but its data is not there: {why} (pass --data-dir DIR to check the directory the run will be given)"
+        ))),
+    }
 }
 
 /// The work of a spec: rounds, local steps and test evaluations (docs/PERFORMANCE.md gives the

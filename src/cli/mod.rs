@@ -47,8 +47,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Cmd {
-    /// Validate a spec and print it resolved, defaults included.
-    Check(SpecArgs),
+    /// Validate a spec and print it resolved, defaults included; say whether its data is there.
+    Check(check::CheckArgs),
     /// Time one workload's rounds; prints one JSON line per round.
     Bench(bench::BenchArgs),
     /// Run a grid of experiments: --grid local.weight_decay=1e-4,1e-2 --grid local.nar=false,true.

@@ -14,6 +14,7 @@
 //! | `jpeg.rs`, `image_cache.rs` | JPEG decoding, and the decoded images cached beside the data |
 //! | `synthetic.rs` | generated data for tests |
 //! | `partition.rs` | IID, Dirichlet, shards and published index files |
+//! | `probe.rs` | whether a spec's data is there and reads as its format, for `fedrun check` |
 //! | `augment.rs` | random crop and flip |
 //! | `rotate_crop_flip.rs` | the FedACG code's rotation, crop and flip, in pixel space |
 
@@ -32,6 +33,7 @@ pub mod leaf_images;
 mod load;
 pub mod partition;
 pub mod plays;
+pub mod probe;
 pub mod rotate_crop_flip;
 pub mod shakespeare;
 pub mod synthetic;
