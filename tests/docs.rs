@@ -42,3 +42,24 @@ fn readme_defines_every_rounds_csv_column() {
         );
     }
 }
+
+/// One source for each speed figure: docs/PERFORMANCE.md. The README links it and quotes no
+/// ratio to PyTorch (a ratio there drifted from the table it came from).
+#[test]
+fn readme_quotes_no_speed_ratio_of_its_own() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    for (n, line) in readme.lines().enumerate() {
+        let chars: Vec<char> = line.chars().collect();
+        // `1.8×`, not a size such as `3×3`
+        let ratio = chars
+            .windows(3)
+            .any(|w| w[0].is_ascii_digit() && w[1] == '×' && !w[2].is_ascii_digit())
+            || line.ends_with('×') && chars.len() > 1 && chars[chars.len() - 2].is_ascii_digit();
+        assert!(
+            !ratio,
+            "README line {}: a ratio belongs in docs/PERFORMANCE.md: {line}",
+            n + 1
+        );
+    }
+}
