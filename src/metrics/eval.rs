@@ -3,6 +3,7 @@
 //! single-thread workers was measured no faster than flex's own two threads.)
 
 use burn::tensor::Device;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::data::{self, Augment, Split};
 use crate::model::Model;
@@ -56,19 +57,37 @@ impl Evaluator {
 
     /// (accuracy in %, mean loss) of `params` on `split`. Batches are summed in order.
     pub fn evaluate(&mut self, params: &[f32], split: &Split) -> (f64, f64) {
+        self.evaluate_until(params, split, None)
+            .expect("an evaluation without a stop flag ends")
+    }
+
+    /// As [`Evaluator::evaluate`], or None once `stop` is set: checked before each batch, so a
+    /// signal ends an evaluation within one batch.
+    pub fn evaluate_until(
+        &mut self,
+        params: &[f32],
+        split: &Split,
+        stop: Option<&AtomicBool>,
+    ) -> Option<(f64, f64)> {
         let n = split.len();
         let model = write_params(self.model.take().expect("model"), params);
         let idx: Vec<usize> = (0..n).collect();
         let (mut correct, mut loss) = (0usize, 0f64);
+        let mut stopped = false;
         for c in idx.chunks(self.batch) {
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                stopped = true;
+                break;
+            }
             let (k, l) = eval_batch(&model, split, c, &self.device);
             correct += k;
             loss += l;
         }
         self.model = Some(model);
-        (
+        let result = (
             100.0 * correct as f64 / n.max(1) as f64,
             loss / n.max(1) as f64,
-        )
+        );
+        (!stopped).then_some(result)
     }
 }

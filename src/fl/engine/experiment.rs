@@ -235,4 +235,11 @@ impl Experiment {
         let params = self.alg.eval_params().unwrap_or(&self.global);
         self.evaluator.evaluate(params, &self.data.test)
     }
+
+    /// As [`Experiment::evaluate`], or None when a signal stops it (within one batch).
+    pub fn evaluate_or_stop(&mut self) -> Option<(f64, f64)> {
+        let params = self.alg.eval_params().unwrap_or(&self.global);
+        let stop = self.stop.as_deref();
+        self.evaluator.evaluate_until(params, &self.data.test, stop)
+    }
 }

@@ -114,8 +114,12 @@ fn round_and_eval(
         return Ok((row, None));
     }
     let clock = Instant::now();
-    let (acc, loss) = ex.evaluate();
+    let evaluated = ex.evaluate_or_stop();
     phases.eval_s += clock.elapsed().as_secs_f64();
+    // stopped by a signal within the evaluation: the caller discards the round
+    let Some((acc, loss)) = evaluated else {
+        return Ok((row, None));
+    };
     if loss.is_finite() {
         Ok((row, Some((acc, loss))))
     } else {
