@@ -922,3 +922,61 @@ fn check_says_whether_the_data_is_there_and_what_fetches_it() {
         "{out}"
     );
 }
+
+#[test]
+fn a_spec_extends_another_and_its_run_folder_holds_the_whole_spec() {
+    let d = TempDir::new("extends");
+    std::fs::create_dir_all(d.path().join("study")).unwrap();
+    std::fs::write(d.path().join("base.toml"), synthetic_spec("")).unwrap();
+    // only what differs, the base named relative to this file's folder
+    let child = d.path().join("study/child.toml");
+    std::fs::write(
+        &child,
+        "extends = \"../base.toml\"\n[local]\nweight_decay = 0.003\n[run]\nname = \"child\"\n",
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(BIN)
+        .args(["--quiet", "--config"])
+        .arg(&child)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spec = std::fs::read_to_string(out.join("child/spec.toml")).unwrap();
+    assert!(!spec.contains("extends"), "{spec}");
+    assert!(spec.contains("weight_decay = 0.003"), "{spec}");
+    // the base's keys: the synthetic data set and its 2 rounds
+    assert!(
+        spec.contains("dataset = \"synthetic\"") && spec.contains("rounds = 2"),
+        "{spec}"
+    );
+    let rows = std::fs::read_to_string(out.join("child/rounds.csv")).unwrap();
+    assert_eq!(rows.lines().count(), 3, "{rows}");
+    // a cycle and a missing base are errors naming the files
+    std::fs::write(
+        d.path().join("base.toml"),
+        "extends = \"study/child.toml\"\n",
+    )
+    .unwrap();
+    let o = Command::new(BIN)
+        .args(["check", "--no-data", "--config"])
+        .arg(&child)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("comes back to a file already read"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(d.path().join("base.toml")).unwrap();
+    let o = Command::new(BIN)
+        .args(["check", "--no-data", "--config"])
+        .arg(&child)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("is not a file"), "{}", stderr(&o));
+}

@@ -4,7 +4,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 use crate::config::{QUICKSTART, Spec};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 #[derive(Args, Debug, Clone)]
 pub struct SpecArgs {
@@ -22,8 +22,7 @@ impl SpecArgs {
     pub fn text(&self) -> Result<(String, String)> {
         match &self.config {
             Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .map_err(|e| Error::io(format!("cannot read config {}", p.display()), e))?;
+                let text = crate::config::extends::resolve(p)?;
                 Ok((text, p.display().to_string()))
             }
             None => Ok((

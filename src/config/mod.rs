@@ -10,6 +10,7 @@
 //! | `sections.rs` | the five sections: every key, its default, its meaning; closed sets as enums |
 //! | `spec.rs` | the [`Spec`]: the sections and the resolved tables, printed and compared |
 //! | `load.rs` | loading a spec: parse, `--set`, resolve the tables, validate |
+//! | `extends.rs` | a spec file that extends another (`extends = "PATH"`), resolved into one |
 //! | `tables.rs` | key tables owned elsewhere ([`Keys`], [`key_table!`]) |
 //! | `schema.rs` | the [`Schema`]: the tables, algorithm names, checks and read rules given from outside |
 //! | `unread.rs` | keys a run does not read ([`Unread`]), named by the schema's rules |
@@ -18,6 +19,7 @@
 //! | `validate.rs` | value checks, and the check functions key tables name |
 
 mod choice;
+pub mod extends;
 mod keys;
 mod load;
 mod schema;
