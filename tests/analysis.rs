@@ -299,6 +299,16 @@ fn sweep_runs_the_grid_in_parallel_like_in_sequence_and_skips_finished_points() 
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     let b = sweep_grid(&cfg, &j1, &["--jobs", "1"]);
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    // each point as it ends, with the sweep's time left
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert!(
+        err.contains("complete (1 of 4 points ended; about "),
+        "{err}"
+    );
+    assert!(
+        err.contains("complete (4 of 4 points ended; about "),
+        "{err}"
+    );
     for n in POINTS {
         assert_eq!(
             without_time(&j2.join(n).join("rounds.csv")),

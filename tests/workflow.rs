@@ -622,6 +622,15 @@ fn run_json_records_what_ran_and_progress_lines_go_to_a_non_terminal() {
     let e = stderr(&o);
     assert!(e.contains("t: round 1/2: test acc "), "{e}");
     assert!(e.contains("t: round 2/2: test acc "), "{e}");
+    // with the time left after each round but the last
+    let line = |r: &str| {
+        e.lines()
+            .find(|l| l.contains(r))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("round 1/2").contains(" left"), "{e}");
+    assert!(!line("round 2/2").contains(" left"), "{e}");
     let p = provenance(&out.join("t"));
     assert!(p["rounds_convention"].as_str().unwrap().contains("from 1"));
     let inv = &p["invocations"][0];

@@ -175,3 +175,13 @@ impl Summary {
         )
     }
 }
+
+/// `s` seconds as a person reads a time left: "40 s", "12 min", "3.5 h", "2.1 days".
+pub fn readable_duration(s: f64) -> String {
+    match s {
+        s if s < 90.0 => format!("{s:.0} s"),
+        s if s < 5400.0 => format!("{:.0} min", s / 60.0),
+        s if s < 172_800.0 => format!("{:.1} h", s / 3600.0),
+        s => format!("{:.1} days", s / 86_400.0),
+    }
+}

@@ -227,6 +227,7 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
     let results: Mutex<Vec<Option<Summary>>> = Mutex::new(vec![None; named.len()]);
     let next = Mutex::new(0usize);
     let stop = Mutex::new(false);
+    let pace = Pace::new(named.len(), jobs);
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| {
@@ -257,8 +258,9 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                                 ..Default::default()
                             }
                         }
-                        _ => run_point(o, sets, threads, name, &dir),
+                        _ => pace.ran(name, run_point(o, sets, threads, name, &dir)),
                     };
+                    pace.ended();
                     if summary.status == Status::Diverged && o.stop_on_divergence {
                         *stop.lock().unwrap() = true;
                     }
@@ -285,6 +287,48 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
         .collect();
     write_csv(&o.out.join("sweep.csv"), &o.axes, &out)?;
     Ok(out)
+}
+
+/// The sweep's pace, for the time left it prints as each point it runs ends.
+struct Pace {
+    /// (points ended, points that ran here rather than being skipped).
+    counts: Mutex<(usize, usize)>,
+    started: std::time::Instant,
+    total: usize,
+    jobs: usize,
+}
+
+impl Pace {
+    fn new(total: usize, jobs: usize) -> Self {
+        Pace {
+            counts: Mutex::new((0, 0)),
+            started: std::time::Instant::now(),
+            total,
+            jobs,
+        }
+    }
+
+    /// Point `name` ran here and ended with `s`: say so, with the sweep's time left.
+    fn ran(&self, name: &str, s: Summary) -> Summary {
+        let mut c = self.counts.lock().unwrap();
+        c.1 += 1;
+        let left = self.total - c.0 - 1;
+        // `jobs` points run at once, each at this pace
+        let each = self.started.elapsed().as_secs_f64() / c.1 as f64;
+        let eta = each * left as f64 / self.jobs as f64;
+        eprintln!(
+            "[sweep] {name}: {} ({} of {} points ended; about {} left)",
+            s.status,
+            c.0 + 1,
+            self.total,
+            crate::metrics::summary::readable_duration(eta)
+        );
+        s
+    }
+
+    fn ended(&self) {
+        self.counts.lock().unwrap().0 += 1;
+    }
 }
 
 /// The command that runs one point: the same arguments `run` gives its child processes, with

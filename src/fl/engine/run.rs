@@ -277,7 +277,13 @@ fn finish(
 enum Bar {
     None,
     Terminal(indicatif::ProgressBar),
-    Lines { name: String, total: usize },
+    Lines {
+        name: String,
+        total: usize,
+        /// The round this call started from, and when: the pace of the ETA.
+        start: usize,
+        started: Instant,
+    },
 }
 
 impl Bar {
@@ -290,6 +296,8 @@ impl Bar {
             return Bar::Lines {
                 name: name.to_string(),
                 total: rounds,
+                start,
+                started: Instant::now(),
             };
         }
         let b = indicatif::ProgressBar::new(rounds as u64);
@@ -307,9 +315,27 @@ impl Bar {
         match self {
             Bar::None => {}
             Bar::Terminal(b) => b.set_message(format!("test acc {acc:.2}%")),
-            Bar::Lines { name, total } => eprintln!(
-                "{name}: round {round}/{total}: test acc {acc:.2}%, test loss {loss:.4}, {elapsed_s:.1} s"
-            ),
+            Bar::Lines {
+                name,
+                total,
+                start,
+                started,
+            } => {
+                // the pace of this call's rounds so far (a resumed run's earlier rounds ran
+                // elsewhere, or at another pace)
+                let done = round.saturating_sub(*start).max(1) as f64;
+                let left = started.elapsed().as_secs_f64() / done * (total - round) as f64;
+                let eta = match round < *total {
+                    true => format!(
+                        ", about {} left",
+                        crate::metrics::summary::readable_duration(left)
+                    ),
+                    false => String::new(),
+                };
+                eprintln!(
+                    "{name}: round {round}/{total}: test acc {acc:.2}%, test loss {loss:.4}, {elapsed_s:.1} s{eta}"
+                )
+            }
         }
     }
 
