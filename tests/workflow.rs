@@ -989,3 +989,32 @@ fn a_spec_extends_another_and_its_run_folder_holds_the_whole_spec() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("is not a file"), "{}", stderr(&o));
 }
+
+#[test]
+fn check_estimates_the_wall_time_from_a_timed_probe() {
+    let d = TempDir::new("check-time");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let o = Command::new(BIN)
+        .args(["check", "--time", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("# time: about "))
+        .unwrap_or_default();
+    assert!(
+        line.contains("s a round of training") && line.contains("test samples"),
+        "{out}"
+    );
+    // the round and evaluation times it states are positive and finite
+    let secs = |what: &str| -> f64 {
+        let before = line.split(what).next().unwrap();
+        before.rsplit(['(', ' ']).next().unwrap().parse().unwrap()
+    };
+    let (round, eval) = (secs(" s a round"), secs(" s a test evaluation"));
+    assert!(round > 0.0 && round.is_finite() && eval > 0.0, "{line}");
+}

@@ -17,6 +17,11 @@ pub struct CheckArgs {
     /// Check the spec alone, not its data (on a machine that will not run it).
     #[arg(long, conflicts_with = "data_dir")]
     pub no_data: bool,
+    /// Also estimate the run's wall time here: load the data and time a few local steps and a
+    /// slice of the evaluation of the spec's model on this machine and backend (seconds to a
+    /// minute; a GPU backend first compiles its kernels).
+    #[arg(long, conflicts_with = "no_data")]
+    pub time: bool,
 }
 
 pub fn check(a: &CheckArgs) -> Result<()> {
@@ -47,6 +52,10 @@ pub fn check(a: &CheckArgs) -> Result<()> {
     match crate::data::probe::probe(&spec, &path) {
         Ok(found) => {
             println!("# data: {found}");
+            if a.time {
+                let data = crate::data::load(&spec, a.data_dir.as_deref())?;
+                println!("# {}", super::estimate::estimate(&spec, data)?);
+            }
             Ok(())
         }
         Err(why) => Err(crate::error::Error::Data(format!(

@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `run.rs` | `fedrun` (no subcommand): run an experiment, the quickstart without `--config` |
 //! | `check.rs` | `fedrun check`: validate a spec and print it resolved |
+//! | `estimate.rs` | `fedrun check --time`: the run's wall time here, from a short timed probe |
 //! | `sweep.rs` | `fedrun sweep`: a grid of runs, or `--emit` one command per point |
 //! | `plot.rs` | `fedrun plot`: curves, or a final value against a key |
 //! | `report.rs` | `fedrun report`: a table of runs, seeds aggregated |
@@ -16,6 +17,7 @@ mod bench;
 mod bench_models;
 mod bench_ops;
 mod check;
+mod estimate;
 mod partition;
 mod plot;
 mod report;

@@ -54,6 +54,42 @@ impl Split {
     pub fn is_empty(&self) -> bool {
         self.y.is_empty()
     }
+
+    /// The first `n` samples (all of them when there are fewer).
+    pub fn first(&self, n: usize) -> Split {
+        let n = n.min(self.len());
+        let x = match &self.x {
+            Features::Images { c, h, w, data } => Features::Images {
+                c: *c,
+                h: *h,
+                w: *w,
+                data: data[..n * c * h * w].to_vec(),
+            },
+            Features::Pixels {
+                c,
+                h,
+                w,
+                data,
+                mean,
+                std,
+            } => Features::Pixels {
+                c: *c,
+                h: *h,
+                w: *w,
+                data: data[..n * c * h * w].to_vec(),
+                mean: mean.clone(),
+                std: std.clone(),
+            },
+            Features::Tokens { len, data } => Features::Tokens {
+                len: *len,
+                data: data[..n * len].to_vec(),
+            },
+        };
+        Split {
+            x,
+            y: self.y[..n].to_vec(),
+        }
+    }
 }
 
 /// The input of one batch, on the device.
