@@ -7,7 +7,8 @@
 //! |---|---|
 //! | `options.rs` | run options, devices, model shape, client workers |
 //! | `experiment.rs` | what is built before the first round; one round of it |
-//! | `workers.rs` | local training as the round sees it; the burn trainers and worker pool |
+//! | `local_trainer.rs` | local training as the round sees it ([`LocalTrainer`]) |
+//! | `workers.rs` | its implementation: the burn trainers, worker pool and cohort |
 //! | `round.rs` | one round: sample, train, aggregate, server update, count the traffic |
 //! | `membership.rs` | the clients in the federation: all, or a dynamic active set |
 //! | `checkpoint.rs` | the checkpoint format |
@@ -25,6 +26,7 @@ mod experiment;
     feature = "autotune"
 ))]
 mod gpu;
+mod local_trainer;
 mod lock;
 pub mod membership;
 mod options;
@@ -37,10 +39,11 @@ mod workers;
 pub use experiment::Experiment;
 #[cfg(feature = "autotune")]
 pub use gpu::tune_cache_dir;
+pub use local_trainer::LocalTrainer;
 pub use lock::RunLock;
 pub use options::{
     RunOptions, check_backend, client_workers, compiled_backends, device_step, devices, shape_of,
 };
 pub use round::{RoundConfig, RoundStats, Stop, run_round, sample_clients};
 pub use run::{run, stopped_message};
-pub use workers::{BurnClients, LocalTrainer};
+pub use workers::BurnClients;

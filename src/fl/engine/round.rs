@@ -1,7 +1,7 @@
 //! One round: sample, train each client from the broadcast model as its plan says, aggregate,
 //! update the server.
 
-use super::workers::LocalTrainer;
+use super::local_trainer::LocalTrainer;
 use crate::error::Error;
 use crate::fl::client::LocalStats;
 use crate::fl::plan::{ClientInfo, ClientPlan, Report};

@@ -1,5 +1,5 @@
-//! Local training as the round sees it ([`LocalTrainer`]), and its implementation over burn
-//! models: one trainer per client worker, each on its own one-thread pool.
+//! [`LocalTrainer`] over burn models: one trainer per client worker, each on its own one-thread
+//! pool, or the cohort trainer (`run.cohort`).
 
 use burn::tensor::Device;
 use std::sync::atomic::AtomicBool;
@@ -11,26 +11,7 @@ use crate::fl::plan::ClientPlan;
 use crate::fl::schedule::Schedule;
 use crate::rng::{Rng, Stream};
 
-/// Local training as the round sees it: train clients from an anchor, leave each Δ_i.
-pub trait LocalTrainer {
-    /// How many clients `train_many` trains at once.
-    fn width(&self) -> usize {
-        1
-    }
-    /// Train `clients` (at most `width`) from `anchor`, each as its plan says; stats in the
-    /// same order, and Δ of the k-th client in `delta(k)`.
-    fn train_many(
-        &mut self,
-        round: usize,
-        clients: &[usize],
-        anchor: &[f32],
-        plans: Vec<ClientPlan>,
-    ) -> Vec<LocalStats>;
-    fn delta(&self, k: usize) -> &[f32];
-    /// The loss gradient of client `client`'s whole data at `at` (for
-    /// `RoundNeeds::mean_full_gradient`).
-    fn full_gradient(&mut self, client: usize, at: &[f32]) -> Vec<f32>;
-}
+use super::local_trainer::LocalTrainer;
 
 /// The burn model trainers (one per worker) over a federated data set.
 pub struct BurnClients<'a> {
