@@ -177,6 +177,15 @@ fn a_model_without_a_stacked_form_runs_without_a_cohort() {
     let d = data::load(&s, None).unwrap();
     let ex = Experiment::new(&s, d).unwrap();
     assert!(ex.cohort.is_none(), "ResNet-18 has no stacked form yet");
+    // and the run keeps the client workers it would have without `run.cohort`
+    let workers = |cohort: &str| {
+        let set = vec![cohort.to_string(), "model.projection=8".into()];
+        let s = fedrun::schema::parse(&common::synthetic_spec(""), "cohort", &set).unwrap();
+        let ex = Experiment::new(&s, data::load(&s, None).unwrap()).unwrap();
+        assert!(ex.cohort.is_none(), "a projection head has no stacked form yet");
+        ex.trainers.len()
+    };
+    assert_eq!(workers("run.cohort=4"), workers("run.cohort=1"));
 }
 
 #[test]

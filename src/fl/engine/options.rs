@@ -149,7 +149,8 @@ pub fn client_workers(spec: &Spec, params: usize) -> usize {
         });
     let has_dropout = crate::model::Model::has_dropout(&spec.model);
     let w = match spec.run.client_workers {
-        0 if spec.run.cohort > 1 => 1,
+        // a cohort trains on every core; without a stacked form the run trains one at a time
+        0 if spec.run.cohort > 1 && crate::model::stacked::why_not(&spec.model).is_none() => 1,
         0 if has_dropout || params > 2_000_000 => 1,
         0 => cores,
         w => w,
