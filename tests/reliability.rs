@@ -304,15 +304,13 @@ fn sigterm_stops_the_round_in_flight_and_the_rerun_gives_the_same_csv() {
     );
 }
 
-/// Under a local step count no study uses, SIGTERM is acknowledged at once and stops the run
-/// within a step: the round in flight is discarded, nothing half-done is written.
-#[test]
-fn sigterm_stops_a_run_within_a_local_step() {
-    let d = TempDir::new("sigterm-step");
-    let cfg = d.path().join("spec.toml");
-    let text = synthetic_spec("").replace("steps = 3", "steps = 100000000");
-    std::fs::write(&cfg, text).unwrap();
-    let out = d.path().join("out");
+/// Start the run of `spec`, wait until it has begun and `after` more, send SIGTERM, and check
+/// that it stopped within `within`: the round in flight (the first) discarded, nothing
+/// half-done written.
+fn sigterm_stops_round_one(d: &Path, spec: &str, after: Duration, within: Duration) {
+    let cfg = d.join("spec.toml");
+    std::fs::write(&cfg, spec).unwrap();
+    let out = d.join("out");
     let child = start(&cfg, &out);
     // the run has started its first round once its summary says it is running
     let t0 = Instant::now();
@@ -320,15 +318,12 @@ fn sigterm_stops_a_run_within_a_local_step() {
         assert!(t0.elapsed() < Duration::from_secs(60), "never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(after);
     let sent = Instant::now();
     let o = terminate(child);
     let took = sent.elapsed();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        took < Duration::from_secs(20),
-        "took {took:?} to stop: {err}"
-    );
+    assert!(took < within, "took {took:?} to stop: {err}");
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("stopping: signal received"), "{err}");
     assert!(err.contains("during round 1, which is discarded"), "{err}");
@@ -338,14 +333,23 @@ fn sigterm_stops_a_run_within_a_local_step() {
     assert_eq!(csv.lines().count(), 1, "only the header: {csv}");
 }
 
+/// Under a local step count no study uses, SIGTERM is acknowledged at once and stops the run
+/// within a step: the round in flight is discarded, nothing half-done is written.
+#[test]
+fn sigterm_stops_a_run_within_a_local_step() {
+    let d = TempDir::new("sigterm-step");
+    let text = synthetic_spec("").replace("steps = 3", "steps = 100000000");
+    let (after, within) = (Duration::from_millis(500), Duration::from_secs(20));
+    sigterm_stops_round_one(d.path(), &text, after, within);
+}
+
 /// A signal during a long test evaluation stops it within one evaluation batch (Slurm sends
 /// SIGKILL 30 s after SIGTERM): the round is discarded, nothing half-done is written.
 #[test]
 fn sigterm_stops_an_evaluation_within_a_batch() {
     let d = TempDir::new("sigterm-eval");
-    let cfg = d.path().join("spec.toml");
     // one short round, then an evaluation of ResNet-18 on 20,000 images in batches of 25:
-    // about a minute or more on two cores, a fraction of a second a batch
+    // about two minutes on two cores, a fraction of a second a batch
     let text = synthetic_spec("")
         .replace("kind = \"tiny-cnn\"", "kind = \"resnet18\"")
         .replace("synthetic_test = 40", "synthetic_test = 20000")
@@ -355,30 +359,9 @@ fn sigterm_stops_an_evaluation_within_a_batch() {
         text.contains("resnet18") && text.contains("20000"),
         "{text}"
     );
-    std::fs::write(&cfg, text).unwrap();
-    let out = d.path().join("out");
-    let child = start(&cfg, &out);
-    let t0 = Instant::now();
-    while Summary::read(&out.join("t")).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
     // the round's two clients of one step take a few seconds; then the evaluation runs
-    std::thread::sleep(Duration::from_secs(8));
-    let sent = Instant::now();
-    let o = terminate(child);
-    let took = sent.elapsed();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        took < Duration::from_secs(10),
-        "took {took:?} to stop: {err}"
-    );
-    assert!(err.contains("stopping: signal received"), "{err}");
-    assert!(err.contains("during round 1, which is discarded"), "{err}");
-    let s = Summary::read(&out.join("t")).unwrap();
-    assert_eq!((s.status, s.rounds), (Status::Interrupted, 0), "{s:?}");
-    let csv = std::fs::read_to_string(out.join("t/rounds.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1, "only the header: {csv}");
+    let (after, within) = (Duration::from_secs(8), Duration::from_secs(10));
+    sigterm_stops_round_one(d.path(), &text, after, within);
 }
 
 /// Linux's `/dev/full` (every write fails with ENOSPC) stands in for a full disk.

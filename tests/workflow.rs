@@ -969,11 +969,7 @@ fn a_spec_extends_another_and_its_run_folder_holds_the_whole_spec() {
         "extends = \"study/child.toml\"\n",
     )
     .unwrap();
-    let o = Command::new(BIN)
-        .args(["check", "--no-data", "--config"])
-        .arg(&child)
-        .output()
-        .unwrap();
+    let o = check(&child, &[]);
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("comes back to a file already read"),
@@ -981,11 +977,7 @@ fn a_spec_extends_another_and_its_run_folder_holds_the_whole_spec() {
         stderr(&o)
     );
     std::fs::remove_file(d.path().join("base.toml")).unwrap();
-    let o = Command::new(BIN)
-        .args(["check", "--no-data", "--config"])
-        .arg(&child)
-        .output()
-        .unwrap();
+    let o = check(&child, &[]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("is not a file"), "{}", stderr(&o));
 }
