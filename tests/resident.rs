@@ -12,7 +12,7 @@ use fedrun::fl::engine::{RunOptions, run};
 use fedrun::fl::plan::Rule;
 use fedrun::fl::term::Term;
 use fedrun::metrics::summary::Status;
-use fedrun::optim::Ctx;
+use fedrun::optim::{Ctx, RowFactor};
 
 fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
     let mut set = set.to_vec();
@@ -97,12 +97,13 @@ fn an_algorithm_with_its_own_rule_steps_on_the_host() {
     assert_eq!(strip(&a), strip(&b));
 }
 
-fn split(v: &[f32], cuts: &[usize], dev: &Device) -> Vec<Tensor<1>> {
+/// `v` as one-row tensors `[1, n]`, cut at `cuts`.
+fn split(v: &[f32], cuts: &[usize], dev: &Device) -> Vec<Tensor<2>> {
     let mut out = Vec::new();
     let mut at = 0;
     for &c in cuts.iter().chain(std::iter::once(&v.len())) {
-        out.push(Tensor::<1>::from_data(
-            TensorData::new(v[at..c].to_vec(), [c - at]),
+        out.push(Tensor::<2>::from_data(
+            TensorData::new(v[at..c].to_vec(), [1, c - at]),
             dev,
         ));
         at = c;
@@ -110,7 +111,20 @@ fn split(v: &[f32], cuts: &[usize], dev: &Device) -> Vec<Tensor<1>> {
     out
 }
 
-fn join(t: Vec<Tensor<1>>) -> Vec<f32> {
+/// The rows of `vs` (one vector each) as `[K, n]` tensors, cut at `cuts`.
+fn stack(vs: &[&[f32]], cuts: &[usize], dev: &Device) -> Vec<Tensor<2>> {
+    let per: Vec<Vec<Tensor<2>>> = vs.iter().map(|v| split(v, cuts, dev)).collect();
+    (0..=cuts.len())
+        .map(|t| Tensor::cat(per.iter().map(|p| p[t].clone()).collect(), 0))
+        .collect()
+}
+
+/// Row `k` of `[K, n]` tensors, joined.
+fn row(t: &[Tensor<2>], k: usize) -> Vec<f32> {
+    join(t.iter().map(|t| t.clone().narrow(0, k, 1)).collect())
+}
+
+fn join(t: Vec<Tensor<2>>) -> Vec<f32> {
     t.into_iter()
         .flat_map(|t| {
             t.into_data()
@@ -146,12 +160,14 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
             let (mut x, mut g) = (x0.clone(), g0.clone());
             let mut host = HostChain::new(term.clone(), &anchor, base, Rule::default());
             let s = host.step(&mut x, &mut g, &Ctx { lr: 0.1, ..ctx });
+            let rule = Rule::default();
             let device =
-                DeviceChain::new(&term, &Rule::default(), &anchor, base, &ranges, &dev).unwrap();
+                DeviceChain::new(&[(&term, &rule)], &[&anchor], base, &ranges, &dev).unwrap();
             let mut xt = split(&x0, &cuts, &dev);
             let mut gt = split(&g0, &cuts, &dev);
+            let c = [Ctx { lr: 0.1, ..ctx }];
             let norm = device
-                .step(&mut xt, &mut gt, &Ctx { lr: 0.1, ..ctx })
+                .step(&mut xt, &mut gt, &c, &RowFactor::One(0.1))
                 .unwrap();
             let norm = norm.into_scalar::<f32>() as f64;
             let st = device.read_norm(norm);
@@ -161,6 +177,82 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
                 assert!((u - v).abs() < 1e-5, "nar {nar}, A {a}: {u} vs {v}");
             }
         }
+    }
+}
+
+/// The chain over K rows (a cohort's clients) gives each row what the chain gives it alone:
+/// clients with different terms (one without SCAFFOLD's second shift), learning rates and
+/// clips; a row with rate 0 (a client past its last step) stays as it is.
+#[test]
+fn the_chain_over_rows_steps_each_row_as_alone() {
+    let dev = Device::flex();
+    let n = 2000;
+    let cuts = [300, 1100];
+    let ranges = [0..300, 300..1100, 1100..n];
+    let f = |k: usize, s: f32| -> Vec<f32> {
+        (0..n).map(|i| ((i * k % 89) as f32 - 44.0) / s).collect()
+    };
+    let (xs, gs) = (
+        [f(3, 40.0), f(5, 30.0), f(7, 50.0)],
+        [f(11, 20.0), f(13, 9.0), f(17, 30.0)],
+    );
+    let (anchors, c, ci) = (
+        [f(19, 60.0), f(23, 60.0), f(29, 60.0)],
+        f(31, 80.0),
+        f(37, 70.0),
+    );
+    let terms = [
+        Term::prox(0.3).shift(1.0, &c).shift(-1.0, &ci),
+        Term::prox(0.3).shift(1.0, &c),
+        Term::prox(0.1).shift(0.5, &c),
+    ];
+    let rule = Rule::default();
+    let rates = [0.1f32, 0.05, 0.0];
+    for nar in [false, true] {
+        let base = ClipDecay::new(0.05, 90.0, nar);
+        let plans: Vec<_> = terms.iter().map(|t| (t, &rule)).collect();
+        let a: Vec<&[f32]> = anchors.iter().map(|a| a.as_slice()).collect();
+        let chain = DeviceChain::new(&plans, &a, base, &ranges, &dev).unwrap();
+        let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
+        let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
+        let ctx: Vec<Ctx> = rates
+            .iter()
+            .map(|&r| Ctx {
+                lr: f64::from(r),
+                ..Ctx::default()
+            })
+            .collect();
+        let norms = chain
+            .step(&mut xt, &mut gt, &ctx, &RowFactor::new(&rates, &dev))
+            .unwrap();
+        let norms = norms
+            .into_data()
+            .convert::<f32>()
+            .try_into_vec::<f32>()
+            .unwrap();
+        let mut clipped = 0;
+        for k in 0..2 {
+            let alone = DeviceChain::new(&plans[k..=k], &a[k..=k], base, &ranges, &dev).unwrap();
+            let mut x1 = split(&xs[k], &cuts, &dev);
+            let mut g1 = split(&gs[k], &cuts, &dev);
+            let n1 = alone.step(&mut x1, &mut g1, &ctx[k..=k], &RowFactor::One(rates[k]));
+            let n1 = f64::from(n1.unwrap().into_scalar::<f32>());
+            let (log_k, log_1) = (chain.read_norm(f64::from(norms[k])), alone.read_norm(n1));
+            assert_eq!(log_k.clipped, log_1.clipped, "nar {nar}, row {k}");
+            clipped += usize::from(log_k.clipped);
+            assert!(
+                (f64::from(norms[k]) - n1).abs() < 1e-5 * n1,
+                "nar {nar}, row {k}"
+            );
+            for (u, v) in row(&xt, k).iter().zip(join(x1)) {
+                assert!((u - v).abs() < 1e-5, "nar {nar}, row {k}: {u} vs {v}");
+            }
+        }
+        assert!(
+            clipped == 1,
+            "nar {nar}: one row clips, one does not ({clipped})"
+        );
+        assert_eq!(row(&xt, 2), xs[2], "nar {nar}: the row at rate 0 moved");
     }
 }
 

@@ -11,9 +11,9 @@
 
 use std::ops::Range;
 
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Device, Tensor};
 
-use crate::optim::{Ctx, Log, TensorStep, TensorTransform, Transform};
+use crate::optim::{Ctx, Log, RowFactor, TensorStep, TensorTransform, Transform, upload_rows};
 
 /// The factor of a shift.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -163,76 +163,104 @@ impl Transform for TermLink<'_> {
     }
 }
 
-/// The term on the training device: its anchor and vectors uploaded once for a client's
-/// training, one flat tensor per parameter tensor.
+/// The term on the training device for K clients at once (one for the device-resident step,
+/// a cohort's for the device-resident cohort step): each client's anchor and vectors uploaded
+/// once for its training, one `[K, n]` tensor per parameter tensor, a row per client. The
+/// clients' shifts are matched by position: a client with fewer shifts has zeros and a zero
+/// factor in the others' (adding `0·0` leaves its sum as it is alone).
 pub struct DeviceTerm {
-    scale: f32,
-    prox: f32,
-    anchor: Vec<Tensor<1>>,
-    shifts: Vec<(Coef, Vec<Tensor<1>>)>,
+    scale: RowFactor,
+    prox: RowFactor,
+    anchor: Vec<Tensor<2>>,
+    shifts: Vec<Slot>,
 }
 
-/// `v` on the device, split into the parameter tensors' flat pieces (one upload).
-fn upload(v: &[f32], ranges: &[Range<usize>], device: &Device) -> Vec<Tensor<1>> {
-    let t = Tensor::<1>::from_data(TensorData::new(v.to_vec(), [v.len()]), device).inner();
-    ranges
-        .iter()
-        .map(|r| t.clone().slice([r.clone()]))
-        .collect()
+/// A shift's vectors of the K clients, and each client's factor (None: it has no vector here).
+struct Slot {
+    coefs: Vec<Option<Coef>>,
+    v: Vec<Tensor<2>>,
 }
 
 impl DeviceTerm {
-    /// The term on `device`, or None when it reads the anchor's gradient (host step only).
+    /// The terms of K clients with their anchors on `device`, or None when one reads the
+    /// anchor's gradient (host step only).
     pub fn new(
-        term: &Term,
-        anchor: &[f32],
+        terms: &[&Term],
+        anchors: &[&[f32]],
         ranges: &[Range<usize>],
         device: &Device,
     ) -> Option<Self> {
-        if term.anchor_grad != 0.0 {
+        if terms.iter().any(|t| t.anchor_grad != 0.0) {
             return None;
         }
+        let per = |f: fn(&Term) -> f32| -> Vec<f32> { terms.iter().map(|t| f(t)).collect() };
+        let prox = RowFactor::new(&per(|t| t.prox), device);
+        let slots = terms.iter().map(|t| t.shifts.len()).max().unwrap_or(0);
+        let shifts = (0..slots)
+            .map(|j| {
+                let at: Vec<Option<&(Coef, &[f32])>> =
+                    terms.iter().map(|t| t.shifts.get(j)).collect();
+                let rows: Vec<Option<&[f32]>> = at.iter().map(|s| s.map(|s| s.1)).collect();
+                Slot {
+                    coefs: at.iter().map(|s| s.map(|s| s.0)).collect(),
+                    v: upload_rows(&rows, ranges, device),
+                }
+            })
+            .collect();
+        let anchor = match prox.is(0.0) {
+            true => Vec::new(),
+            false => upload_rows(
+                &anchors.iter().map(|a| Some(*a)).collect::<Vec<_>>(),
+                ranges,
+                device,
+            ),
+        };
         Some(DeviceTerm {
-            scale: term.scale,
-            prox: term.prox,
-            anchor: if term.prox != 0.0 {
-                upload(anchor, ranges, device)
-            } else {
-                Vec::new()
-            },
-            shifts: term
-                .shifts
-                .iter()
-                .map(|(c, v)| (*c, upload(v, ranges, device)))
-                .collect(),
+            scale: RowFactor::new(&per(|t| t.scale), device),
+            prox,
+            anchor,
+            shifts,
         })
     }
 
     fn is_none(&self) -> bool {
-        self.scale == 1.0 && self.prox == 0.0 && self.shifts.is_empty()
+        self.scale.is(1.0) && self.prox.is(0.0) && self.shifts.is_empty()
     }
 }
 
 impl TensorTransform for DeviceTerm {
-    fn update_tensors(&self, s: &mut TensorStep, ctx: &Ctx) {
+    fn update_tensors(&self, s: &mut TensorStep) {
         if self.is_none() {
             return;
         }
-        let coefs: Vec<f32> = self.shifts.iter().map(|(c, _)| c.at(ctx)).collect();
+        let device = s.x[0].device();
+        let factors: Vec<RowFactor> = self
+            .shifts
+            .iter()
+            .map(|slot| {
+                let f: Vec<f32> = slot
+                    .coefs
+                    .iter()
+                    .zip(s.ctx)
+                    .map(|(c, ctx)| c.map_or(0.0, |c| c.at(ctx)))
+                    .collect();
+                RowFactor::new(&f, &device)
+            })
+            .collect();
         for (k, (g, xk)) in s.u.iter_mut().zip(s.x).enumerate() {
-            let mut t: Option<Tensor<1>> =
-                (self.prox != 0.0).then(|| (xk.clone() - self.anchor[k].clone()) * self.prox);
-            for (a, (_, v)) in coefs.iter().zip(&self.shifts) {
-                let av = v[k].clone() * *a;
+            let mut t: Option<Tensor<2>> =
+                (!self.prox.is(0.0)).then(|| self.prox.times(xk.clone() - self.anchor[k].clone()));
+            for (f, slot) in factors.iter().zip(&self.shifts) {
+                let av = f.times(slot.v[k].clone());
                 t = Some(match t {
                     Some(t) => t + av,
                     None => av,
                 });
             }
-            let scaled = if self.scale == 1.0 {
+            let scaled = if self.scale.is(1.0) {
                 g.clone()
             } else {
-                g.clone() * self.scale
+                self.scale.times(g.clone())
             };
             *g = match t {
                 Some(t) => scaled + t,

@@ -2,6 +2,7 @@
 //! (PyTorch's `clip_grad_norm_`). A = 0 disables clipping; the norm is still recorded.
 
 use super::norm::global_norm;
+use super::rows::row_sums;
 use super::transform::{Ctx, Log, TensorStep, TensorTransform, Transform};
 
 pub struct ClipByGlobalNorm(pub f32);
@@ -21,17 +22,25 @@ impl Transform for ClipByGlobalNorm {
 }
 
 impl TensorTransform for ClipByGlobalNorm {
-    fn update_tensors(&self, s: &mut TensorStep, _ctx: &Ctx) {
+    fn update_tensors(&self, s: &mut TensorStep) {
+        // each row's sum of squares over every tensor: `[K, 1]` (one client: a whole sum)
+        let rows = s.u.first().map_or(0, |u| u.dims()[0]);
         let sq =
             s.u.iter()
-                .map(|g| (g.clone() * g.clone()).sum())
+                .map(|g| {
+                    let sq = g.clone() * g.clone();
+                    match rows {
+                        1 => sq.sum().reshape([1, 1]),
+                        _ => row_sums(sq),
+                    }
+                })
                 .reduce(|a, b| a + b);
         let Some(n) = sq.map(|s| s.sqrt()) else {
             return;
         };
         s.norm = Some(n.clone());
         if self.0 > 0.0 {
-            // min(1, A/(‖u‖ + 1e-6)), broadcast over each tensor
+            // min(1, A/(‖u‖ + 1e-6)) of each row, broadcast over its tensors
             let coef = (n + 1e-6).recip().mul_scalar(self.0).clamp_max(1.0);
             for g in s.u.iter_mut() {
                 *g = g.clone() * coef.clone();

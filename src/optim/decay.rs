@@ -14,7 +14,7 @@ impl Transform for AddDecayedWeights {
 }
 
 impl TensorTransform for AddDecayedWeights {
-    fn update_tensors(&self, s: &mut TensorStep, _ctx: &Ctx) {
+    fn update_tensors(&self, s: &mut TensorStep) {
         if self.0 != 0.0 {
             for (u, x) in s.u.iter_mut().zip(s.x) {
                 *u = u.clone() + x.clone() * self.0;

@@ -8,6 +8,7 @@
 //! | file | what |
 //! |---|---|
 //! | `transform.rs` | the [`Transform`] trait (host) and [`TensorTransform`] (the same link over device tensors), the step's context and log, a [`Chain`] |
+//! | `rows.rs` | K clients' parameters as the rows of `[K, n]` device tensors, and a factor per row (the device-resident steps) |
 //! | `norm.rs` | the global L2 norm, in a fixed order |
 //! | `clip.rs` | `clip_by_global_norm` |
 //! | `decay.rs` | `add_decayed_weights` (coupled L2 weight decay) |
@@ -29,6 +30,7 @@ mod moments;
 mod momentum;
 mod norm;
 pub mod quantize;
+mod rows;
 mod scale;
 mod transform;
 mod trust;
@@ -41,6 +43,7 @@ pub use keep::KeepLast;
 pub use moments::{SecondMoment, ema, ema_sq, fraction_at_floor};
 pub use momentum::Momentum;
 pub use norm::global_norm;
+pub use rows::{RowFactor, row_sums, upload_rows};
 pub use scale::{Scale, ScaleBy, ScaleByLearningRate};
 pub use transform::{Chain, Ctx, Log, Moments, TensorStep, TensorTransform, Transform};
 pub use trust::ScaleByTrustRatio;

@@ -74,18 +74,21 @@ pub trait Transform: Send {
     }
 }
 
-/// A device step's tensors: the update `u` and the parameters `x`, one flat tensor per
-/// parameter tensor, and the norm a link measured (a one-element tensor, which the step reads
-/// once with its loss).
+/// A device step's tensors: the update `u` and the parameters `x`, one tensor `[K, n]` per
+/// parameter tensor whose K rows are K clients' (one row for one client: the device-resident
+/// step; a cohort's rows: the device-resident cohort step), each row's context `ctx[k]`, and
+/// the norm a link measured (`[K, 1]`, which the step reads once with its losses).
 pub struct TensorStep<'a> {
-    pub u: &'a mut [Tensor<1>],
-    pub x: &'a [Tensor<1>],
-    pub norm: Option<Tensor<1>>,
+    pub u: &'a mut [Tensor<2>],
+    pub x: &'a [Tensor<2>],
+    pub ctx: &'a [Ctx<'a>],
+    pub norm: Option<Tensor<2>>,
 }
 
-/// A link over the parameter tensors on the training device (the device-resident local step).
+/// A link over the parameter tensors on the training device (the device-resident local step),
+/// row by row: each row is one client's.
 pub trait TensorTransform: Send {
-    fn update_tensors(&self, s: &mut TensorStep, ctx: &Ctx);
+    fn update_tensors(&self, s: &mut TensorStep);
 
     /// Fill `log` from the norm `update_tensors` left, once read (default: nothing).
     fn read_norm(&self, _norm: f64, _log: &mut Log) {}

@@ -17,8 +17,8 @@ use crate::config::LocalSpec;
 use crate::fl::plan::Rule;
 use crate::fl::term::{DeviceTerm, Term, TermLink};
 use crate::optim::{
-    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Log, Moments, ScaleByLearningRate, TensorStep,
-    TensorTransform,
+    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Log, Moments, RowFactor, ScaleByLearningRate,
+    TensorStep, TensorTransform,
 };
 
 /// The chain's clip and weight decay (`local.max_norm`, `local.weight_decay`, `local.nar`).
@@ -101,54 +101,63 @@ impl<'a> HostChain<'a> {
     }
 }
 
-/// The same chain over the parameter tensors on the training device, with SGD's step: the
-/// term's vectors uploaded once per client.
+/// The same chain over the parameter tensors on the training device, with SGD's step, for K
+/// clients at once (a row each of every `[K, n]` tensor: one for the device-resident step, a
+/// cohort's for its device-resident step): the terms' vectors uploaded once per training.
 pub struct DeviceChain {
     term: DeviceTerm,
     base: [Box<dyn TensorTransform>; 2],
 }
 
 impl DeviceChain {
-    /// The device chain of a plan, or None when it must run on the host (a rule other than SGD,
-    /// or a term that reads the anchor's gradient).
+    /// The device chain of K clients' plans (their terms and rules) from their anchors, or None
+    /// when they must run on the host (a rule other than SGD, or a term that reads the anchor's
+    /// gradient).
     pub fn new(
-        term: &Term,
-        rule: &Rule,
-        anchor: &[f32],
+        plans: &[(&Term, &Rule)],
+        anchors: &[&[f32]],
         base: ClipDecay,
         ranges: &[Range<usize>],
         device: &Device,
     ) -> Option<Self> {
-        if !rule.is_sgd() {
+        if !plans.iter().all(|(_, r)| r.is_sgd()) {
             return None;
         }
+        let terms: Vec<&Term> = plans.iter().map(|(t, _)| *t).collect();
         Some(DeviceChain {
-            term: DeviceTerm::new(term, anchor, ranges, device)?,
+            term: DeviceTerm::new(&terms, anchors, ranges, device)?,
             base: base.device(),
         })
     }
 
-    /// The term, clip, decay and `x ← x − l·g` (l = `ctx.lr`, as an f32) over tensors; the
-    /// pre-clip norm as a one-element tensor.
-    pub fn step(&self, x: &mut [Tensor<1>], g: &mut [Tensor<1>], ctx: &Ctx) -> Option<Tensor<1>> {
-        let lr = ctx.lr as f32;
+    /// The term, clip, decay and `x ← x − l·g` over tensors, row k with its context `ctx[k]`
+    /// and its rate l = `rate`'s k-th (0 leaves a row as it is); each row's pre-clip norm
+    /// `[K, 1]`.
+    pub fn step(
+        &self,
+        x: &mut [Tensor<2>],
+        g: &mut [Tensor<2>],
+        ctx: &[Ctx],
+        rate: &RowFactor,
+    ) -> Option<Tensor<2>> {
         let mut s = TensorStep {
             u: g,
             x,
+            ctx,
             norm: None,
         };
-        self.term.update_tensors(&mut s, ctx);
+        self.term.update_tensors(&mut s);
         for l in &self.base {
-            l.update_tensors(&mut s, ctx);
+            l.update_tensors(&mut s);
         }
         let norm = s.norm;
         for (x, u) in x.iter_mut().zip(g.iter()) {
-            *x = x.clone() - u.clone() * lr;
+            *x = x.clone() - rate.times(u.clone());
         }
         norm
     }
 
-    /// The step's log from the norm `step` returned, once read.
+    /// The step's log from a row's norm that `step` returned, once read.
     pub fn read_norm(&self, norm: f64) -> Log {
         let mut log = Log::default();
         for l in &self.base {

@@ -14,7 +14,7 @@ use burn::tensor::{Gradients, Tensor};
 
 use super::chain::DeviceChain;
 use crate::model::Model;
-use crate::optim::{Ctx, Log};
+use crate::optim::{Ctx, Log, RowFactor};
 
 /// One step: the gradient of `loss`, the chain and `x ← x − l·u` (l = `ctx.lr`), all on the
 /// device. Returns the updated model, the loss and the step's log.
@@ -27,14 +27,19 @@ pub fn step(chain: &DeviceChain, model: Model, loss: Tensor<1>, ctx: &Ctx) -> (M
         g: Vec::new(),
     };
     model.visit(&mut c);
-    let Collect { mut x, mut g, .. } = c;
+    let Collect { x, g, .. } = c;
     drop(grads);
-    let norm = chain.step(&mut x, &mut g, ctx);
+    // one client: a row of each `[1, n]`
+    let row =
+        |v: Vec<Tensor<1>>| -> Vec<Tensor<2>> { v.into_iter().map(|t| t.unsqueeze()).collect() };
+    let (mut x, mut g) = (row(x), row(g));
+    let norm = chain.step(&mut x, &mut g, &[*ctx], &RowFactor::One(ctx.lr as f32));
     drop(g);
-    let model = model.map(&mut Put { x: x.into_iter() });
+    let x = x.into_iter().map(|t| t.flatten(0, 1));
+    let model = model.map(&mut Put { x });
     // the step's one read: the loss and the norm together
     let read = match norm {
-        Some(n) => Tensor::cat(vec![loss_value, n], 0),
+        Some(n) => Tensor::cat(vec![loss_value, n.reshape([1])], 0),
         None => loss_value,
     };
     let v = read
@@ -73,11 +78,11 @@ impl ModuleVisitor for Collect<'_> {
 }
 
 /// Put the updated flat tensors back as the model's parameters (autodiff leaves again).
-struct Put {
-    x: std::vec::IntoIter<Tensor<1>>,
+struct Put<I> {
+    x: I,
 }
 
-impl ModuleMapper for Put {
+impl<I: Iterator<Item = Tensor<1>>> ModuleMapper for Put<I> {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         let (id, t, mapper) = param.consume();
         let shape = t.shape();

@@ -148,7 +148,7 @@ struct Job<'a> {
 /// How the steps move the parameters.
 enum Stepper<'a> {
     Host(HostChain<'a>),
-    Device(DeviceChain),
+    Device(Box<DeviceChain>),
 }
 
 pub struct Trainer {
@@ -249,12 +249,12 @@ impl Trainer {
         let device_chain = self
             .device_step
             .then(|| {
-                let (t, r) = (&plan.term, &plan.rule);
-                DeviceChain::new(t, r, w.anchor, self.base, &self.ranges, &self.device)
+                let plans = [(&plan.term, &plan.rule)];
+                DeviceChain::new(&plans, &[w.anchor], self.base, &self.ranges, &self.device)
             })
             .flatten();
         let stepper = match device_chain {
-            Some(d) => Stepper::Device(d),
+            Some(d) => Stepper::Device(Box::new(d)),
             None => Stepper::Host(HostChain::new(plan.term, w.anchor, self.base, plan.rule)),
         };
         let frozen = &self.models.frozen[..n_frozen];
