@@ -99,11 +99,10 @@ fn every_stackable_plan_family_agrees_with_one_at_a_time() {
     agree(&[MLP, "local.nar=true", "local.max_norm=0.05"], &[0, 2]);
 }
 
-#[test]
-fn clients_with_unequal_data_step_and_weigh_as_alone() {
-    // clients of 30, 17, 40 and 9 of the 96 samples, two epochs of batch 6: different step
-    // counts (10, 6, 14, 4) and short last batches of different sizes (0, 5, 4, 3)
-    let dir = common::TempDir::new("cohort-partition");
+/// Clients of 30, 17, 40 and 9 of the 96 samples (a partition file in `dir`), two epochs of
+/// batch 6: different step counts (10, 6, 14, 4) and short last batches of different sizes
+/// (0, 5, 4, 3).
+fn unequal(dir: &common::TempDir) -> Vec<String> {
     let file = dir.path().join("split.txt");
     let mut at = 0;
     let lists: Vec<String> = [30, 17, 40, 9]
@@ -116,18 +115,53 @@ fn clients_with_unequal_data_step_and_weigh_as_alone() {
         })
         .collect();
     std::fs::write(&file, format!("{{{}}}", lists.join(", "))).unwrap();
-    let part = format!("data.partition_file=\"{}\"", file.display());
-    let sets = [
-        MLP,
-        "data.partition=\"file\"",
-        &part,
-        "local.epochs=2",
-        "local.batch_size=6",
-    ];
+    vec![
+        MLP.into(),
+        "data.partition=\"file\"".into(),
+        format!("data.partition_file=\"{}\"", file.display()),
+        "local.epochs=2".into(),
+        "local.batch_size=6".into(),
+    ]
+}
+
+#[test]
+fn clients_with_unequal_data_step_and_weigh_as_alone() {
+    let dir = common::TempDir::new("cohort-partition");
+    let sets = unequal(&dir);
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
     let (_, stats) = deltas(&sets, 1, &[0, 1, 2, 3]);
     let steps: Vec<usize> = stats.iter().map(|s| s.steps).collect();
     assert_eq!(steps, [10, 6, 14, 4]);
     agree(&sets, &[0, 1, 2, 3]);
+}
+
+/// The device-resident cohort step (`run.local_step = "device"`, a GPU backend's default: the
+/// clients' parameters as rows of device tensors, gathered per group of equal batch sizes,
+/// one backward, the chain on the rows) against the device-resident step of one client at a
+/// time, for the plans whose chains run on the device, the FedNAR clip, unequal data and the
+/// CNN in both convolution forms.
+#[test]
+fn a_device_resident_cohort_trains_each_client_as_alone() {
+    const DEVICE: &str = "run.local_step=\"device\"";
+    agree(&[MLP, DEVICE], &[0, 1, 2, 3]);
+    for alg in ["fedprox", "scaffold", "fedacg", "feddyn", "feddc", "fedcm"] {
+        agree(
+            &[MLP, DEVICE, &format!("fl.algorithm=\"{alg}\"")],
+            &[0, 1, 2],
+        );
+    }
+    agree(
+        &[MLP, DEVICE, "local.nar=true", "local.max_norm=0.05"],
+        &[0, 2],
+    );
+    let dir = common::TempDir::new("cohort-device-partition");
+    let mut sets = unequal(&dir);
+    sets.push(DEVICE.into());
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    agree(&sets, &[0, 1, 2, 3]);
+    let cnn = "model.kind=\"tiny-cnn\"";
+    agree(&[cnn, DEVICE, "fl.algorithm=\"scaffold\""], &[2, 0, 3]);
+    agree(&[cnn, DEVICE, "run.kernels=\"burn\""], &[0, 1, 2]);
 }
 
 #[test]
@@ -182,7 +216,10 @@ fn a_model_without_a_stacked_form_runs_without_a_cohort() {
         let set = vec![cohort.to_string(), "model.projection=8".into()];
         let s = fedrun::schema::parse(&common::synthetic_spec(""), "cohort", &set).unwrap();
         let ex = Experiment::new(&s, data::load(&s, None).unwrap()).unwrap();
-        assert!(ex.cohort.is_none(), "a projection head has no stacked form yet");
+        assert!(
+            ex.cohort.is_none(),
+            "a projection head has no stacked form yet"
+        );
         ex.trainers.len()
     };
     assert_eq!(workers("run.cohort=4"), workers("run.cohort=1"));

@@ -96,16 +96,19 @@ fn agree_with_flex(gpu: fedrun::config::Backend) {
 
 /// The cohort step on the GPU backend (lavapipe in CI): two rounds of the MLP and of the small
 /// CNN (its convolutions grouped, one group per client) with every round's clients as one
-/// cohort agree with one client at a time on the same backend.
+/// cohort agree with one client at a time on the same backend, with the host step and with
+/// the device-resident step (the GPU backends' default: the cohort's rows stay on the device).
 #[test]
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
 fn wgpu_cohort_trains_as_one_client_at_a_time() {
-    cohort_agrees_on_wgpu("mlp");
-    cohort_agrees_on_wgpu("tiny-cnn");
+    for step in ["host", "device"] {
+        cohort_agrees_on_wgpu("mlp", step);
+        cohort_agrees_on_wgpu("tiny-cnn", step);
+    }
 }
 
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
-fn cohort_agrees_on_wgpu(model: &str) {
+fn cohort_agrees_on_wgpu(model: &str, step: &str) {
     let backend = fedrun::config::Backend::Wgpu;
     if let Err(e) = fedrun::fl::engine::devices(backend) {
         panic!("{backend} cannot run here: {e}");
@@ -119,7 +122,7 @@ fn cohort_agrees_on_wgpu(model: &str) {
                 "t",
                 &[
                     "run.backend=\"wgpu\"".into(),
-                    "run.local_step=\"host\"".into(),
+                    format!("run.local_step=\"{step}\""),
                     format!("model.kind=\"{model}\""),
                     "fl.clients_per_round=3".into(),
                     "fl.algorithm=\"fedprox\"".into(),
@@ -146,7 +149,36 @@ fn cohort_agrees_on_wgpu(model: &str) {
             let (x, y) = (a[c], b[c]);
             assert!(
                 (x - y).abs() <= 1e-4 * x.abs().max(1.0),
-                "{model}, round {r}, {name}: one at a time {x} vs the cohort {y}"
+                "{model}, {step} step, round {r}, {name}: one at a time {x} vs the cohort {y}"
+            );
+        }
+    }
+}
+
+/// Each row's sum over long rows on the GPU backend (a cohort's clip norms): `row_sums`
+/// agrees with the host's sums in f64 (positive values, as a norm's squares), over rows of a piece, of many pieces, and of a prime
+/// length (padded); burn's one-axis `sum_dim` got the long rows wrong on lavapipe.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn row_sums_are_right_over_long_rows() {
+    use burn::tensor::{Tensor, TensorData};
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0;
+    for n in [4000usize, 614_400, 1_000_003] {
+        let v: Vec<f32> = (0..3 * n).map(|i| ((i * 37 % 101) as f32) / 40.0).collect();
+        let t = Tensor::<2>::from_data(TensorData::new(v.clone(), [3, n]), &dev);
+        let got = fedrun::optim::row_sums(t)
+            .into_data()
+            .convert::<f32>()
+            .to_vec::<f32>()
+            .unwrap();
+        for (k, row) in v.chunks(n).enumerate() {
+            let want: f64 = row.iter().map(|&x| f64::from(x)).sum();
+            let g = f64::from(got[k]);
+            assert!(
+                (g - want).abs() <= 1e-4 * want.abs().max(1.0),
+                "row {k} of {n}: {g} vs {want}"
             );
         }
     }

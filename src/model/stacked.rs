@@ -76,7 +76,6 @@ impl Stacked {
     /// The copies whose parameters are `xs` (one flat vector of `layout` per copy), on
     /// `device`. `model` must have a stacked form ([`why_not`]).
     pub fn new(model: &Model, layout: &Layout, xs: &[&[f32]], device: &Device) -> Stacked {
-        let form = Form::of(model);
         let copies = xs.len();
         let params = layout
             .tensors
@@ -87,9 +86,16 @@ impl Stacked {
                 Tensor::<1>::from_data(TensorData::new(v, [copies * t.len]), device).require_grad()
             })
             .collect();
+        Self::of(model, layout, params, copies)
+    }
+
+    /// The copies whose parameters are `params`: each tensor of `layout`, flat and
+    /// client-major (`copies` × its size), on the training device. Their gradients are the
+    /// caller's to read (the parameters may be taken from larger leaves).
+    pub fn of(model: &Model, layout: &Layout, params: Vec<Tensor<1>>, copies: usize) -> Stacked {
         let shapes = layout.tensors.iter().map(|t| t.shape.clone()).collect();
         Stacked {
-            form,
+            form: Form::of(model),
             params,
             shapes,
             copies,

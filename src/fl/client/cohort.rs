@@ -12,14 +12,15 @@
 use burn::tensor::{Device, Int, Tensor};
 
 use super::batches::Batches;
-use super::chain::{ClipDecay, HostChain};
+use super::chain::{ClipDecay, DeviceChain, HostChain};
+use super::cohort_batches::{Drawn, ctx_at, draw, groups, images_of};
+use super::cohort_device::Resident;
 use super::trainer::{LocalStats, Work};
-use crate::data::{self, FedData, Input};
+use crate::data::{FedData, Input};
 use crate::fl::plan::ClientPlan;
 use crate::model::Model;
 use crate::model::params::Layout;
 use crate::model::stacked::Stacked;
-use crate::optim::Ctx;
 use crate::rng::Rng;
 
 /// Why a client's plan cannot train in a cohort; None when it can. A plan stacks when its step
@@ -46,22 +47,17 @@ pub struct Cohort {
     layout: Layout,
     device: Device,
     base: ClipDecay,
+    /// Keep the cohort's parameters on the device for its steps (`run.local_step`) when its
+    /// plans' chains run there.
+    device_step: bool,
     xs: Vec<Vec<f32>>,
     gs: Vec<Vec<f32>>,
     /// Whether the run was told why a round's clients trained one at a time.
     noted: bool,
 }
 
-/// One client's batch at a step.
-struct Drawn {
-    k: usize,
-    len: usize,
-    input: Input,
-    y: Tensor<1, Int>,
-}
-
 impl Cohort {
-    pub fn new(model: Model, device: Device, base: ClipDecay) -> Self {
+    pub fn new(model: Model, device: Device, base: ClipDecay, device_step: bool) -> Self {
         keep_freed_memory();
         let layout = Layout::of(&model);
         Cohort {
@@ -69,6 +65,7 @@ impl Cohort {
             layout,
             device,
             base,
+            device_step,
             xs: Vec::new(),
             gs: Vec::new(),
             noted: false,
@@ -106,9 +103,16 @@ impl Cohort {
         rngs: &mut [Rng],
     ) -> Vec<LocalStats> {
         let n = works.len();
-        let dim = self.layout.total;
         self.xs.resize(n, Vec::new());
-        self.gs.resize(n, vec![0.0; dim]);
+        if let Some(chain) = self.device_chain(&plans, works) {
+            let resident = Resident {
+                model: &self.model,
+                layout: &self.layout,
+                device: &self.device,
+            };
+            return resident.train(data, &chain, works, rngs, &mut self.xs[..n]);
+        }
+        self.gs.resize(n, vec![0.0; self.layout.total]);
         for (x, w) in self.xs.iter_mut().zip(works) {
             x.clear();
             x.extend_from_slice(w.anchor);
@@ -131,18 +135,11 @@ impl Cohort {
             {
                 break;
             }
-            let drawn = self.draw(data, works, &mut batches, rngs, step);
+            let drawn = draw(data, works, &mut batches, rngs, step, &self.device);
             for group in groups(drawn) {
-                let losses = self.forward_backward(group.iter());
+                let losses = self.forward_backward(&group);
                 for (d, loss) in group.iter().zip(losses) {
-                    let w = &works[d.k];
-                    let per_epoch = data.clients[w.client].len().div_ceil(w.batch_size).max(1);
-                    let ctx = Ctx {
-                        round: w.round,
-                        lr: w.schedule.lr(w.round, step / per_epoch),
-                        steps: w.steps,
-                        ..Ctx::default()
-                    };
+                    let ctx = ctx_at(data, &works[d.k], step);
                     let log = chains[d.k].step(&mut self.xs[d.k], &mut self.gs[d.k], &ctx);
                     stats[d.k].record(step, loss, d.len, &log);
                 }
@@ -159,47 +156,25 @@ impl Cohort {
         stats
     }
 
-    /// The batch of every client that takes part in `step`, drawn as it would be alone.
-    fn draw(
-        &self,
-        data: &FedData,
-        works: &[Work],
-        batches: &mut [Batches],
-        rngs: &mut [Rng],
-        step: usize,
-    ) -> Vec<Drawn> {
-        let mut out = Vec::new();
-        for (k, (w, (b, rng))) in works
-            .iter()
-            .zip(batches.iter_mut().zip(rngs.iter_mut()))
-            .enumerate()
-        {
-            if step >= w.steps {
-                continue;
-            }
-            let idx = b.next_batch(rng);
-            let len = idx.len();
-            let (input, y) = data::batch(&data.train, idx, data.augment, Some(rng), &self.device);
-            out.push(Drawn { k, len, input, y });
+    /// The cohort's chain on the device (`run.local_step`), when its plans' chains run there.
+    fn device_chain(&self, plans: &[ClientPlan], works: &[Work]) -> Option<DeviceChain> {
+        if !self.device_step {
+            return None;
         }
-        out
+        let ranges: Vec<_> = self.layout.tensors.iter().map(|t| t.range()).collect();
+        let pr: Vec<_> = plans.iter().map(|p| (&p.term, &p.rule)).collect();
+        let anchors: Vec<&[f32]> = works.iter().map(|w| w.anchor).collect();
+        DeviceChain::new(&pr, &anchors, self.base, &ranges, &self.device)
     }
 
     /// One forward and backward of the clients `group` (batches of one size) on the stacked
     /// model: their gradients land in `gs`; returns each one's batch loss.
-    fn forward_backward<'d>(&mut self, group: impl Iterator<Item = &'d Drawn> + Clone) -> Vec<f64> {
-        let ks: Vec<usize> = group.clone().map(|d| d.k).collect();
+    fn forward_backward(&mut self, group: &[Drawn]) -> Vec<f64> {
+        let ks: Vec<usize> = group.iter().map(|d| d.k).collect();
         let xs: Vec<&[f32]> = ks.iter().map(|&k| self.xs[k].as_slice()).collect();
         let stacked = Stacked::new(&self.model, &self.layout, &xs, &self.device);
-        let images: Vec<Tensor<4>> = group
-            .clone()
-            .map(|d| match &d.input {
-                Input::Images(x) => x.clone(),
-                Input::Tokens(_) => unreachable!("the stacked models read images"),
-            })
-            .collect();
-        let ys: Vec<Tensor<1, Int>> = group.map(|d| d.y.clone()).collect();
-        let logits = stacked.logits(Input::Images(Tensor::cat(images, 0)));
+        let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
+        let logits = stacked.logits(Input::Images(images_of(group)));
         let per = Stacked::losses(logits, Tensor::cat(ys, 0));
         let values = per.clone().into_data().convert::<f32>();
         let values: Vec<f64> = values
@@ -238,16 +213,4 @@ fn keep_freed_memory() {
         libc::mallopt(libc::M_MMAP_MAX, 0);
         libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
     }
-}
-
-/// The drawn batches in groups of one size, in client order within each group.
-fn groups(drawn: Vec<Drawn>) -> Vec<Vec<Drawn>> {
-    let mut out: Vec<Vec<Drawn>> = Vec::new();
-    for d in drawn {
-        match out.iter_mut().find(|g| g[0].len == d.len) {
-            Some(g) => g.push(d),
-            None => out.push(vec![d]),
-        }
-    }
-    out
 }

@@ -15,10 +15,14 @@
 //! | `chain.rs` | the local optimizer: term, clip and decay (baseline or FedNAR order), the plan's rule |
 //! | `device.rs` | the device-resident step |
 //! | `cohort.rs` | the cohort step: several clients' steps as one computation (`run.cohort`) |
+//! | `cohort_batches.rs` | a cohort's batches at a step, each client's from its own stream, grouped by size |
+//! | `cohort_device.rs` | the cohort step with its parameters on the training device (`run.local_step`) |
 
 mod batches;
 mod chain;
 mod cohort;
+mod cohort_batches;
+mod cohort_device;
 mod device;
 mod trainer;
 

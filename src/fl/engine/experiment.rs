@@ -40,7 +40,8 @@ fn cohort_of(
         );
         return Ok(None);
     }
-    Ok(Some(Cohort::new(build()?, device.clone(), base)))
+    let step = device_step(spec);
+    Ok(Some(Cohort::new(build()?, device.clone(), base, step)))
 }
 
 /// Everything built before the first round; also used by `bench`.

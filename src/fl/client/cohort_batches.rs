@@ -1,0 +1,80 @@
+//! A cohort's batches at a step (the host and device-resident cohort steps alike): every
+//! client's batch drawn from its own stream as when it trains alone, grouped by size.
+
+use burn::tensor::{Device, Int, Tensor};
+
+use super::batches::Batches;
+use super::trainer::Work;
+use crate::data::{self, FedData, Input};
+use crate::optim::Ctx;
+use crate::rng::Rng;
+
+/// One client's batch at a step: the k-th client's `len` samples.
+pub struct Drawn {
+    pub k: usize,
+    pub len: usize,
+    pub input: Input,
+    pub y: Tensor<1, Int>,
+}
+
+/// The batch of every client that takes part in `step`, drawn as it would be alone.
+pub fn draw(
+    data: &FedData,
+    works: &[Work],
+    batches: &mut [Batches],
+    rngs: &mut [Rng],
+    step: usize,
+    device: &Device,
+) -> Vec<Drawn> {
+    let mut out = Vec::new();
+    for (k, (w, (b, rng))) in works
+        .iter()
+        .zip(batches.iter_mut().zip(rngs.iter_mut()))
+        .enumerate()
+    {
+        if step >= w.steps {
+            continue;
+        }
+        let idx = b.next_batch(rng);
+        let len = idx.len();
+        let (input, y) = data::batch(&data.train, idx, data.augment, Some(rng), device);
+        out.push(Drawn { k, len, input, y });
+    }
+    out
+}
+
+/// The context of a client's `step`: its round, step count and learning rate (the schedule's
+/// at the step's epoch).
+pub fn ctx_at<'a>(data: &FedData, w: &Work, step: usize) -> Ctx<'a> {
+    let per_epoch = data.clients[w.client].len().div_ceil(w.batch_size).max(1);
+    Ctx {
+        round: w.round,
+        lr: w.schedule.lr(w.round, step / per_epoch),
+        steps: w.steps,
+        ..Ctx::default()
+    }
+}
+
+/// The images of a group's batches, one client's after another (`[K·b, …]`).
+pub fn images_of(group: &[Drawn]) -> Tensor<4> {
+    let images: Vec<Tensor<4>> = group
+        .iter()
+        .map(|d| match &d.input {
+            Input::Images(x) => x.clone(),
+            Input::Tokens(_) => unreachable!("the stacked models read images"),
+        })
+        .collect();
+    Tensor::cat(images, 0)
+}
+
+/// The drawn batches in groups of one size, in client order within each group.
+pub fn groups(drawn: Vec<Drawn>) -> Vec<Vec<Drawn>> {
+    let mut out: Vec<Vec<Drawn>> = Vec::new();
+    for d in drawn {
+        match out.iter_mut().find(|g| g[0].len == d.len) {
+            Some(g) => g.push(d),
+            None => out.push(vec![d]),
+        }
+    }
+    out
+}
