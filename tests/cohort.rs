@@ -200,17 +200,43 @@ fn a_cohort_of_cnns_trains_each_client_as_alone() {
     );
 }
 
+/// ResNet-18 (GroupNorm(2), both heads) as one computation: the copies' maps side by side in
+/// the channels, grouped convolutions and GroupNorm(2K), with the host and the device step.
+#[test]
+fn a_cohort_of_resnets_trains_each_client_as_alone() {
+    let r = "model.kind=\"resnet18\"";
+    agree(&[r, "local.steps=2", "run.kernels=\"burn\""], &[0, 1]);
+    agree(&[r, "local.steps=2"], &[0, 1]);
+    agree(
+        &[
+            r,
+            "local.steps=2",
+            "model.head=\"global\"",
+            "fl.algorithm=\"fedacg\"",
+            "run.local_step=\"device\"",
+        ],
+        &[2, 1],
+    );
+}
+
 #[test]
 fn a_model_without_a_stacked_form_runs_without_a_cohort() {
     let s = fedrun::schema::parse(
         &common::synthetic_spec(""),
         "cohort",
-        &["run.cohort=4".into(), "model.kind=\"resnet18\"".into()],
+        &[
+            "run.cohort=4".into(),
+            "model.kind=\"resnet18\"".into(),
+            "model.projection=8".into(),
+        ],
     )
     .unwrap();
     let d = data::load(&s, None).unwrap();
     let ex = Experiment::new(&s, d).unwrap();
-    assert!(ex.cohort.is_none(), "ResNet-18 has no stacked form yet");
+    assert!(
+        ex.cohort.is_none(),
+        "MOON's projection head has no stacked form yet"
+    );
     // and the run keeps the client workers it would have without `run.cohort`
     let workers = |cohort: &str| {
         let set = vec![cohort.to_string(), "model.projection=8".into()];

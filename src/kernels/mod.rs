@@ -93,23 +93,25 @@ pub fn conv2d(conv: &Conv2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
     Tensor::from_dispatch(y)
 }
 
-/// A convolution without padding or dilation whose weight and bias are tensors rather than a
-/// module's (the stacked models' `[K·o, c, kh, kw]` slices), on fedrun's kernel where it
-/// applies (flex), burn's op elsewhere.
+/// A convolution whose weight and bias are tensors rather than a module's (the stacked
+/// models' `[K·o, c, kh, kw]` slices): fedrun's kernel where it applies (flex, one group), burn's
+/// op elsewhere.
 pub fn conv2d_of(
     x: Tensor<4>,
     w: Tensor<4>,
-    b: Tensor<1>,
-    stride: [usize; 2],
+    b: Option<Tensor<1>>,
+    o: ConvOptions<2>,
     kernels: Kernels,
 ) -> Tensor<4> {
-    let o = ConvOptions::new(stride, [0, 0], [1, 1], 1);
-    if !(kernels == Kernels::Fedrun && is_flex(&x.device())) {
-        return burn::tensor::module::conv2d(x, w, Some(b), o);
+    if !(o.groups == 1 && kernels == Kernels::Fedrun && is_flex(&x.device())) {
+        return burn::tensor::module::conv2d(x, w, b, o);
     }
     type D = burn::backend::Dispatch;
-    let (x, w, b) = (x.into_dispatch(), w.into_dispatch(), b.into_dispatch());
-    Tensor::from_dispatch(<D as CpuConv>::fr_conv2d_bias(x, w, b, o))
+    let (x, w) = (x.into_dispatch(), w.into_dispatch());
+    Tensor::from_dispatch(match b {
+        Some(b) => <D as CpuConv>::fr_conv2d_bias(x, w, b.into_dispatch(), o),
+        None => <D as CpuConv>::fr_conv2d(x, w, o),
+    })
 }
 
 /// `pool.forward(x)`, followed by a ReLU if `relu`, on fedrun's kernel where it applies (no
@@ -155,6 +157,39 @@ pub fn group_norm(gn: &GroupNorm, x: Tensor<4>, relu: bool, kernels: Kernels) ->
         relu,
     );
     Tensor::from_dispatch(y)
+}
+
+/// GroupNorm of `x` with `groups` groups and the per-channel affine `gamma`, `beta` given as
+/// tensors (a cohort's stacked parameters), then a ReLU if `relu`: fedrun's kernel on flex, the
+/// same formula as burn's module elsewhere (each group's mean and biased variance).
+pub fn group_norm_of(
+    x: Tensor<4>,
+    gamma: Tensor<1>,
+    beta: Tensor<1>,
+    groups: usize,
+    epsilon: f64,
+    relu: bool,
+    kernels: Kernels,
+) -> Tensor<4> {
+    if kernels == Kernels::Fedrun && is_flex(&x.device()) {
+        let (y, _stats) = <burn::backend::Dispatch as CpuNorm>::fr_group_norm(
+            x.into_dispatch(),
+            gamma.into_dispatch(),
+            beta.into_dispatch(),
+            groups,
+            epsilon,
+            relu,
+        );
+        return Tensor::from_dispatch(y);
+    }
+    let [b, c, h, w] = x.dims();
+    let g: Tensor<3> = x.reshape([b, groups, c / groups * h * w]);
+    let mean = g.clone().mean_dim(2);
+    let centred = g - mean;
+    let var = (centred.clone() * centred.clone()).mean_dim(2);
+    let y: Tensor<4> = (centred / (var + epsilon).sqrt()).reshape([b, c, h, w]);
+    let y = y * gamma.reshape([1, c, 1, 1]) + beta.reshape([1, c, 1, 1]);
+    if relu { relu_op(y) } else { y }
 }
 
 /// `softmax(x)` over the last axis, on fedrun's kernel (a vectorised `exp`) where it applies.

@@ -29,11 +29,11 @@ fn gn(c: usize, device: &Device) -> GroupNorm {
 
 #[derive(Module, Debug)]
 pub struct Block {
-    conv1: Conv2d,
-    gn1: GroupNorm,
-    conv2: Conv2d,
-    gn2: GroupNorm,
-    shortcut: Option<(Conv2d, GroupNorm)>,
+    pub(crate) conv1: Conv2d,
+    pub(crate) gn1: GroupNorm,
+    pub(crate) conv2: Conv2d,
+    pub(crate) gn2: GroupNorm,
+    pub(crate) shortcut: Option<(Conv2d, GroupNorm)>,
 }
 
 impl Block {
@@ -77,15 +77,15 @@ pub enum Head {
 
 #[derive(Module, Debug)]
 pub struct ResNet18 {
-    stem: Conv2d,
-    stem_gn: GroupNorm,
-    blocks: Vec<Block>,
-    head: Head,
+    pub(crate) stem: Conv2d,
+    pub(crate) stem_gn: GroupNorm,
+    pub(crate) blocks: Vec<Block>,
+    pub(crate) head: Head,
     /// MOON's projection head before the classifier (`model.projection > 0`).
-    proj: Option<Projection>,
+    pub(crate) proj: Option<Projection>,
     fc: Linear,
     #[module(skip)]
-    kernels: Kernels,
+    pub(crate) kernels: Kernels,
 }
 
 impl ResNet18 {

@@ -23,17 +23,11 @@ impl Transform for ClipByGlobalNorm {
 
 impl TensorTransform for ClipByGlobalNorm {
     fn update_tensors(&self, s: &mut TensorStep) {
-        // each row's sum of squares over every tensor: `[K, 1]` (one client: a whole sum)
-        let rows = s.u.first().map_or(0, |u| u.dims()[0]);
+        // each row's sum of squares over every tensor, `[K, 1]`, in pieces: an f32 sum over
+        // millions of elements in one run loses digits (the host's norm sums in f64)
         let sq =
             s.u.iter()
-                .map(|g| {
-                    let sq = g.clone() * g.clone();
-                    match rows {
-                        1 => sq.sum().reshape([1, 1]),
-                        _ => row_sums(sq),
-                    }
-                })
+                .map(|g| row_sums(g.clone() * g.clone()))
                 .reduce(|a, b| a + b);
         let Some(n) = sq.map(|s| s.sqrt()) else {
             return;

@@ -42,9 +42,11 @@ impl RowFactor {
 const PIECE: usize = 4096;
 
 /// Each row's sum `[K, 1]` of `t` (`[K, n]`), reduced over pieces of at most 4,096 elements and
-/// then over the pieces' sums: burn's `sum_dim` over one long axis came out wrong on the wgpu
-/// backend (Mesa's lavapipe: rows of 614,400 summed to less than half their value, while 70,000
-/// were right and a whole-tensor `sum` is right), so no single reduction here is long.
+/// then over the pieces' sums. No single reduction is long: an f32 sum over millions of
+/// elements in one run loses digits (a device step's clip norm then differed from the host's
+/// f64 norm enough to move a ResNet-18 update by 1e-4), and burn's `sum_dim` over one long
+/// axis came out wrong on the wgpu backend (Mesa's lavapipe: rows of 614,400 summed to less
+/// than half their value, while 70,000 were right).
 pub fn row_sums(t: Tensor<2>) -> Tensor<2> {
     let [k, n] = t.dims();
     if n <= PIECE {

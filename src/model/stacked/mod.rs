@@ -5,41 +5,47 @@
 //! clients' batch losses, so the gradient in each client's block is that client's own.
 //!
 //! The copies' parameters come from, and their gradients go to, the flat vectors of the
-//! model's [`Layout`], one per client. Models with a stacked form: the linear model, the MLP
-//! and the FedExP CNN (its convolutions grouped, one group per copy); [`why_not`] names what
-//! the others lack.
+//! model's [`Layout`], one per client. Models with a stacked form: the linear model, the MLP,
+//! the FedExP CNN (its convolutions grouped, one group per copy) and ResNet-18 (`resnet.rs`:
+//! grouped convolutions and GroupNorms); [`why_not`] names what the others lack.
+
+mod parts;
+mod resnet;
 
 use burn::backend::ops::ConvOptions;
 use burn::nn::pool::MaxPool2d;
 use burn::tensor::activation::{log_softmax, relu};
-use burn::tensor::module::conv2d;
 use burn::tensor::{Device, Gradients, Int, Tensor, TensorData};
 
 use super::Model;
 use super::params::Layout;
+use super::resnet::ResNet18;
 use crate::config::{ModelKind, ModelSpec};
 use crate::data::Input;
 use crate::kernels::{Kernels, conv2d_of, is_flex, max_pool2d};
+use parts::{Cursor, to_channels};
 
 /// Why a model of `spec` has no stacked form yet; None when it has one.
 pub fn why_not(spec: &ModelSpec) -> Option<String> {
     match spec.kind {
         ModelKind::Linear | ModelKind::Mlp => None,
-        ModelKind::Cnn | ModelKind::TinyCnn if spec.projection == 0 => None,
-        ModelKind::Cnn | ModelKind::TinyCnn => {
+        ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 if spec.projection == 0 => None,
+        ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 => {
             Some("model.projection > 0: the projection head has no stacked form yet".into())
         }
         other => Some(format!(
-            "model.kind = \"{}\" has no stacked form yet (the linear model, the MLP and the FedExP CNN have one)",
+            "model.kind = \"{}\" has no stacked form yet (the linear model, the MLP, the FedExP CNN and ResNet-18 have one)",
             other.as_str()
         )),
     }
 }
 
-/// How the copies compute: a chain of linear layers on the flattened input, or the FedExP
-/// CNN's two convolutions (grouped: one group per copy) before its linear layers.
-enum Form {
+/// How the copies compute: a chain of linear layers on the flattened input, the FedExP
+/// CNN's two convolutions (grouped: one group per copy) before its linear layers, or ResNet-18
+/// on the copies' maps side by side in the channels.
+enum Form<'m> {
     Linear,
+    ResNet(&'m ResNet18),
     Cnn {
         pool: MaxPool2d,
         kernels: Kernels,
@@ -47,10 +53,11 @@ enum Form {
     },
 }
 
-impl Form {
-    fn of(model: &Model) -> Form {
+impl<'m> Form<'m> {
+    fn of(model: &'m Model) -> Form<'m> {
         match model {
             Model::Linear(_) | Model::Mlp(_) => Form::Linear,
+            Model::ResNet(m) => Form::ResNet(m),
             Model::Cnn(m) => {
                 let (pool, kernels, stride) = m.stack_parts().expect("a CNN with a stacked form");
                 Form::Cnn {
@@ -65,17 +72,17 @@ impl Form {
 }
 
 /// The parameters of K copies of a model, each tensor flat and client-major, with gradient.
-pub struct Stacked {
-    form: Form,
+pub struct Stacked<'m> {
+    form: Form<'m>,
     params: Vec<Tensor<1>>,
     shapes: Vec<Vec<usize>>,
     copies: usize,
 }
 
-impl Stacked {
+impl<'m> Stacked<'m> {
     /// The copies whose parameters are `xs` (one flat vector of `layout` per copy), on
     /// `device`. `model` must have a stacked form ([`why_not`]).
-    pub fn new(model: &Model, layout: &Layout, xs: &[&[f32]], device: &Device) -> Stacked {
+    pub fn new(model: &'m Model, layout: &Layout, xs: &[&[f32]], device: &Device) -> Stacked<'m> {
         let copies = xs.len();
         let params = layout
             .tensors
@@ -92,7 +99,12 @@ impl Stacked {
     /// The copies whose parameters are `params`: each tensor of `layout`, flat and
     /// client-major (`copies` × its size), on the training device. Their gradients are the
     /// caller's to read (the parameters may be taken from larger leaves).
-    pub fn of(model: &Model, layout: &Layout, params: Vec<Tensor<1>>, copies: usize) -> Stacked {
+    pub fn of(
+        model: &'m Model,
+        layout: &Layout,
+        params: Vec<Tensor<1>>,
+        copies: usize,
+    ) -> Stacked<'m> {
         let shapes = layout.tensors.iter().map(|t| t.shape.clone()).collect();
         Stacked {
             form: Form::of(model),
@@ -111,6 +123,15 @@ impl Stacked {
         let [n, ..] = x.dims();
         let (k, b) = (self.copies, n / self.copies);
         let (h, first) = match &self.form {
+            Form::ResNet(m) => {
+                let mut cursor = Cursor {
+                    params: &self.params,
+                    shapes: &self.shapes,
+                    at: 0,
+                    copies: k,
+                };
+                return resnet::logits(m, to_channels(x, k), &mut cursor);
+            }
             Form::Linear => {
                 let flat: Tensor<2> = x.flatten(1, 3);
                 let d = flat.dims()[1];
@@ -148,10 +169,7 @@ impl Stacked {
                 .collect();
             Tensor::cat(per, 0)
         } else {
-            let [_, c, hh, ww] = x.dims();
-            let x5: Tensor<5> = x.reshape([k, b, c, hh, ww]);
-            let grouped = x5.swap_dims(0, 1).reshape([b, k * c, hh, ww]);
-            let y = self.conv_layers(grouped, k, 0, pool, kernels, stride);
+            let y = self.conv_layers(to_channels(x, k), k, 0, pool, kernels, stride);
             let [_, kc, oh, ow] = y.dims();
             let y5: Tensor<5> = y.reshape([b, k, kc / k, oh, ow]);
             y5.swap_dims(0, 1).reshape([k * b, kc / k, oh, ow])
@@ -181,15 +199,8 @@ impl Stacked {
             let bias = self.params[2 * layer + 1]
                 .clone()
                 .narrow(0, first * bn, groups * bn);
-            let y = match groups {
-                1 => conv2d_of(h, w, bias, stride, kernels),
-                g => conv2d(
-                    h,
-                    w,
-                    Some(bias),
-                    ConvOptions::new(stride, [0, 0], [1, 1], g),
-                ),
-            };
+            let o = ConvOptions::new(stride, [0, 0], [1, 1], groups);
+            let y = conv2d_of(h, w, Some(bias), o, kernels);
             h = max_pool2d(pool, y, true, kernels);
         }
         h
