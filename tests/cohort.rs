@@ -6,6 +6,7 @@
 
 mod common;
 
+use fedrun::config::{ModelKind, ModelSpec};
 use fedrun::data;
 use fedrun::fl::client::LocalStats;
 use fedrun::fl::engine::{BurnClients, Experiment, LocalTrainer};
@@ -301,5 +302,93 @@ fn the_algorithms_whose_plans_stack_are_the_documented_ones() {
             alone.contains(name),
             "{name}: {why:?} (README's list of algorithms that train one at a time)"
         );
+    }
+}
+
+/// The stacked form of `kind` (images `c`×`side`×`side`, `classes` classes, run by `kernels`)
+/// against each copy's own model: three copies with different parameters, two images each,
+/// give each copy's logits and loss gradient as the model alone (to 1e-5 of their scale).
+fn stacked_agrees(kind: ModelKind, c: usize, side: usize, classes: usize, kernels: &str) {
+    use burn::tensor::{Device, Int, Tensor, TensorData};
+    use fedrun::data::Input;
+    use fedrun::model::params::{Layout, read_grads, read_params, write_params};
+    use fedrun::model::stacked::Stacked;
+    use fedrun::model::{Model, Shape};
+    let dev = Device::flex().autodiff();
+    let spec = ModelSpec {
+        kind,
+        dropout: 0.0,
+        ..ModelSpec::default()
+    };
+    let kind = kind.as_str();
+    let shape = Shape {
+        channels: c,
+        side,
+        classes,
+    };
+    let kernels_of = match kernels {
+        "burn" => fedrun::kernels::Kernels::Burn,
+        _ => fedrun::kernels::Kernels::Fedrun,
+    };
+    let model = Model::build(&spec, shape, kernels_of, &dev).unwrap();
+    let layout = Layout::of(&model);
+    let mut x0 = vec![0f32; layout.total];
+    read_params(&model, &mut x0);
+    let (k, b) = (3, 2);
+    let xs: Vec<Vec<f32>> = (0..k)
+        .map(|i| {
+            let wobble = |j: usize| 0.01 * (((j * 7 + i * 13) % 11) as f32 - 5.0);
+            let scale = 1.0 + 0.2 * i as f32;
+            x0.iter()
+                .enumerate()
+                .map(|(j, v)| v * scale + wobble(j))
+                .collect()
+        })
+        .collect();
+    let pixels: Vec<f32> = (0..k * b * c * side * side)
+        .map(|i| ((i * 31 % 97) as f32 - 48.0) / 48.0)
+        .collect();
+    let x = Tensor::<4>::from_data(TensorData::new(pixels, [k * b, c, side, side]), &dev);
+    let labels: Vec<i64> = (0..k * b).map(|i| ((i * 3) % classes) as i64).collect();
+    let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [k * b]), &dev);
+    let refs: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
+    let stacked = Stacked::new(&model, &layout, &refs, &dev);
+    let logits = stacked.logits(Input::Images(x.clone()));
+    let mut grads = Stacked::losses(logits.clone(), y.clone()).sum().backward();
+    let mut gs = vec![vec![0f32; layout.total]; k];
+    let mut outs: Vec<&mut [f32]> = gs.iter_mut().map(Vec::as_mut_slice).collect();
+    stacked.read_grads(&mut grads, &mut outs, &layout);
+    let flat = |t: Tensor<3>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+    for (i, (xi, gi)) in xs.iter().zip(&gs).enumerate() {
+        let m = write_params(model.clone(), xi);
+        let own = m.forward(Input::Images(x.clone().narrow(0, i * b, b)));
+        let own: Tensor<3> = own.unsqueeze();
+        let d = rel_diff(&flat(logits.clone().narrow(0, i, 1)), &flat(own.clone()));
+        assert!(
+            d < 1e-5,
+            "{kind} ({kernels}), copy {i}: logits differ by {d:e}"
+        );
+        let loss = Stacked::losses(own, y.clone().narrow(0, i * b, b));
+        let mut g = loss.sum().backward();
+        let mut alone = vec![0f32; layout.total];
+        read_grads(&m, &mut g, &mut alone);
+        let d = rel_diff(gi, &alone);
+        assert!(
+            d < 1e-5,
+            "{kind} ({kernels}), copy {i}: gradient differs by {d:e}"
+        );
+    }
+}
+
+/// Every model with a stacked form computes each copy's logits and gradient as the model
+/// does alone, with fedrun's kernels and with burn's ops (the GPU backends' grouped form).
+#[test]
+fn every_stacked_form_computes_each_copy_as_the_model() {
+    for kernels in ["fedrun", "burn"] {
+        stacked_agrees(ModelKind::FemnistCnn, 1, 28, 62, kernels);
+        stacked_agrees(ModelKind::MnistCnn, 1, 28, 10, kernels);
+        stacked_agrees(ModelKind::CelebaCnn, 3, 84, 2, kernels);
+        stacked_agrees(ModelKind::TinyCnn, 3, 32, 10, kernels);
+        stacked_agrees(ModelKind::Mlp, 1, 28, 10, kernels);
     }
 }

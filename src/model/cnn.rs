@@ -13,14 +13,14 @@ use crate::kernels::{Kernels, conv2d, max_pool2d};
 /// conv5×5 c1 → ReLU → maxpool2 → conv5×5 c2 → ReLU → maxpool2 → fc … → classes.
 #[derive(Module, Debug)]
 pub struct Cnn {
-    conv1: Conv2d,
-    conv2: Conv2d,
-    pool: MaxPool2d,
+    pub(crate) conv1: Conv2d,
+    pub(crate) conv2: Conv2d,
+    pub(crate) pool: MaxPool2d,
     fcs: Vec<Linear>,
     /// MOON's projection head before the classifier (`model.projection > 0`).
     proj: Option<Projection>,
     #[module(skip)]
-    kernels: Kernels,
+    pub(crate) kernels: Kernels,
 }
 
 impl Cnn {
@@ -88,18 +88,6 @@ impl Cnn {
 
     pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {
         self.fcs[self.fcs.len() - 1].forward(features)
-    }
-
-    /// What the stacked form reads besides the parameters: the pooling, the kernels, and the
-    /// convolutions' stride (no padding, no dilation); None with a projection head.
-    pub fn stack_parts(&self) -> Option<(&MaxPool2d, Kernels, [usize; 2])> {
-        let plain =
-            |c: &Conv2d| c.dilation == [1, 1] && c.groups == 1 && c.stride == self.conv1.stride;
-        (self.proj.is_none() && plain(&self.conv1) && plain(&self.conv2)).then_some((
-            &self.pool,
-            self.kernels,
-            self.conv1.stride,
-        ))
     }
 }
 

@@ -29,13 +29,13 @@ fn same_conv(cin: usize, cout: usize, k: usize, device: &Device) -> Conv2d {
 
 #[derive(Module, Debug)]
 pub struct FemnistCnn {
-    conv1: Conv2d,
-    conv2: Conv2d,
-    pool: MaxPool2d,
+    pub(crate) conv1: Conv2d,
+    pub(crate) conv2: Conv2d,
+    pub(crate) pool: MaxPool2d,
     fc1: Linear,
     fc2: Linear,
     #[module(skip)]
-    kernels: Kernels,
+    pub(crate) kernels: Kernels,
 }
 
 impl FemnistCnn {
@@ -96,17 +96,17 @@ impl BatchStatNorm {
 
 #[derive(Module, Debug)]
 pub struct CelebaBlock {
-    conv: Conv2d,
+    pub(crate) conv: Conv2d,
     norm: BatchStatNorm,
 }
 
 #[derive(Module, Debug)]
 pub struct CelebaCnn {
-    blocks: Vec<CelebaBlock>,
-    pool: MaxPool2d,
+    pub(crate) blocks: Vec<CelebaBlock>,
+    pub(crate) pool: MaxPool2d,
     fc: Linear,
     #[module(skip)]
-    kernels: Kernels,
+    pub(crate) kernels: Kernels,
 }
 
 impl CelebaCnn {

@@ -14,14 +14,14 @@ use crate::kernels::{Kernels, conv2d, max_pool2d};
 
 #[derive(Module, Debug)]
 pub struct MnistCnn {
-    conv1: Conv2d,
-    conv2: Conv2d,
-    pool: MaxPool2d,
+    pub(crate) conv1: Conv2d,
+    pub(crate) conv2: Conv2d,
+    pub(crate) pool: MaxPool2d,
     fc1: Linear,
     fc2: Linear,
     drop: Dropout,
     #[module(skip)]
-    kernels: Kernels,
+    pub(crate) kernels: Kernels,
 }
 
 impl MnistCnn {

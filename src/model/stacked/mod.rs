@@ -5,16 +5,16 @@
 //! clients' batch losses, so the gradient in each client's block is that client's own.
 //!
 //! The copies' parameters come from, and their gradients go to, the flat vectors of the
-//! model's [`Layout`], one per client. Models with a stacked form: the linear model, the MLP,
-//! the FedExP CNN (its convolutions grouped, one group per copy) and ResNet-18 (`resnet.rs`:
-//! grouped convolutions and GroupNorms); [`why_not`] names what the others lack.
+//! model's [`Layout`], one per client. Models with a stacked form: the linear model and the MLP
+//! (here), the plain CNNs (`convnet.rs`: the FedExP CIFAR CNN, LEAF's FEMNIST and CelebA CNNs,
+//! the MNIST CNN without dropout; convolutions grouped, one group per copy) and ResNet-18
+//! (`resnet.rs`: grouped convolutions and GroupNorms); [`why_not`] names what the others lack.
 
+mod convnet;
 mod parts;
 mod resnet;
 
-use burn::backend::ops::ConvOptions;
-use burn::nn::pool::MaxPool2d;
-use burn::tensor::activation::{log_softmax, relu};
+use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Gradients, Int, Tensor, TensorData};
 
 use super::Model;
@@ -22,35 +22,35 @@ use super::params::Layout;
 use super::resnet::ResNet18;
 use crate::config::{ModelKind, ModelSpec};
 use crate::data::Input;
-use crate::kernels::{Kernels, conv2d_of, is_flex, max_pool2d};
-use parts::{Cursor, to_channels};
+use convnet::ConvNet;
+use parts::{Cursor, linear_chain, to_channels};
 
 /// Why a model of `spec` has no stacked form yet; None when it has one.
 pub fn why_not(spec: &ModelSpec) -> Option<String> {
+    let head = "model.projection > 0: the projection head has no stacked form yet";
+    let dropout = "dropout: the clients' masks have no stacked form yet";
     match spec.kind {
-        ModelKind::Linear | ModelKind::Mlp => None,
-        ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 if spec.projection == 0 => None,
-        ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 => {
-            Some("model.projection > 0: the projection head has no stacked form yet".into())
+        ModelKind::Linear | ModelKind::Mlp | ModelKind::FemnistCnn | ModelKind::CelebaCnn => None,
+        ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 if spec.projection > 0 => {
+            Some(head.into())
         }
+        ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 => None,
+        ModelKind::MnistCnn if spec.dropout > 0.0 => Some(format!("model.dropout > 0: {dropout}")),
+        ModelKind::MnistCnn => None,
+        ModelKind::EmnistCnn => Some(format!("the EMNIST CNN's {dropout}")),
         other => Some(format!(
-            "model.kind = \"{}\" has no stacked form yet (the linear model, the MLP, the FedExP CNN and ResNet-18 have one)",
+            "model.kind = \"{}\" has no stacked form yet (the linear model, the MLP, the CNNs and ResNet-18 have one)",
             other.as_str()
         )),
     }
 }
 
-/// How the copies compute: a chain of linear layers on the flattened input, the FedExP
-/// CNN's two convolutions (grouped: one group per copy) before its linear layers, or ResNet-18
-/// on the copies' maps side by side in the channels.
+/// How the copies compute: a chain of linear layers on the flattened input, a plain CNN's
+/// stages before its linear layers, or ResNet-18.
 enum Form<'m> {
     Linear,
+    ConvNet(ConvNet<'m>),
     ResNet(&'m ResNet18),
-    Cnn {
-        pool: MaxPool2d,
-        kernels: Kernels,
-        stride: [usize; 2],
-    },
 }
 
 impl<'m> Form<'m> {
@@ -58,15 +58,7 @@ impl<'m> Form<'m> {
         match model {
             Model::Linear(_) | Model::Mlp(_) => Form::Linear,
             Model::ResNet(m) => Form::ResNet(m),
-            Model::Cnn(m) => {
-                let (pool, kernels, stride) = m.stack_parts().expect("a CNN with a stacked form");
-                Form::Cnn {
-                    pool: pool.clone(),
-                    kernels,
-                    stride,
-                }
-            }
-            _ => panic!("a model without a stacked form"),
+            m => Form::ConvNet(ConvNet::of(m).expect("a model with a stacked form")),
         }
     }
 }
@@ -120,107 +112,17 @@ impl<'m> Stacked<'m> {
         let Input::Images(x) = input else {
             panic!("the stacked models read images")
         };
-        let [n, ..] = x.dims();
-        let (k, b) = (self.copies, n / self.copies);
-        let (h, first) = match &self.form {
-            Form::ResNet(m) => {
-                let mut cursor = Cursor {
-                    params: &self.params,
-                    shapes: &self.shapes,
-                    at: 0,
-                    copies: k,
-                };
-                return resnet::logits(m, to_channels(x, k), &mut cursor);
-            }
+        let k = self.copies;
+        let mut cursor = Cursor::new(&self.params, &self.shapes, k);
+        match &self.form {
             Form::Linear => {
                 let flat: Tensor<2> = x.flatten(1, 3);
-                let d = flat.dims()[1];
-                (flat.reshape([k, b, d]), 0)
+                let [n, d] = flat.dims();
+                linear_chain(flat.reshape([k, n / k, d]), &mut cursor)
             }
-            Form::Cnn {
-                pool,
-                kernels,
-                stride,
-            } => (self.convolutions(x, pool, *kernels, *stride), 4),
-        };
-        self.linear_chain(h, first)
-    }
-
-    /// The CNN's convolutions, ReLUs and poolings on `[K·b, c, h, w]`; the flattened features
-    /// `[K, b, d]`. On flex each copy's convolution runs on fedrun's kernel, one after another
-    /// (a grouped convolution takes burn's slower direct path there: twice the round's time
-    /// with 50 copies of the CIFAR CNN); elsewhere they run as one grouped convolution on
-    /// `[b, K·c, h, w]`, one launch for all copies.
-    fn convolutions(
-        &self,
-        x: Tensor<4>,
-        pool: &MaxPool2d,
-        kernels: Kernels,
-        stride: [usize; 2],
-    ) -> Tensor<3> {
-        let [n, ..] = x.dims();
-        let (k, b) = (self.copies, n / self.copies);
-        let h = if kernels == Kernels::Fedrun && is_flex(&x.device()) {
-            let per: Vec<Tensor<4>> = (0..k)
-                .map(|i| {
-                    let xi = x.clone().narrow(0, i * b, b);
-                    self.conv_layers(xi, 1, i, pool, kernels, stride)
-                })
-                .collect();
-            Tensor::cat(per, 0)
-        } else {
-            let y = self.conv_layers(to_channels(x, k), k, 0, pool, kernels, stride);
-            let [_, kc, oh, ow] = y.dims();
-            let y5: Tensor<5> = y.reshape([b, k, kc / k, oh, ow]);
-            y5.swap_dims(0, 1).reshape([k * b, kc / k, oh, ow])
-        };
-        let [_, c, oh, ow] = h.dims();
-        h.reshape([k, b, c * oh * ow])
-    }
-
-    /// The two convolutions (each with its ReLU and pooling) of `groups` copies from copy
-    /// `first` on, as one convolution with `groups` groups.
-    fn conv_layers(
-        &self,
-        mut h: Tensor<4>,
-        groups: usize,
-        first: usize,
-        pool: &MaxPool2d,
-        kernels: Kernels,
-        stride: [usize; 2],
-    ) -> Tensor<4> {
-        for layer in 0..2 {
-            let s = &self.shapes[2 * layer];
-            let (wn, bn) = (s.iter().product::<usize>(), s[0]);
-            let w = self.params[2 * layer]
-                .clone()
-                .narrow(0, first * wn, groups * wn);
-            let w = w.reshape([groups * s[0], s[1], s[2], s[3]]);
-            let bias = self.params[2 * layer + 1]
-                .clone()
-                .narrow(0, first * bn, groups * bn);
-            let o = ConvOptions::new(stride, [0, 0], [1, 1], groups);
-            let y = conv2d_of(h, w, Some(bias), o, kernels);
-            h = max_pool2d(pool, y, true, kernels);
+            Form::ConvNet(net) => net.logits(x, &mut cursor),
+            Form::ResNet(m) => resnet::logits(m, to_channels(x, k), &mut cursor),
         }
-        h
-    }
-
-    /// The linear layers from parameter `first` on, a ReLU between them.
-    fn linear_chain(&self, mut h: Tensor<3>, first: usize) -> Tensor<3> {
-        let k = self.copies;
-        let layers = (self.params.len() - first) / 2;
-        for i in 0..layers {
-            let (wi, bi) = (first + 2 * i, first + 2 * i + 1);
-            let (din, dout) = (self.shapes[wi][0], self.shapes[wi][1]);
-            let w = self.params[wi].clone().reshape([k, din, dout]);
-            let b = self.params[bi].clone().reshape([k, 1, dout]);
-            h = h.matmul(w) + b;
-            if i + 1 < layers {
-                h = relu(h);
-            }
-        }
-        h
     }
 
     /// Each client's mean cross-entropy on its batch `[K]`, from the logits `[K, b, classes]`

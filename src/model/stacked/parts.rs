@@ -4,6 +4,7 @@
 
 use burn::backend::ops::ConvOptions;
 use burn::tensor::Tensor;
+use burn::tensor::activation::relu;
 
 use crate::kernels::{Kernels, conv2d_of, is_flex};
 
@@ -25,7 +26,34 @@ pub struct Cursor<'a> {
     pub copies: usize,
 }
 
-impl Cursor<'_> {
+impl<'a> Cursor<'a> {
+    /// A cursor from the first of `params`, K = `copies` copies each.
+    pub fn new(params: &'a [Tensor<1>], shapes: &'a [Vec<usize>], copies: usize) -> Self {
+        Cursor {
+            params,
+            shapes,
+            at: 0,
+            copies,
+        }
+    }
+
+    /// Whether every tensor has been taken.
+    pub fn done(&self) -> bool {
+        self.at >= self.params.len()
+    }
+
+    /// Copy `i`'s own part of the first `n` tensors (views, one copy each).
+    pub fn copy(&self, i: usize, n: usize) -> Vec<Tensor<1>> {
+        self.params[..n]
+            .iter()
+            .zip(self.shapes)
+            .map(|(p, s)| {
+                let len: usize = s.iter().product();
+                p.clone().narrow(0, i * len, len)
+            })
+            .collect()
+    }
+
     fn next(&mut self) -> (Tensor<1>, &[usize]) {
         let i = self.at;
         self.at += 1;
@@ -80,4 +108,17 @@ pub fn copies_conv(x: Tensor<4>, w: Tensor<4>, o: ConvOptions<2>, kernels: Kerne
         })
         .collect();
     Tensor::cat(per, 1)
+}
+
+/// The linear layers from the cursor's tensor on to the last on `h` (`[K, b, in]`), a ReLU
+/// between them: each a batched product `[K, b, in]·[K, in, out]`.
+pub fn linear_chain(mut h: Tensor<3>, cursor: &mut Cursor) -> Tensor<3> {
+    while !cursor.done() {
+        let (w, b) = cursor.linear();
+        h = h.matmul(w) + b;
+        if !cursor.done() {
+            h = relu(h);
+        }
+    }
+    h
 }
