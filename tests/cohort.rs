@@ -6,18 +6,33 @@
 
 mod common;
 
+use burn::tensor::{Int, Tensor, TensorData};
 use fedrun::config::{ModelKind, ModelSpec};
 use fedrun::data;
+use fedrun::data::Input;
 use fedrun::fl::client::LocalStats;
 use fedrun::fl::engine::{BurnClients, Experiment, LocalTrainer};
+use fedrun::model::params::{Layout, read_grads, read_params, write_params};
+use fedrun::model::stacked::Stacked;
+use fedrun::model::{Model, Shape};
 
 /// Δ_i and the stats of `clients` trained from the initial model in round 0 of the synthetic
 /// spec with `sets`, with `run.cohort` = `cohort`.
 fn deltas(sets: &[&str], cohort: usize, clients: &[usize]) -> (Vec<Vec<f32>>, Vec<LocalStats>) {
+    deltas_on(&common::synthetic_spec(""), sets, cohort, clients)
+}
+
+/// [`deltas`] on the spec `base`.
+fn deltas_on(
+    base: &str,
+    sets: &[&str],
+    cohort: usize,
+    clients: &[usize],
+) -> (Vec<Vec<f32>>, Vec<LocalStats>) {
     let mut set: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     set.push(format!("run.cohort={cohort}"));
     set.push("run.client_workers=1".into());
-    let s = fedrun::schema::parse(&common::synthetic_spec(""), "cohort", &set).unwrap();
+    let s = fedrun::schema::parse(base, "cohort", &set).unwrap();
     let d = data::load(&s, None).unwrap();
     let mut ex = Experiment::new(&s, d).unwrap();
     assert_eq!(
@@ -57,8 +72,13 @@ fn rel_diff(a: &[f32], b: &[f32]) -> f64 {
 
 /// Cohort and one-at-a-time training agree client by client, in Δ_i and in the stats.
 fn agree(sets: &[&str], clients: &[usize]) {
-    let (alone, s1) = deltas(sets, 1, clients);
-    let (together, sk) = deltas(sets, clients.len(), clients);
+    agree_on(&common::synthetic_spec(""), sets, clients);
+}
+
+/// [`agree`] on the spec `base`.
+fn agree_on(base: &str, sets: &[&str], clients: &[usize]) {
+    let (alone, s1) = deltas_on(base, sets, 1, clients);
+    let (together, sk) = deltas_on(base, sets, clients.len(), clients);
     for (k, (a, b)) in together.iter().zip(&alone).enumerate() {
         assert!(
             b.iter().any(|&v| v != 0.0),
@@ -305,16 +325,49 @@ fn the_algorithms_whose_plans_stack_are_the_documented_ones() {
     }
 }
 
+/// The LSTM as one computation on the quickstart's Shakespeare clients (sequences of 80
+/// characters), with the host and the device step.
+#[test]
+fn a_cohort_of_lstms_trains_each_client_as_alone() {
+    let base = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/quickstart.toml"),
+    )
+    .unwrap();
+    for step in ["host", "device"] {
+        let sets = [
+            "model.kind=\"lstm-small\"",
+            "local.steps=2",
+            "local.batch_size=4",
+            &format!("run.local_step=\"{step}\""),
+        ];
+        agree_on(&base, &sets, &[0, 3, 1]);
+    }
+}
+
 /// The stacked form of `kind` (images `c`×`side`×`side`, `classes` classes, run by `kernels`)
 /// against each copy's own model: three copies with different parameters, two images each,
 /// give each copy's logits and loss gradient as the model alone (to 1e-5 of their scale).
 fn stacked_agrees(kind: ModelKind, c: usize, side: usize, classes: usize, kernels: &str) {
-    use burn::tensor::{Device, Int, Tensor, TensorData};
-    use fedrun::data::Input;
-    use fedrun::model::params::{Layout, read_grads, read_params, write_params};
-    use fedrun::model::stacked::Stacked;
-    use fedrun::model::{Model, Shape};
-    let dev = Device::flex().autodiff();
+    let n = 3 * 2 * c * side * side;
+    let pixels: Vec<f32> = (0..n)
+        .map(|i| ((i * 31 % 97) as f32 - 48.0) / 48.0)
+        .collect();
+    let x = Tensor::<4>::from_data(TensorData::new(pixels, [6, c, side, side]), &dev());
+    stacked_on(kind, Input::Images(x), classes, kernels);
+}
+
+/// Flex with autodiff.
+fn dev() -> burn::tensor::Device {
+    burn::tensor::Device::flex().autodiff()
+}
+
+/// [`stacked_agrees`] on an input of 6 samples (3 copies of 2).
+fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
+    let dev = dev();
+    let (c, side) = match &x {
+        Input::Images(t) => (t.dims()[1], t.dims()[2]),
+        Input::Tokens(_) => (0, 0),
+    };
     let spec = ModelSpec {
         kind,
         dropout: 0.0,
@@ -345,15 +398,11 @@ fn stacked_agrees(kind: ModelKind, c: usize, side: usize, classes: usize, kernel
                 .collect()
         })
         .collect();
-    let pixels: Vec<f32> = (0..k * b * c * side * side)
-        .map(|i| ((i * 31 % 97) as f32 - 48.0) / 48.0)
-        .collect();
-    let x = Tensor::<4>::from_data(TensorData::new(pixels, [k * b, c, side, side]), &dev);
     let labels: Vec<i64> = (0..k * b).map(|i| ((i * 3) % classes) as i64).collect();
     let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [k * b]), &dev);
     let refs: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
     let stacked = Stacked::new(&model, &layout, &refs, &dev);
-    let logits = stacked.logits(Input::Images(x.clone()));
+    let logits = stacked.logits(x.clone());
     let mut grads = Stacked::losses(logits.clone(), y.clone()).sum().backward();
     let mut gs = vec![vec![0f32; layout.total]; k];
     let mut outs: Vec<&mut [f32]> = gs.iter_mut().map(Vec::as_mut_slice).collect();
@@ -361,7 +410,10 @@ fn stacked_agrees(kind: ModelKind, c: usize, side: usize, classes: usize, kernel
     let flat = |t: Tensor<3>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
     for (i, (xi, gi)) in xs.iter().zip(&gs).enumerate() {
         let m = write_params(model.clone(), xi);
-        let own = m.forward(Input::Images(x.clone().narrow(0, i * b, b)));
+        let own = m.forward(match &x {
+            Input::Images(t) => Input::Images(t.clone().narrow(0, i * b, b)),
+            Input::Tokens(t) => Input::Tokens(t.clone().narrow(0, i * b, b)),
+        });
         let own: Tensor<3> = own.unsqueeze();
         let d = rel_diff(&flat(logits.clone().narrow(0, i, 1)), &flat(own.clone()));
         assert!(
@@ -390,5 +442,10 @@ fn every_stacked_form_computes_each_copy_as_the_model() {
         stacked_agrees(ModelKind::CelebaCnn, 3, 84, 2, kernels);
         stacked_agrees(ModelKind::TinyCnn, 3, 32, 10, kernels);
         stacked_agrees(ModelKind::Mlp, 1, 28, 10, kernels);
+        stacked_agrees(ModelKind::Resnet18, 3, 32, 10, kernels);
+        // the LSTM on sequences of 7 characters of 80
+        let chars: Vec<i64> = (0..6 * 7).map(|i| (i * 37 % 80) as i64).collect();
+        let x = Tensor::<2, Int>::from_data(TensorData::new(chars, [6, 7]), &dev());
+        stacked_on(ModelKind::LstmSmall, Input::Tokens(x), 80, kernels);
     }
 }

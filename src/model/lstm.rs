@@ -19,10 +19,10 @@ pub const FUSED_MAX_BATCH: usize = 128;
 #[derive(Module, Debug)]
 pub struct CharLstm {
     emb: Embedding,
-    layers: Vec<Lstm>,
+    pub(crate) layers: Vec<Lstm>,
     out: Linear,
     #[module(skip)]
-    kernels: Kernels,
+    pub(crate) kernels: Kernels,
 }
 
 impl CharLstm {

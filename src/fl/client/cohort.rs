@@ -13,10 +13,10 @@ use burn::tensor::{Device, Int, Tensor};
 
 use super::batches::Batches;
 use super::chain::{ClipDecay, DeviceChain, HostChain};
-use super::cohort_batches::{Drawn, ctx_at, draw, groups, images_of};
+use super::cohort_batches::{Drawn, ctx_at, draw, groups, input_of};
 use super::cohort_device::Resident;
 use super::trainer::{LocalStats, Work};
-use crate::data::{FedData, Input};
+use crate::data::FedData;
 use crate::fl::plan::ClientPlan;
 use crate::model::Model;
 use crate::model::params::Layout;
@@ -174,7 +174,7 @@ impl Cohort {
         let xs: Vec<&[f32]> = ks.iter().map(|&k| self.xs[k].as_slice()).collect();
         let stacked = Stacked::new(&self.model, &self.layout, &xs, &self.device);
         let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
-        let logits = stacked.logits(Input::Images(images_of(group)));
+        let logits = stacked.logits(input_of(group));
         let per = Stacked::losses(logits, Tensor::cat(ys, 0));
         let values = per.clone().into_data().convert::<f32>();
         let values: Vec<f64> = values

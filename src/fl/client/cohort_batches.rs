@@ -55,16 +55,26 @@ pub fn ctx_at<'a>(data: &FedData, w: &Work, step: usize) -> Ctx<'a> {
     }
 }
 
-/// The images of a group's batches, one client's after another (`[K·b, …]`).
-pub fn images_of(group: &[Drawn]) -> Tensor<4> {
-    let images: Vec<Tensor<4>> = group
+/// The inputs of a group's batches, one client's after another (`[K·b, …]`).
+pub fn input_of(group: &[Drawn]) -> Input {
+    let images: Option<Vec<Tensor<4>>> = group
         .iter()
         .map(|d| match &d.input {
-            Input::Images(x) => x.clone(),
-            Input::Tokens(_) => unreachable!("the stacked models read images"),
+            Input::Images(x) => Some(x.clone()),
+            Input::Tokens(_) => None,
         })
         .collect();
-    Tensor::cat(images, 0)
+    if let Some(images) = images {
+        return Input::Images(Tensor::cat(images, 0));
+    }
+    let tokens = group
+        .iter()
+        .map(|d| match &d.input {
+            Input::Tokens(x) => x.clone(),
+            Input::Images(_) => unreachable!("one data set's batches"),
+        })
+        .collect();
+    Input::Tokens(Tensor::cat(tokens, 0))
 }
 
 /// The drawn batches in groups of one size, in client order within each group.

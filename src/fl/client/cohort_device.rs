@@ -13,9 +13,9 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::batches::Batches;
 use super::chain::DeviceChain;
-use super::cohort_batches::{Drawn, ctx_at, draw, groups, images_of};
+use super::cohort_batches::{Drawn, ctx_at, draw, groups, input_of};
 use super::trainer::{LocalStats, Work};
-use crate::data::{FedData, Input};
+use crate::data::FedData;
 use crate::model::Model;
 use crate::model::params::Layout;
 use crate::model::stacked::Stacked;
@@ -143,7 +143,7 @@ impl Resident<'_> {
             .collect();
         let stacked = Stacked::of(self.model, self.layout, params, k);
         let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
-        let logits = stacked.logits(Input::Images(images_of(group)));
+        let logits = stacked.logits(input_of(group));
         Stacked::losses(logits, Tensor::cat(ys, 0))
     }
 

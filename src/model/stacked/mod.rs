@@ -8,9 +8,11 @@
 //! model's [`Layout`], one per client. Models with a stacked form: the linear model and the MLP
 //! (here), the plain CNNs (`convnet.rs`: the FedExP CIFAR CNN, LEAF's FEMNIST and CelebA CNNs,
 //! the MNIST CNN without dropout; convolutions grouped, one group per copy) and ResNet-18
-//! (`resnet.rs`: grouped convolutions and GroupNorms); [`why_not`] names what the others lack.
+//! (`resnet.rs`: grouped convolutions and GroupNorms), the character LSTMs (`lstm.rs`: the four
+//! gates as batched products); [`why_not`] names what the others lack.
 
 mod convnet;
+mod lstm;
 mod parts;
 mod resnet;
 
@@ -18,6 +20,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Gradients, Int, Tensor, TensorData};
 
 use super::Model;
+use super::lstm::CharLstm;
 use super::params::Layout;
 use super::resnet::ResNet18;
 use crate::config::{ModelKind, ModelSpec};
@@ -31,6 +34,7 @@ pub fn why_not(spec: &ModelSpec) -> Option<String> {
     let dropout = "dropout: the clients' masks have no stacked form yet";
     match spec.kind {
         ModelKind::Linear | ModelKind::Mlp | ModelKind::FemnistCnn | ModelKind::CelebaCnn => None,
+        ModelKind::Lstm | ModelKind::LstmSmall => None,
         ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 if spec.projection > 0 => {
             Some(head.into())
         }
@@ -39,7 +43,7 @@ pub fn why_not(spec: &ModelSpec) -> Option<String> {
         ModelKind::MnistCnn => None,
         ModelKind::EmnistCnn => Some(format!("the EMNIST CNN's {dropout}")),
         other => Some(format!(
-            "model.kind = \"{}\" has no stacked form yet (the linear model, the MLP, the CNNs and ResNet-18 have one)",
+            "model.kind = \"{}\" has no stacked form yet (the linear model, the MLP, the CNNs, ResNet-18 and the LSTMs have one)",
             other.as_str()
         )),
     }
@@ -49,6 +53,7 @@ pub fn why_not(spec: &ModelSpec) -> Option<String> {
 /// stages before its linear layers, or ResNet-18.
 enum Form<'m> {
     Linear,
+    Lstm(&'m CharLstm),
     ConvNet(ConvNet<'m>),
     ResNet(&'m ResNet18),
 }
@@ -58,6 +63,7 @@ impl<'m> Form<'m> {
         match model {
             Model::Linear(_) | Model::Mlp(_) => Form::Linear,
             Model::ResNet(m) => Form::ResNet(m),
+            Model::Lstm(m) => Form::Lstm(m),
             m => Form::ConvNet(ConvNet::of(m).expect("a model with a stacked form")),
         }
     }
@@ -109,11 +115,13 @@ impl<'m> Stacked<'m> {
     /// The logits `[K, b, classes]` of the K copies on `input`, the K clients' batches of b
     /// samples one after another (`[K·b, …]`).
     pub fn logits(&self, input: Input) -> Tensor<3> {
-        let Input::Images(x) = input else {
-            panic!("the stacked models read images")
-        };
         let k = self.copies;
         let mut cursor = Cursor::new(&self.params, &self.shapes, k);
+        let x = match (input, &self.form) {
+            (Input::Tokens(x), Form::Lstm(m)) => return lstm::logits(m, x, &mut cursor),
+            (Input::Images(x), _) => x,
+            _ => panic!("a stacked model's input"),
+        };
         match &self.form {
             Form::Linear => {
                 let flat: Tensor<2> = x.flatten(1, 3);
@@ -122,6 +130,7 @@ impl<'m> Stacked<'m> {
             }
             Form::ConvNet(net) => net.logits(x, &mut cursor),
             Form::ResNet(m) => resnet::logits(m, to_channels(x, k), &mut cursor),
+            Form::Lstm(_) => panic!("the LSTM reads characters"),
         }
     }
 

@@ -75,6 +75,16 @@ impl<'a> Cursor<'a> {
         p
     }
 
+    /// The next tensor, a matrix (an embedding table): the copies' `[K·rows, cols]` and the
+    /// one copy's `[rows, cols]`.
+    pub fn matrix(&mut self) -> (Tensor<2>, [usize; 2]) {
+        let k = self.copies;
+        let (p, s) = self.next();
+        assert_eq!(s.len(), 2, "a matrix");
+        let (rows, cols) = (s[0], s[1]);
+        (p.reshape([k * rows, cols]), [rows, cols])
+    }
+
     /// The next two tensors, a linear layer's weight and bias: `[K, in, out]` and `[K, 1, out]`.
     pub fn linear(&mut self) -> (Tensor<3>, Tensor<3>) {
         let k = self.copies;

@@ -1,0 +1,81 @@
+//! The character LSTM's stacked form: each copy's embedding table stacked (`[K·vocab, d]`, a
+//! copy's tokens offset into its own), every layer's four gates as one batched product per
+//! step (`[K, b, in]·[K, in, 4H]` for the inputs of all steps at once, `[K, b, H]·[K, H, 4H]`
+//! for the hidden state), the classifier on the last step's state a batched product.
+
+use burn::tensor::module::embedding;
+use burn::tensor::{Int, Tensor};
+
+use super::parts::Cursor;
+use crate::kernels::{Kernels, sigmoid, tanh};
+use crate::model::lstm::CharLstm;
+
+/// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`.
+pub fn logits(m: &CharLstm, x: Tensor<2, Int>, p: &mut Cursor) -> Tensor<3> {
+    let k = p.copies;
+    let [n, len] = x.dims();
+    let b = n / k;
+    let (table, [vocab, d]) = p.matrix();
+    let offsets = Tensor::<1, Int>::arange(0..k as i64, &x.device())
+        .mul_scalar(vocab as i64)
+        .reshape([k, 1, 1]);
+    let idx: Tensor<3, Int> = x.reshape([k, b, len]) + offsets;
+    let mut seq: Tensor<3> = embedding(table, idx.reshape([n, len])).reshape([k, b * len, d]);
+    let layers = m.layers.len();
+    let mut h = None;
+    for l in 0..layers {
+        let (states, last) = layer(seq.clone(), b, len, p, m.kernels, l + 1 == layers);
+        h = Some(last);
+        if let Some(states) = states {
+            seq = states;
+        }
+    }
+    let h = h.expect("an LSTM of at least one layer");
+    let (w, bias) = p.linear();
+    h.matmul(w) + bias
+}
+
+/// One LSTM layer of the copies on `seq` (`[K, b·T, in]`): the states of every step
+/// (`[K, b·T, H]`; None for the `last` layer) and the last step's (`[K, b, H]`). Its parameters in the
+/// model's order: the input, forget, output and cell gates, each its input and hidden
+/// transforms' weight and bias.
+fn layer(
+    seq: Tensor<3>,
+    b: usize,
+    len: usize,
+    p: &mut Cursor,
+    kern: Kernels,
+    last: bool,
+) -> (Option<Tensor<3>>, Tensor<3>) {
+    let k = p.copies;
+    let mut gate = || {
+        let (wx, bx) = p.linear();
+        let (wh, bh) = p.linear();
+        (wx, wh, bx + bh)
+    };
+    // [input, forget, output, cell] → one product each for the inputs and the hidden state
+    let gates = [gate(), gate(), gate(), gate()];
+    let wx = Tensor::cat(gates.iter().map(|g| g.0.clone()).collect(), 2);
+    let wh = Tensor::cat(gates.iter().map(|g| g.1.clone()).collect(), 2);
+    let bias = Tensor::cat(gates.iter().map(|g| g.2.clone()).collect(), 2);
+    let hidden = wh.dims()[1];
+    let xw: Tensor<4> = (seq.matmul(wx) + bias).reshape([k, b, len, 4 * hidden]);
+    let device = xw.device();
+    let mut h: Tensor<3> = Tensor::zeros([k, b, hidden], &device);
+    let mut c: Tensor<3> = Tensor::zeros([k, b, hidden], &device);
+    let mut states = Vec::with_capacity(if last { 0 } else { len });
+    for t in 0..len {
+        let g: Tensor<3> =
+            xw.clone().narrow(2, t, 1).reshape([k, b, 4 * hidden]) + h.matmul(wh.clone());
+        let part = |i: usize| g.clone().narrow(2, i * hidden, hidden);
+        let (i, f) = (sigmoid(part(0), kern), sigmoid(part(1), kern));
+        let (o, cell) = (sigmoid(part(2), kern), tanh(part(3), kern));
+        c = f * c + i * cell;
+        h = o * tanh(c.clone(), kern);
+        if !last {
+            states.push(h.clone().unsqueeze_dim::<4>(2));
+        }
+    }
+    let seq = (!last).then(|| Tensor::cat(states, 2).reshape([k, b * len, hidden]));
+    (seq, h)
+}
