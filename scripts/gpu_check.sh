@@ -32,10 +32,13 @@
 # it (needs a binary built with `autotune`; tune.jsonl, and a table of its own). burn's tuning
 # cache starts empty for the whole check (XDG_CACHE_HOME=$out/cache). --cache DIR: keep burn's
 # tuning cache in DIR as it is (a machine's earlier tuning) instead of an empty $out/cache.
-# --cohort K: after a backend's benches, the W2 round (50 clients × 5 steps of batch 10 of the
-# CIFAR CNN, on generated CIFAR-shaped data) with one client at a time and with `run.cohort = K`,
-# beside scripts/bench/torch_round.py's per-client loop and torch.func vmap on CUDA (cohort.jsonl,
-# and a table of its own).
+# --cohort K: after a backend's benches, the cohort rounds (--cohort-rounds, default all three:
+# w2-cnn, the W2 round of 50 clients × 5 steps of batch 10 of the CIFAR CNN; resnet18, 10
+# clients × 5 steps of batch 50 of the FedNAR CIFAR ResNet-18 setting; lstm-small, 10 clients ×
+# 5 steps of batch 50 of the small LSTM on the quickstart's Shakespeare) with one client at a time
+# and with `run.cohort = K` (at most the round's clients), beside scripts/bench/torch_round.py's
+# per-client loop and torch.func vmap on CUDA on inputs of the same shape (cohort.jsonl, and a
+# table of its own).
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -51,6 +54,7 @@ tune_models=""
 agree_algorithms="fedavg,fedprox,scaffold,fedacg,feddyn,fedcm,fedadam,fedlamb,mime"
 cache=""
 cohort=""
+cohort_list="w2-cnn,resnet18,lstm-small"
 pairs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -65,7 +69,8 @@ while [ $# -gt 0 ]; do
         --cache) cache="$2"; shift 2 ;;
         --agree) agree_algorithms="$2"; shift 2 ;;
         --cohort) cohort="$2"; shift 2 ;;
-        -h|--help) sed -n 2,39p "$0"; exit 0 ;;
+        --cohort-rounds) cohort_list="$2"; shift 2 ;;
+        -h|--help) sed -n 2,42p "$0"; exit 0 ;;
         *=*) pairs+=("$1"); shift ;;
         *) echo "gpu_check: unknown argument '$1' (expected BACKEND=BINARY or an option; --help)" >&2; exit 2 ;;
     esac
@@ -107,16 +112,45 @@ timeout $(( t < 180 ? t : 180 )) $py "$here/bench/torch_models.py" --all --devic
     --steps "$steps" --reps "$reps" 2>>"$out/logs/torch.err" | grep '"summary"' >> "$out/torch.jsonl" \
     || echo "torch: failed or timed out (logs/torch.err)"
 
-# The W2 round, one client at a time and as one cohort, on backend $1 (binary $2, label $3).
+# A cohort round's fedrun bench arguments (one a line; generated data of the real shape).
+cohort_fedrun() {
+    local root="$here/.."
+    case "$1" in
+        w2-cnn) printf '%s\n' bench --workload w2 --rounds 5 --no-eval \
+            --set 'data.dataset="synthetic"' --set data.synthetic_train=50 --set data.synthetic_test=1000 ;;
+        resnet18) printf '%s\n' bench --workload round --config "$root/configs/cifar_fednar.toml" \
+            --rounds 3 --no-eval --set 'model.kind="resnet18"' --set 'data.dataset="synthetic"' \
+            --set 'data.partition="iid"' --set data.num_clients=10 --set data.synthetic_train=500 \
+            --set data.synthetic_test=1000 --set fl.clients_per_round=10 --set local.steps=5 ;;
+        lstm-small) printf '%s\n' bench --workload round --config "$root/configs/quickstart.toml" \
+            --rounds 3 --no-eval --set 'model.kind="lstm-small"' --set fl.clients_per_round=10 \
+            --set local.steps=5 --set local.batch_size=50 ;;
+        *) return 1 ;;
+    esac
+}
+# The same round's torch_round.py arguments, and its clients.
+cohort_torch() {
+    case "$1" in
+        w2-cnn) echo --model cnn --clients 50 --steps 5 --batch 10 --lr 0.1 --wd 0 --max-norm 0 ;;
+        resnet18) echo --model resnet18 --clients 10 --steps 5 --batch 50 --lr 0.01 --wd 0.05 --max-norm 10 --nar ;;
+        lstm-small) echo --model lstm-small --clients 10 --steps 5 --batch 50 --lr 0.5 --wd 1e-4 --max-norm 10 ;;
+    esac
+}
+cohort_clients() { case "$1" in w2-cnn) echo 50 ;; *) echo 10 ;; esac; }
+
+# The cohort rounds, one client at a time and as one cohort, on backend $1 (binary $2, label $3).
 cohort_rounds() {
-    local w2=(bench --workload w2 --rounds 5 --no-eval --set 'data.dataset="synthetic"'
-        --set data.synthetic_train=50 --set data.synthetic_test=1000 --set run.backend="\"$1\"")
-    for k in 1 "$cohort"; do
-        t=$(left); [ "$t" -gt 20 ] || { echo "cohort $3 K=$k: budget spent, skipped"; continue; }
-        timeout $(( t < per_model ? t : per_model )) "$2" "${w2[@]}" --set run.cohort="$k" \
-            2>>"$out/logs/cohort_$3.err" | grep '"summary"' \
-            | sed "s/^{/{\"who\":\"fedrun $3\",/" >> "$out/cohort.jsonl" \
-            || echo "cohort $3 K=$k: failed or timed out (logs/cohort_$3.err)"
+    local s k t args
+    for s in ${cohort_list//,/ }; do
+        mapfile -t args < <(cohort_fedrun "$s") || { echo "cohort: unknown round '$s'"; continue; }
+        k=$(cohort_clients "$s"); [ "$cohort" -lt "$k" ] && k="$cohort"
+        for kk in 1 "$k"; do
+            t=$(left); [ "$t" -gt 20 ] || { echo "cohort $3 $s K=$kk: budget spent, skipped"; continue; }
+            timeout $(( t < per_model ? t : per_model )) "$2" "${args[@]}" --set run.backend="\"$1\"" \
+                --set run.cohort="$kk" 2>>"$out/logs/cohort_$3.err" | grep '"summary"' \
+                | sed "s/^{/{\"who\":\"fedrun $3\",\"round\":\"$s\",/" >> "$out/cohort.jsonl" \
+                || echo "cohort $3 $s K=$kk: failed or timed out (logs/cohort_$3.err)"
+        done
     done
 }
 
@@ -193,13 +227,15 @@ for pair in "${pairs[@]}"; do
 done
 
 if [ -n "$cohort" ]; then
-    for mode in loop vmap; do
-        t=$(left); [ "$t" -gt 20 ] || break
-        timeout $(( t < 120 ? t : 120 )) $py "$here/bench/torch_round.py" --model cnn --clients 50 \
-            --steps 5 --batch 10 --lr 0.1 --wd 0 --max-norm 0 --mode "$mode" --device cuda \
-            2>>"$out/logs/torch_round.err" | grep '"summary"' \
-            | sed "s/^{/{\"who\":\"PyTorch $mode\",/" >> "$out/cohort.jsonl" \
-            || echo "torch_round $mode: failed or timed out (logs/torch_round.err)"
+    for s in ${cohort_list//,/ }; do
+        for mode in loop vmap; do
+            t=$(left); [ "$t" -gt 20 ] || break
+            # shellcheck disable=SC2046 # the round's arguments, word by word
+            timeout $(( t < 120 ? t : 120 )) $py "$here/bench/torch_round.py" $(cohort_torch "$s") \
+                --mode "$mode" --device cuda 2>>"$out/logs/torch_round.err" | grep '"summary"' \
+                | sed "s/^{/{\"who\":\"PyTorch $mode\",\"round\":\"$s\",/" >> "$out/cohort.jsonl" \
+                || echo "torch_round $s $mode: failed or timed out (logs/torch_round.err)"
+        done
     done
 fi
 
@@ -236,10 +272,11 @@ if tuned:
         got = {r["call"]: r["tune_s"] for r in tuned if (r["model"], r["backend"]) == (m, b)}
         lines.append(f"| {m} | {b} | {got.get(1, '–') if 1 not in got else f'{got[1]:.1f}'} | {f'{got[2]:.1f}' if 2 in got else '–'} |")
 if cohort:
-    lines += ["", "The W2 round (50 clients × 5 steps of batch 10, CIFAR CNN), seconds:", "",
-              "| who | cohort | round s |", "|---|---|---|"]
+    lines += ["", "The cohort rounds (w2-cnn: 50 clients × 5 steps of batch 10 of the CIFAR CNN; resnet18:",
+              "10 × 5 of batch 50 of ResNet-18; lstm-small: 10 × 5 of batch 50 of the small LSTM), seconds:", "",
+              "| round | who | cohort | round s |", "|---|---|---|---|"]
     for r in cohort:
-        lines.append(f"| {r['who']} | {r.get('cohort', '–')} | {r['median_round_s']:.3f} |")
+        lines.append(f"| {r.get('round', 'w2-cnn')} | {r['who']} | {r.get('cohort', '–')} | {r['median_round_s']:.3f} |")
 json.dump({"machine": machine, "agreement": agree, "rows": rows, "torch": torch, "fedrun": fed, "tune": tuned, "cohort": cohort},
           open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
 open(os.path.join(out, "gpu_check.md"), "w").write("\n".join(lines) + "\n")

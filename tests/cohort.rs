@@ -326,19 +326,22 @@ fn the_algorithms_whose_plans_stack_are_the_documented_ones() {
 }
 
 /// The LSTM as one computation on the quickstart's Shakespeare clients (sequences of 80
-/// characters), with the host and the device step.
+/// characters), with the host and the device step, in both of its stacked forms.
 #[test]
 fn a_cohort_of_lstms_trains_each_client_as_alone() {
     let base = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/quickstart.toml"),
     )
     .unwrap();
-    for step in ["host", "device"] {
+    // fedrun's kernels: each copy on the fused LSTM kernel; burn's: the GPU backends' form,
+    // every step's gates as batched products
+    for (step, kernels) in [("host", "fedrun"), ("device", "fedrun"), ("device", "burn")] {
         let sets = [
             "model.kind=\"lstm-small\"",
             "local.steps=2",
             "local.batch_size=4",
             &format!("run.local_step=\"{step}\""),
+            &format!("run.kernels=\"{kernels}\""),
         ];
         agree_on(&base, &sets, &[0, 3, 1]);
     }

@@ -1,20 +1,36 @@
 //! The character LSTM's stacked form: each copy's embedding table stacked (`[K·vocab, d]`, a
 //! copy's tokens offset into its own), every layer's four gates as one batched product per
 //! step (`[K, b, in]·[K, in, 4H]` for the inputs of all steps at once, `[K, b, H]·[K, H, 4H]`
-//! for the hidden state), the classifier on the last step's state a batched product.
+//! for the hidden state), the classifier on the last step's state a batched product. On flex
+//! with fedrun's kernels each copy runs on fedrun's fused LSTM kernel instead, as it does alone
+//! (the step-by-step ops are ten times slower there).
 
 use burn::tensor::module::embedding;
 use burn::tensor::{Int, Tensor};
 
 use super::parts::Cursor;
-use crate::kernels::{Kernels, sigmoid, tanh};
-use crate::model::lstm::CharLstm;
+use crate::kernels::{Kernels, is_flex, lstm_layer, sigmoid, tanh};
+use crate::model::lstm::{CharLstm, FUSED_MAX_BATCH};
 
 /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`.
 pub fn logits(m: &CharLstm, x: Tensor<2, Int>, p: &mut Cursor) -> Tensor<3> {
     let k = p.copies;
     let [n, len] = x.dims();
     let b = n / k;
+    if m.kernels == Kernels::Fedrun && is_flex(&x.device()) && b <= FUSED_MAX_BATCH {
+        // the embedding and each layer's four gates of two transforms of two tensors
+        let own = 1 + 16 * m.layers.len();
+        let last: Vec<Tensor<2>> = (0..k)
+            .map(|i| {
+                let mine = p.copy(i, own);
+                let mut one = Cursor::new(&mine, p.shapes, 1);
+                fused(x.clone().narrow(0, i * b, b), m.layers.len(), &mut one)
+            })
+            .collect();
+        p.at = own;
+        let (w, bias) = p.linear();
+        return Tensor::stack::<3>(last, 0).matmul(w) + bias;
+    }
     let (table, [vocab, d]) = p.matrix();
     let offsets = Tensor::<1, Int>::arange(0..k as i64, &x.device())
         .mul_scalar(vocab as i64)
@@ -78,4 +94,33 @@ fn layer(
     }
     let seq = (!last).then(|| Tensor::cat(states, 2).reshape([k, b * len, hidden]));
     (seq, h)
+}
+
+/// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) on fedrun's fused LSTM kernel, its
+/// `layers` layers' parameters from `one` (a cursor of one copy), as the model computes it
+/// alone (`CharLstm::forward_fused`: the gates in the kernel's order i, f, g, o).
+fn fused(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
+    let [b, len] = x.dims();
+    let (table, _) = one.matrix();
+    let mut seq: Tensor<3> = embedding(table, x);
+    for _ in 0..layers {
+        let d = seq.dims()[2];
+        let mut gate = || {
+            let (wx, bx) = one.linear();
+            let (wh, bh) = one.linear();
+            let flat = |t: Tensor<3>| -> Tensor<2> { t.squeeze_dim(0) };
+            (flat(wx), flat(wh), flat(bx) + flat(bh))
+        };
+        // the model's order: input, forget, output, cell; the kernel's: input, forget, cell, output
+        let [i, f, o, g] = [gate(), gate(), gate(), gate()];
+        let order = [&i, &f, &g, &o];
+        let wx = Tensor::cat(order.iter().map(|q| q.0.clone()).collect(), 1);
+        let wh = Tensor::cat(order.iter().map(|q| q.1.clone()).collect(), 1);
+        let bias = Tensor::cat(order.iter().map(|q| q.2.clone()).collect(), 1);
+        let hidden = wh.dims()[0];
+        let xw = seq.reshape([b * len, d]).matmul(wx) + bias;
+        seq = lstm_layer(xw.reshape([b, len, 4 * hidden]), wh);
+    }
+    let h = seq.dims()[2];
+    seq.narrow(1, len - 1, 1).reshape([b, h])
 }
