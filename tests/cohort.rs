@@ -325,10 +325,11 @@ fn the_algorithms_whose_plans_stack_are_the_documented_ones() {
     }
 }
 
-/// The LSTM as one computation on the quickstart's Shakespeare clients (sequences of 80
-/// characters), with the host and the device step, in both of its stacked forms.
+/// The quickstart's transformer (no dropout) and the LSTM as one computation on the
+/// quickstart's Shakespeare clients (sequences of 80 characters), with the host and the device
+/// step, with fedrun's kernels and burn's ops (the LSTM's two stacked forms).
 #[test]
-fn a_cohort_of_lstms_trains_each_client_as_alone() {
+fn cohorts_of_character_models_train_each_client_as_alone() {
     let base = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/quickstart.toml"),
     )
@@ -336,6 +337,14 @@ fn a_cohort_of_lstms_trains_each_client_as_alone() {
     // fedrun's kernels: each copy on the fused LSTM kernel; burn's: the GPU backends' form,
     // every step's gates as batched products
     for (step, kernels) in [("host", "fedrun"), ("device", "fedrun"), ("device", "burn")] {
+        let sets = [
+            "model.kind=\"transformer\"",
+            "local.steps=2",
+            "local.batch_size=4",
+            &format!("run.local_step=\"{step}\""),
+            &format!("run.kernels=\"{kernels}\""),
+        ];
+        agree_on(&base, &sets, &[0, 3, 1]);
         let sets = [
             "model.kind=\"lstm-small\"",
             "local.steps=2",
@@ -371,9 +380,14 @@ fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
         Input::Images(t) => (t.dims()[1], t.dims()[2]),
         Input::Tokens(_) => (0, 0),
     };
+    // a small transformer: 2 layers of width 32, 4 heads
     let spec = ModelSpec {
         kind,
         dropout: 0.0,
+        layers: 2,
+        d_model: 32,
+        heads: 4,
+        d_ff: 64,
         ..ModelSpec::default()
     };
     let kind = kind.as_str();
@@ -449,6 +463,7 @@ fn every_stacked_form_computes_each_copy_as_the_model() {
         // the LSTM on sequences of 7 characters of 80
         let chars: Vec<i64> = (0..6 * 7).map(|i| (i * 37 % 80) as i64).collect();
         let x = Tensor::<2, Int>::from_data(TensorData::new(chars, [6, 7]), &dev());
-        stacked_on(ModelKind::LstmSmall, Input::Tokens(x), 80, kernels);
+        stacked_on(ModelKind::LstmSmall, Input::Tokens(x.clone()), 80, kernels);
+        stacked_on(ModelKind::Transformer, Input::Tokens(x), 80, kernels);
     }
 }

@@ -19,12 +19,12 @@ use crate::kernels::{Kernels, dropout, softmax_last};
 pub struct CharTransformer {
     tok: Embedding,
     pos: Embedding,
-    encoder: TransformerEncoder,
+    pub(crate) encoder: TransformerEncoder,
     out: Linear,
     #[module(skip)]
-    scale: f32,
+    pub(crate) scale: f32,
     #[module(skip)]
-    kernels: Kernels,
+    pub(crate) kernels: Kernels,
 }
 
 impl CharTransformer {

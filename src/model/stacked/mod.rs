@@ -9,12 +9,14 @@
 //! (here), the plain CNNs (`convnet.rs`: the FedExP CIFAR CNN, LEAF's FEMNIST and CelebA CNNs,
 //! the MNIST CNN without dropout; convolutions grouped, one group per copy) and ResNet-18
 //! (`resnet.rs`: grouped convolutions and GroupNorms), the character LSTMs (`lstm.rs`: the four
-//! gates as batched products); [`why_not`] names what the others lack.
+//! gates as batched products), the transformer without dropout (`transformer.rs`); [`why_not`]
+//! names what the others lack.
 
 mod convnet;
 mod lstm;
 mod parts;
 mod resnet;
+mod transformer;
 
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Gradients, Int, Tensor, TensorData};
@@ -23,6 +25,7 @@ use super::Model;
 use super::lstm::CharLstm;
 use super::params::Layout;
 use super::resnet::ResNet18;
+use super::transformer::CharTransformer;
 use crate::config::{ModelKind, ModelSpec};
 use crate::data::Input;
 use convnet::ConvNet;
@@ -35,6 +38,10 @@ pub fn why_not(spec: &ModelSpec) -> Option<String> {
     match spec.kind {
         ModelKind::Linear | ModelKind::Mlp | ModelKind::FemnistCnn | ModelKind::CelebaCnn => None,
         ModelKind::Lstm | ModelKind::LstmSmall => None,
+        ModelKind::Transformer if spec.dropout > 0.0 => {
+            Some(format!("model.dropout > 0: {dropout}"))
+        }
+        ModelKind::Transformer => None,
         ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 if spec.projection > 0 => {
             Some(head.into())
         }
@@ -42,10 +49,6 @@ pub fn why_not(spec: &ModelSpec) -> Option<String> {
         ModelKind::MnistCnn if spec.dropout > 0.0 => Some(format!("model.dropout > 0: {dropout}")),
         ModelKind::MnistCnn => None,
         ModelKind::EmnistCnn => Some(format!("the EMNIST CNN's {dropout}")),
-        other => Some(format!(
-            "model.kind = \"{}\" has no stacked form yet (the linear model, the MLP, the CNNs, ResNet-18 and the LSTMs have one)",
-            other.as_str()
-        )),
     }
 }
 
@@ -54,6 +57,7 @@ pub fn why_not(spec: &ModelSpec) -> Option<String> {
 enum Form<'m> {
     Linear,
     Lstm(&'m CharLstm),
+    Transformer(&'m CharTransformer),
     ConvNet(ConvNet<'m>),
     ResNet(&'m ResNet18),
 }
@@ -64,6 +68,7 @@ impl<'m> Form<'m> {
             Model::Linear(_) | Model::Mlp(_) => Form::Linear,
             Model::ResNet(m) => Form::ResNet(m),
             Model::Lstm(m) => Form::Lstm(m),
+            Model::Transformer(m) => Form::Transformer(m),
             m => Form::ConvNet(ConvNet::of(m).expect("a model with a stacked form")),
         }
     }
@@ -119,6 +124,9 @@ impl<'m> Stacked<'m> {
         let mut cursor = Cursor::new(&self.params, &self.shapes, k);
         let x = match (input, &self.form) {
             (Input::Tokens(x), Form::Lstm(m)) => return lstm::logits(m, x, &mut cursor),
+            (Input::Tokens(x), Form::Transformer(m)) => {
+                return transformer::logits(m, x, &mut cursor);
+            }
             (Input::Images(x), _) => x,
             _ => panic!("a stacked model's input"),
         };
@@ -130,7 +138,7 @@ impl<'m> Stacked<'m> {
             }
             Form::ConvNet(net) => net.logits(x, &mut cursor),
             Form::ResNet(m) => resnet::logits(m, to_channels(x, k), &mut cursor),
-            Form::Lstm(_) => panic!("the LSTM reads characters"),
+            Form::Lstm(_) | Form::Transformer(_) => panic!("the character models read characters"),
         }
     }
 
