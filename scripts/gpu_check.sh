@@ -32,10 +32,11 @@
 # it (needs a binary built with `autotune`; tune.jsonl, and a table of its own). burn's tuning
 # cache starts empty for the whole check (XDG_CACHE_HOME=$out/cache). --cache DIR: keep burn's
 # tuning cache in DIR as it is (a machine's earlier tuning) instead of an empty $out/cache.
-# --cohort K: after a backend's benches, the cohort rounds (--cohort-rounds, default all three:
+# --cohort K: after a backend's benches, the cohort rounds (--cohort-rounds, default all four:
 # w2-cnn, the W2 round of 50 clients × 5 steps of batch 10 of the CIFAR CNN; resnet18, 10
-# clients × 5 steps of batch 50 of the FedNAR CIFAR ResNet-18 setting; lstm-small, 10 clients ×
-# 5 steps of batch 50 of the small LSTM on the quickstart's Shakespeare) with one client at a time
+# clients × 5 steps of batch 50 of the FedNAR CIFAR ResNet-18 setting; lstm-small and
+# transformer-small, 10 clients × 5 steps of batch 50 of the small LSTM and of the quickstart's
+# transformer on the quickstart's Shakespeare) with one client at a time
 # and with `run.cohort = K` (at most the round's clients), beside scripts/bench/torch_round.py's
 # per-client loop and torch.func vmap on CUDA on inputs of the same shape (cohort.jsonl, and a
 # table of its own).
@@ -54,7 +55,7 @@ tune_models=""
 agree_algorithms="fedavg,fedprox,scaffold,fedacg,feddyn,fedcm,fedadam,fedlamb,mime"
 cache=""
 cohort=""
-cohort_list="w2-cnn,resnet18,lstm-small"
+cohort_list="w2-cnn,resnet18,lstm-small,transformer-small"
 pairs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -125,6 +126,8 @@ cohort_fedrun() {
         lstm-small) printf '%s\n' bench --workload round --config "$root/configs/quickstart.toml" \
             --rounds 3 --no-eval --set 'model.kind="lstm-small"' --set fl.clients_per_round=10 \
             --set local.steps=5 --set local.batch_size=50 ;;
+        transformer-small) printf '%s\n' bench --workload round --config "$root/configs/quickstart.toml" \
+            --rounds 3 --no-eval --set fl.clients_per_round=10 --set local.steps=5 --set local.batch_size=50 ;;
         *) return 1 ;;
     esac
 }
@@ -134,6 +137,7 @@ cohort_torch() {
         w2-cnn) echo --model cnn --clients 50 --steps 5 --batch 10 --lr 0.1 --wd 0 --max-norm 0 ;;
         resnet18) echo --model resnet18 --clients 10 --steps 5 --batch 50 --lr 0.01 --wd 0.05 --max-norm 10 --nar ;;
         lstm-small) echo --model lstm-small --clients 10 --steps 5 --batch 50 --lr 0.5 --wd 1e-4 --max-norm 10 ;;
+        transformer-small) echo --model transformer-small --clients 10 --steps 5 --batch 50 --lr 0.5 --wd 1e-4 --max-norm 10 ;;
     esac
 }
 cohort_clients() { case "$1" in w2-cnn) echo 50 ;; *) echo 10 ;; esac; }
@@ -273,7 +277,8 @@ if tuned:
         lines.append(f"| {m} | {b} | {got.get(1, '–') if 1 not in got else f'{got[1]:.1f}'} | {f'{got[2]:.1f}' if 2 in got else '–'} |")
 if cohort:
     lines += ["", "The cohort rounds (w2-cnn: 50 clients × 5 steps of batch 10 of the CIFAR CNN; resnet18:",
-              "10 × 5 of batch 50 of ResNet-18; lstm-small: 10 × 5 of batch 50 of the small LSTM), seconds:", "",
+              "10 × 5 of batch 50 of ResNet-18; lstm-small, transformer-small: 10 × 5 of batch 50 of the small LSTM",
+              "and of the quickstart's transformer), seconds:", "",
               "| round | who | cohort | round s |", "|---|---|---|---|"]
     for r in cohort:
         lines.append(f"| {r.get('round', 'w2-cnn')} | {r['who']} | {r.get('cohort', '–')} | {r['median_round_s']:.3f} |")
