@@ -34,6 +34,13 @@ pub struct LossInput<'a> {
 pub trait LocalLoss: Sync {
     /// The loss of one batch, a one-element tensor.
     fn loss(&self, input: &LossInput) -> Tensor<1>;
+
+    /// Whether it reads only the trained model's logits and features and the frozen models'
+    /// outputs, so that a cohort (`run.cohort`) can compute it on each client's slice of the
+    /// stacked outputs (default: no).
+    fn stacks(&self) -> bool {
+        false
+    }
 }
 
 /// The links after the chain's clip and weight decay: none (plain SGD) by default; the Fed-LAMB

@@ -15,6 +15,7 @@ use super::batches::Batches;
 use super::chain::{ClipDecay, DeviceChain, HostChain};
 use super::cohort_batches::{Drawn, ctx_at, draw, groups, input_of};
 use super::cohort_device::Resident;
+use super::cohort_loss::{self, Objectives};
 use super::trainer::{LocalStats, Work};
 use crate::data::FedData;
 use crate::fl::plan::ClientPlan;
@@ -27,10 +28,8 @@ use crate::rng::Rng;
 /// reads the logits' cross-entropy only: its term, clip, decay and rule run per client on flat
 /// vectors whatever they are.
 pub fn why_not(plan: &ClientPlan) -> Option<&'static str> {
-    if plan.loss.is_some() {
-        Some("its local loss reads more than the cross-entropy of the logits")
-    } else if !plan.frozen.is_empty() {
-        Some("its loss reads frozen models")
+    if let Some(why) = cohort_loss::why_not(plan) {
+        Some(why)
     } else if plan.term.anchor_grad != 0.0 {
         Some("its step reads the starting model's gradient on each batch")
     } else if plan.full_gradient {
@@ -104,11 +103,13 @@ impl Cohort {
     ) -> Vec<LocalStats> {
         let n = works.len();
         self.xs.resize(n, Vec::new());
+        let objectives = Objectives::new(&plans, &self.model, works[0].anchor);
         if let Some(chain) = self.device_chain(&plans, works) {
             let resident = Resident {
                 model: &self.model,
                 layout: &self.layout,
                 device: &self.device,
+                objectives: &objectives,
             };
             return resident.train(data, &chain, works, rngs, &mut self.xs[..n]);
         }
@@ -137,7 +138,7 @@ impl Cohort {
             }
             let drawn = draw(data, works, &mut batches, rngs, step, &self.device);
             for group in groups(drawn) {
-                let losses = self.forward_backward(&group);
+                let losses = self.forward_backward(&group, &objectives);
                 for (d, loss) in group.iter().zip(losses) {
                     let ctx = ctx_at(data, &works[d.k], step);
                     let log = chains[d.k].step(&mut self.xs[d.k], &mut self.gs[d.k], &ctx);
@@ -169,13 +170,13 @@ impl Cohort {
 
     /// One forward and backward of the clients `group` (batches of one size) on the stacked
     /// model: their gradients land in `gs`; returns each one's batch loss.
-    fn forward_backward(&mut self, group: &[Drawn]) -> Vec<f64> {
+    fn forward_backward(&mut self, group: &[Drawn], objectives: &Objectives) -> Vec<f64> {
         let ks: Vec<usize> = group.iter().map(|d| d.k).collect();
         let xs: Vec<&[f32]> = ks.iter().map(|&k| self.xs[k].as_slice()).collect();
         let stacked = Stacked::new(&self.model, &self.layout, &xs, &self.device);
         let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
-        let logits = stacked.logits(input_of(group));
-        let per = Stacked::losses(logits, Tensor::cat(ys, 0));
+        let out = stacked.outputs(input_of(group));
+        let per = objectives.losses(out, group, Tensor::cat(ys, 0));
         let values = per.clone().into_data().convert::<f32>();
         let values: Vec<f64> = values
             .as_slice::<f32>()

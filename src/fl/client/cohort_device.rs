@@ -14,6 +14,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use super::batches::Batches;
 use super::chain::DeviceChain;
 use super::cohort_batches::{Drawn, ctx_at, draw, groups, input_of};
+use super::cohort_loss::Objectives;
 use super::trainer::{LocalStats, Work};
 use crate::data::FedData;
 use crate::model::Model;
@@ -27,6 +28,7 @@ pub struct Resident<'a> {
     pub model: &'a Model,
     pub layout: &'a Layout,
     pub device: &'a Device,
+    pub objectives: &'a Objectives<'a>,
 }
 
 impl Resident<'_> {
@@ -143,8 +145,8 @@ impl Resident<'_> {
             .collect();
         let stacked = Stacked::of(self.model, self.layout, params, k);
         let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
-        let logits = stacked.logits(input_of(group));
-        Stacked::losses(logits, Tensor::cat(ys, 0))
+        let out = stacked.outputs(input_of(group));
+        self.objectives.losses(out, group, Tensor::cat(ys, 0))
     }
 
     /// Read the rows back once (every tensor flat, one after another) and leave

@@ -16,6 +16,7 @@
 //! | `device.rs` | the device-resident step |
 //! | `cohort.rs` | the cohort step: several clients' steps as one computation (`run.cohort`) |
 //! | `cohort_batches.rs` | a cohort's batches at a step, each client's from its own stream, grouped by size |
+//! | `cohort_loss.rs` | a cohort's per-client objectives: the cross-entropy, or a plan's local loss on its client's slice of the stacked outputs |
 //! | `cohort_device.rs` | the cohort step with its parameters on the training device (`run.local_step`) |
 
 mod batches;
@@ -23,6 +24,7 @@ mod chain;
 mod cohort;
 mod cohort_batches;
 mod cohort_device;
+mod cohort_loss;
 mod device;
 mod trainer;
 

@@ -13,7 +13,7 @@ use burn::nn::conv::Conv2d;
 use burn::nn::pool::MaxPool2d;
 use burn::tensor::Tensor;
 
-use super::parts::{Cursor, linear_chain, to_channels};
+use super::parts::{Cursor, Outputs3, linear_chain, to_channels};
 use crate::kernels::{Kernels, conv2d_of, is_flex, max_pool2d};
 use crate::model::Model;
 use crate::model::leaf_cnn::BN_EPS;
@@ -77,8 +77,8 @@ impl<'m> ConvNet<'m> {
         })
     }
 
-    /// The K copies' logits `[K, b, classes]` on their batches `[K·b, c, h, w]`.
-    pub fn logits(&self, x: Tensor<4>, all: &mut Cursor) -> Tensor<3> {
+    /// The K copies' outputs on their batches `[K·b, c, h, w]`.
+    pub fn outputs(&self, x: Tensor<4>, all: &mut Cursor) -> Outputs3 {
         let k = all.copies;
         let n_conv: usize = self.stages.iter().map(Stage::tensors).sum();
         let features: Tensor<3> = if self.kernels == Kernels::Fedrun && is_flex(&x.device()) {

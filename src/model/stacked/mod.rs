@@ -29,6 +29,7 @@ use super::transformer::CharTransformer;
 use crate::config::{ModelKind, ModelSpec};
 use crate::data::Input;
 use convnet::ConvNet;
+pub use parts::Outputs3;
 use parts::{Cursor, linear_chain, to_channels};
 
 /// Why a model of `spec` has no stacked form yet; None when it has one.
@@ -55,7 +56,10 @@ pub fn why_not(spec: &ModelSpec) -> Option<String> {
 /// How the copies compute: a chain of linear layers on the flattened input, a plain CNN's
 /// stages before its linear layers, or ResNet-18.
 enum Form<'m> {
-    Linear,
+    /// The linear model (its features are its logits) or the MLP (its hidden layer).
+    Linear {
+        mlp: bool,
+    },
     Lstm(&'m CharLstm),
     Transformer(&'m CharTransformer),
     ConvNet(ConvNet<'m>),
@@ -65,7 +69,8 @@ enum Form<'m> {
 impl<'m> Form<'m> {
     fn of(model: &'m Model) -> Form<'m> {
         match model {
-            Model::Linear(_) | Model::Mlp(_) => Form::Linear,
+            Model::Linear(_) => Form::Linear { mlp: false },
+            Model::Mlp(_) => Form::Linear { mlp: true },
             Model::ResNet(m) => Form::ResNet(m),
             Model::Lstm(m) => Form::Lstm(m),
             Model::Transformer(m) => Form::Transformer(m),
@@ -120,24 +125,35 @@ impl<'m> Stacked<'m> {
     /// The logits `[K, b, classes]` of the K copies on `input`, the K clients' batches of b
     /// samples one after another (`[K·b, …]`).
     pub fn logits(&self, input: Input) -> Tensor<3> {
+        self.outputs(input).logits
+    }
+
+    /// The K copies' logits and features on `input` (as [`Model::outputs`] for each).
+    pub fn outputs(&self, input: Input) -> Outputs3 {
         let k = self.copies;
         let mut cursor = Cursor::new(&self.params, &self.shapes, k);
         let x = match (input, &self.form) {
-            (Input::Tokens(x), Form::Lstm(m)) => return lstm::logits(m, x, &mut cursor),
+            (Input::Tokens(x), Form::Lstm(m)) => {
+                return Outputs3::logits_only(lstm::logits(m, x, &mut cursor));
+            }
             (Input::Tokens(x), Form::Transformer(m)) => {
-                return transformer::logits(m, x, &mut cursor);
+                return Outputs3::logits_only(transformer::logits(m, x, &mut cursor));
             }
             (Input::Images(x), _) => x,
             _ => panic!("a stacked model's input"),
         };
         match &self.form {
-            Form::Linear => {
+            Form::Linear { mlp } => {
                 let flat: Tensor<2> = x.flatten(1, 3);
                 let [n, d] = flat.dims();
-                linear_chain(flat.reshape([k, n / k, d]), &mut cursor)
+                let out = linear_chain(flat.reshape([k, n / k, d]), &mut cursor);
+                match mlp {
+                    true => out,
+                    false => Outputs3::logits_only(out.logits),
+                }
             }
-            Form::ConvNet(net) => net.logits(x, &mut cursor),
-            Form::ResNet(m) => resnet::logits(m, to_channels(x, k), &mut cursor),
+            Form::ConvNet(net) => net.outputs(x, &mut cursor),
+            Form::ResNet(m) => resnet::outputs(m, to_channels(x, k), &mut cursor),
             Form::Lstm(_) | Form::Transformer(_) => panic!("the character models read characters"),
         }
     }

@@ -121,14 +121,35 @@ pub fn copies_conv(x: Tensor<4>, w: Tensor<4>, o: ConvOptions<2>, kernels: Kerne
 }
 
 /// The linear layers from the cursor's tensor on to the last on `h` (`[K, b, in]`), a ReLU
-/// between them: each a batched product `[K, b, in]·[K, in, out]`.
-pub fn linear_chain(mut h: Tensor<3>, cursor: &mut Cursor) -> Tensor<3> {
-    while !cursor.done() {
+/// between them: each a batched product `[K, b, in]·[K, in, out]`. The copies' outputs, with
+/// the last layer's input as their features (what the classifier reads).
+pub fn linear_chain(mut h: Tensor<3>, cursor: &mut Cursor) -> Outputs3 {
+    loop {
         let (w, b) = cursor.linear();
-        h = h.matmul(w) + b;
-        if !cursor.done() {
-            h = relu(h);
+        let out = h.clone().matmul(w) + b;
+        if cursor.done() {
+            return Outputs3 {
+                logits: out,
+                features: h,
+            };
+        }
+        h = relu(out);
+    }
+}
+
+/// The K copies' logits `[K, b, classes]` and features `[K, b, d]` (the representation the
+/// classifier reads, as [`crate::model::Outputs`] has it for one model).
+pub struct Outputs3 {
+    pub logits: Tensor<3>,
+    pub features: Tensor<3>,
+}
+
+impl Outputs3 {
+    /// Outputs whose features are the logits (the character and linear models).
+    pub fn logits_only(logits: Tensor<3>) -> Outputs3 {
+        Outputs3 {
+            features: logits.clone(),
+            logits,
         }
     }
-    h
 }

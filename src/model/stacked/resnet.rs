@@ -10,7 +10,7 @@ use burn::nn::{GroupNorm, PaddingConfig2d};
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 
-use super::parts::{Cursor, copies_conv};
+use super::parts::{Cursor, Outputs3, copies_conv};
 use crate::kernels::{Kernels, group_norm_of};
 use crate::model::resnet::{Block, Head, ResNet18};
 
@@ -23,9 +23,9 @@ fn padding(c: &Conv2d) -> Option<[usize; 2]> {
     }
 }
 
-/// The K copies' logits `[K, b, classes]` on `x`, the copies' batches side by side in the
+/// The K copies' outputs (the pooled features and the logits) on `x`, the copies' batches side by side in the
 /// channels (`[b, K·3, h, w]`).
-pub fn logits(m: &ResNet18, x: Tensor<4>, p: &mut Cursor) -> Tensor<3> {
+pub fn outputs(m: &ResNet18, x: Tensor<4>, p: &mut Cursor) -> Outputs3 {
     let k = m.kernels;
     let mut h = conv(&m.stem, x, p, k);
     h = norm(&m.stem_gn, h, p, true, k);
@@ -40,7 +40,10 @@ pub fn logits(m: &ResNet18, x: Tensor<4>, p: &mut Cursor) -> Tensor<3> {
     let copies = p.copies;
     let f: Tensor<3> = h.reshape([b, copies, kc / copies]).swap_dims(0, 1);
     let (w, bias) = p.linear();
-    f.matmul(w) + bias
+    Outputs3 {
+        logits: f.clone().matmul(w) + bias,
+        features: f,
+    }
 }
 
 /// A BasicBlock of the K copies: its parameters in the model's order (conv1, gn1, conv2, gn2,
