@@ -35,7 +35,7 @@ use parts::{Cursor, linear_chain, to_channels};
 /// Why a model of `spec` has no stacked form yet; None when it has one.
 pub fn why_not(spec: &ModelSpec) -> Option<String> {
     let head = "model.projection > 0: the projection head has no stacked form yet";
-    let dropout = "dropout: the clients' masks have no stacked form yet";
+    let dropout = "the clients' dropout masks have no stacked form yet";
     match spec.kind {
         ModelKind::Linear | ModelKind::Mlp | ModelKind::FemnistCnn | ModelKind::CelebaCnn => None,
         ModelKind::Lstm | ModelKind::LstmSmall => None,
@@ -49,7 +49,7 @@ pub fn why_not(spec: &ModelSpec) -> Option<String> {
         ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 => None,
         ModelKind::MnistCnn if spec.dropout > 0.0 => Some(format!("model.dropout > 0: {dropout}")),
         ModelKind::MnistCnn => None,
-        ModelKind::EmnistCnn => Some(format!("the EMNIST CNN's {dropout}")),
+        ModelKind::EmnistCnn => Some(format!("the EMNIST CNN has dropout: {dropout}")),
     }
 }
 
