@@ -82,16 +82,23 @@ impl BatchStatNorm {
     }
 
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let c = x.dims()[1];
-        let mean = x.clone().mean_dim(0).mean_dim(2).mean_dim(3);
-        let centred = x - mean;
-        let var = (centred.clone() * centred.clone())
-            .mean_dim(0)
-            .mean_dim(2)
-            .mean_dim(3);
-        let y = centred / (var + BN_EPS).sqrt();
-        y * self.gamma.val().reshape([1, c, 1, 1]) + self.beta.val().reshape([1, c, 1, 1])
+        batch_stat_norm(x, self.gamma.val(), self.beta.val(), BN_EPS)
     }
+}
+
+/// The norm with the batch's own statistics (mean and biased variance per channel over the
+/// batch and the map) and the per-channel affine `gamma`, `beta` given as tensors (a cohort's
+/// stacked parameters).
+pub fn batch_stat_norm(x: Tensor<4>, gamma: Tensor<1>, beta: Tensor<1>, eps: f64) -> Tensor<4> {
+    let c = x.dims()[1];
+    let mean = x.clone().mean_dim(0).mean_dim(2).mean_dim(3);
+    let centred = x - mean;
+    let var = (centred.clone() * centred.clone())
+        .mean_dim(0)
+        .mean_dim(2)
+        .mean_dim(3);
+    let y = centred / (var + eps).sqrt();
+    y * gamma.reshape([1, c, 1, 1]) + beta.reshape([1, c, 1, 1])
 }
 
 #[derive(Module, Debug)]

@@ -11,9 +11,8 @@
 
 use burn::tensor::{Device, Int, Tensor};
 
-use super::batches::Batches;
 use super::chain::{ClipDecay, DeviceChain, HostChain};
-use super::cohort_batches::{Drawn, ctx_at, draw, groups, input_of};
+use super::cohort_batches::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
 use super::cohort_device::Resident;
 use super::cohort_loss::{self, Objectives};
 use super::trainer::{LocalStats, Work};
@@ -123,17 +122,10 @@ impl Cohort {
             .zip(works)
             .map(|(p, w)| HostChain::new(p.term, w.anchor, self.base, p.rule))
             .collect();
-        let mut batches: Vec<Batches> = works
-            .iter()
-            .map(|w| Batches::new(&data.clients[w.client], w.batch_size))
-            .collect();
+        let (mut batches, steps) = batches_of(data, works);
         let mut stats = vec![LocalStats::default(); n];
-        let steps = works.iter().map(|w| w.steps).max().unwrap_or(0);
         for step in 0..steps {
-            if works[0]
-                .stop
-                .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
-            {
+            if stopped(works) {
                 break;
             }
             let drawn = draw(data, works, &mut batches, rngs, step, &self.device);

@@ -17,6 +17,23 @@ pub struct Drawn {
     pub y: Tensor<1, Int>,
 }
 
+/// Each client's batches, and the cohort's step count (its clients' most).
+pub fn batches_of<'a>(data: &'a FedData, works: &[Work]) -> (Vec<Batches<'a>>, usize) {
+    let batches = works
+        .iter()
+        .map(|w| Batches::new(&data.clients[w.client], w.batch_size))
+        .collect();
+    (batches, works.iter().map(|w| w.steps).max().unwrap_or(0))
+}
+
+/// Whether the run was told to stop (a signal): the cohort stops before its next step.
+pub fn stopped(works: &[Work]) -> bool {
+    works
+        .first()
+        .and_then(|w| w.stop)
+        .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 /// The batch of every client that takes part in `step`, drawn as it would be alone.
 pub fn draw(
     data: &FedData,

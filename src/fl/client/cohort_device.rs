@@ -11,9 +11,8 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::batches::Batches;
 use super::chain::DeviceChain;
-use super::cohort_batches::{Drawn, ctx_at, draw, groups, input_of};
+use super::cohort_batches::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
 use super::cohort_loss::Objectives;
 use super::trainer::{LocalStats, Work};
 use crate::data::FedData;
@@ -45,17 +44,10 @@ impl Resident<'_> {
         let ranges: Vec<_> = self.layout.tensors.iter().map(|t| t.range()).collect();
         let anchors: Vec<Option<&[f32]>> = works.iter().map(|w| Some(w.anchor)).collect();
         let mut x = upload_rows(&anchors, &ranges, self.device);
-        let mut batches: Vec<Batches> = works
-            .iter()
-            .map(|w| Batches::new(&data.clients[w.client], w.batch_size))
-            .collect();
+        let (mut batches, steps) = batches_of(data, works);
         let mut stats = vec![LocalStats::default(); works.len()];
-        let steps = works.iter().map(|w| w.steps).max().unwrap_or(0);
         for step in 0..steps {
-            if works[0]
-                .stop
-                .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
-            {
+            if stopped(works) {
                 break;
             }
             let drawn = draw(data, works, &mut batches, rngs, step, self.device);

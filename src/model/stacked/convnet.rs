@@ -16,7 +16,7 @@ use burn::tensor::Tensor;
 use super::parts::{Cursor, Outputs3, linear_chain, to_channels};
 use crate::kernels::{Kernels, conv2d_of, is_flex, max_pool2d};
 use crate::model::Model;
-use crate::model::leaf_cnn::BN_EPS;
+use crate::model::leaf_cnn::{BN_EPS, batch_stat_norm};
 
 /// One stage: a convolution (stride, symmetric padding), a norm with the batch's statistics
 /// (its ε) or none, then max-pool and ReLU.
@@ -115,19 +115,4 @@ impl<'m> ConvNet<'m> {
         }
         x
     }
-}
-
-/// LEAF's batch norm with the batch's own statistics (`leaf_cnn::BatchStatNorm`) with γ and
-/// β given as tensors: per channel, so per copy when the copies sit side by side in the
-/// channels.
-fn batch_stat_norm(x: Tensor<4>, gamma: Tensor<1>, beta: Tensor<1>, eps: f64) -> Tensor<4> {
-    let c = x.dims()[1];
-    let mean = x.clone().mean_dim(0).mean_dim(2).mean_dim(3);
-    let centred = x - mean;
-    let var = (centred.clone() * centred.clone())
-        .mean_dim(0)
-        .mean_dim(2)
-        .mean_dim(3);
-    let y = centred / (var + eps).sqrt();
-    y * gamma.reshape([1, c, 1, 1]) + beta.reshape([1, c, 1, 1])
 }
