@@ -102,13 +102,44 @@ fn agree_with_flex(gpu: fedrun::config::Backend) {
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
 fn wgpu_cohort_trains_as_one_client_at_a_time() {
     for step in ["host", "device"] {
-        cohort_agrees_on_wgpu("mlp", step);
-        cohort_agrees_on_wgpu("tiny-cnn", step);
+        for model in ["mlp", "tiny-cnn"] {
+            let sets = [
+                format!("run.local_step=\"{step}\""),
+                format!("model.kind=\"{model}\""),
+                "data.augmentation=\"none\"".into(),
+            ];
+            cohort_agrees_on_wgpu(&synthetic_spec(""), &sets);
+        }
     }
 }
 
+/// The character models' stacked forms on the GPU backend (the LSTM's gates and the
+/// transformer's attention as batched products, the tables gathered with per-client offsets):
+/// two rounds of the quickstart's Shakespeare clients with the device-resident cohort agree
+/// with one client at a time.
+#[test]
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
-fn cohort_agrees_on_wgpu(model: &str, step: &str) {
+fn wgpu_character_cohorts_train_as_one_client_at_a_time() {
+    let base = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/quickstart.toml"),
+    )
+    .unwrap();
+    for model in ["lstm-small", "transformer"] {
+        let sets = [
+            format!("model.kind=\"{model}\""),
+            "fl.rounds=2".into(),
+            "local.steps=2".into(),
+            "local.batch_size=4".into(),
+            "data.crop_test=20".into(),
+        ];
+        cohort_agrees_on_wgpu(&base, &sets);
+    }
+}
+
+/// Two rounds of `base` with `sets` on wgpu, FedProx over 3 clients a round, one at a time and
+/// as one cohort: the same losses and update norms to 1e-4.
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn cohort_agrees_on_wgpu(base: &str, sets: &[String]) {
     let backend = fedrun::config::Backend::Wgpu;
     if let Err(e) = fedrun::fl::engine::devices(backend) {
         panic!("{backend} cannot run here: {e}");
@@ -117,21 +148,15 @@ fn cohort_agrees_on_wgpu(model: &str, step: &str) {
     let rows: Vec<Vec<Vec<f64>>> = [1, 3]
         .iter()
         .map(|k| {
-            let spec = fedrun::schema::parse(
-                &synthetic_spec(""),
-                "t",
-                &[
-                    "run.backend=\"wgpu\"".into(),
-                    format!("run.local_step=\"{step}\""),
-                    format!("model.kind=\"{model}\""),
-                    "fl.clients_per_round=3".into(),
-                    "fl.algorithm=\"fedprox\"".into(),
-                    "data.augmentation=\"none\"".into(),
-                    format!("run.cohort={k}"),
-                    format!("run.name=\"k{k}\""),
-                ],
-            )
-            .unwrap();
+            let mut set = vec![
+                "run.backend=\"wgpu\"".to_string(),
+                "fl.clients_per_round=3".into(),
+                "fl.algorithm=\"fedprox\"".into(),
+                format!("run.cohort={k}"),
+                format!("run.name=\"k{k}\""),
+            ];
+            set.extend_from_slice(sets);
+            let spec = fedrun::schema::parse(base, "t", &set).unwrap();
             let opts = RunOptions {
                 out: d.path().to_path_buf(),
                 ..Default::default()
@@ -149,15 +174,16 @@ fn cohort_agrees_on_wgpu(model: &str, step: &str) {
             let (x, y) = (a[c], b[c]);
             assert!(
                 (x - y).abs() <= 1e-4 * x.abs().max(1.0),
-                "{model}, {step} step, round {r}, {name}: one at a time {x} vs the cohort {y}"
+                "{sets:?}, round {r}, {name}: one at a time {x} vs the cohort {y}"
             );
         }
     }
 }
 
 /// Each row's sum over long rows on the GPU backend (a cohort's clip norms): `row_sums`
-/// agrees with the host's sums in f64 (positive values, as a norm's squares), over rows of a piece, of many pieces, and of a prime
-/// length (padded); burn's one-axis `sum_dim` got the long rows wrong on lavapipe.
+/// agrees with the host's sums in f64 (positive values, as a norm's squares), over rows of a
+/// piece, of many pieces, and of a prime length (padded); burn's one-axis `sum_dim` got the
+/// long rows wrong on lavapipe.
 #[test]
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
 fn row_sums_are_right_over_long_rows() {
