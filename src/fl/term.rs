@@ -175,10 +175,25 @@ pub struct DeviceTerm {
     shifts: Vec<Slot>,
 }
 
-/// A shift's vectors of the K clients, and each client's factor (None: it has no vector here).
+/// A shift's vectors of the K clients, and each client's factor (None: it has no vector here);
+/// the factors as a tensor once, when none depends on the step.
 struct Slot {
     coefs: Vec<Option<Coef>>,
+    fixed: Option<RowFactor>,
     v: Vec<Tensor<2>>,
+}
+
+impl Slot {
+    /// The clients' factors at their steps `ctx`, on `device`.
+    fn factor(&self, ctx: &[Ctx], device: &Device) -> RowFactor {
+        let f: Vec<f32> = self
+            .coefs
+            .iter()
+            .zip(ctx)
+            .map(|(c, ctx)| c.map_or(0.0, |c| c.at(ctx)))
+            .collect();
+        RowFactor::new(&f, device)
+    }
 }
 
 impl DeviceTerm {
@@ -201,10 +216,21 @@ impl DeviceTerm {
                 let at: Vec<Option<&(Coef, &[f32])>> =
                     terms.iter().map(|t| t.shifts.get(j)).collect();
                 let rows: Vec<Option<&[f32]>> = at.iter().map(|s| s.map(|s| s.1)).collect();
-                Slot {
+                let mut slot = Slot {
                     coefs: at.iter().map(|s| s.map(|s| s.0)).collect(),
+                    fixed: None,
                     v: upload_rows(&rows, ranges, device),
+                };
+                if slot
+                    .coefs
+                    .iter()
+                    .flatten()
+                    .all(|c| matches!(c, Coef::Fixed(_)))
+                {
+                    let ctx = vec![Ctx::default(); terms.len()];
+                    slot.fixed = Some(slot.factor(&ctx, device));
                 }
+                slot
             })
             .collect();
         let anchor = match prox.is(0.0) {
@@ -234,23 +260,21 @@ impl TensorTransform for DeviceTerm {
             return;
         }
         let device = s.x[0].device();
-        let factors: Vec<RowFactor> = self
+        // the factors that depend on the step (FedCM's), each step; the others were made once
+        let stepped: Vec<Option<RowFactor>> = self
             .shifts
             .iter()
-            .map(|slot| {
-                let f: Vec<f32> = slot
-                    .coefs
-                    .iter()
-                    .zip(s.ctx)
-                    .map(|(c, ctx)| c.map_or(0.0, |c| c.at(ctx)))
-                    .collect();
-                RowFactor::new(&f, &device)
-            })
+            .map(|slot| slot.fixed.is_none().then(|| slot.factor(s.ctx, &device)))
             .collect();
+        let factors = self
+            .shifts
+            .iter()
+            .zip(&stepped)
+            .map(|(slot, f)| slot.fixed.as_ref().or(f.as_ref()).expect("a factor"));
         for (k, (g, xk)) in s.u.iter_mut().zip(s.x).enumerate() {
             let mut t: Option<Tensor<2>> =
                 (!self.prox.is(0.0)).then(|| self.prox.times(xk.clone() - self.anchor[k].clone()));
-            for (f, slot) in factors.iter().zip(&self.shifts) {
+            for (f, slot) in factors.clone().zip(&self.shifts) {
                 let av = f.times(slot.v[k].clone());
                 t = Some(match t {
                     Some(t) => t + av,

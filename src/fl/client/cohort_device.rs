@@ -121,15 +121,17 @@ impl Resident<'_> {
     /// their rows taken from `leaves` (all `n` rows when the group is every client).
     fn group_losses(&self, leaves: &[Tensor<2>], group: &[Drawn], n: usize) -> Tensor<1> {
         let k = group.len();
-        let idx: Vec<i64> = group.iter().map(|d| d.k as i64).collect();
-        let idx = Tensor::<1, Int>::from_data(TensorData::new(idx, [k]), self.device);
+        // the group's rows: all of them, or gathered (one index upload)
+        let idx = (k < n).then(|| {
+            let idx: Vec<i64> = group.iter().map(|d| d.k as i64).collect();
+            Tensor::<1, Int>::from_data(TensorData::new(idx, [k]), self.device)
+        });
         let params: Vec<Tensor<1>> = leaves
             .iter()
             .map(|l| {
-                let rows = if k == n {
-                    l.clone()
-                } else {
-                    l.clone().select(0, idx.clone())
+                let rows = match &idx {
+                    None => l.clone(),
+                    Some(idx) => l.clone().select(0, idx.clone()),
                 };
                 let len = rows.dims()[1];
                 rows.reshape([k * len])
@@ -141,25 +143,14 @@ impl Resident<'_> {
         self.objectives.losses(out, group, Tensor::cat(ys, 0))
     }
 
-    /// Read the rows back once (every tensor flat, one after another) and leave
-    /// Δ_k = x_k − anchor_k in `out[k]`.
+    /// Read the rows back once (`[K, n]`: row k is client k's flat vector, the tensors side by
+    /// side) and leave Δ_k = x_k − anchor_k in `out[k]`.
     fn read_deltas(&self, x: Vec<Tensor<2>>, works: &[Work], out: &mut [Vec<f32>]) {
-        let n = works.len();
-        let flat: Vec<Tensor<1>> = x.into_iter().map(|t| t.flatten(0, 1)).collect();
-        let all = Tensor::cat(flat, 0).into_data().convert::<f32>();
+        let all = Tensor::cat(x, 1).into_data().convert::<f32>();
         let all = all.as_slice::<f32>().expect("f32");
-        for o in out.iter_mut() {
+        for ((o, w), row) in out.iter_mut().zip(works).zip(all.chunks(self.layout.total)) {
             o.clear();
-        }
-        let mut at = 0;
-        for t in &self.layout.tensors {
-            for o in out.iter_mut() {
-                o.extend_from_slice(&all[at..at + t.len]);
-                at += t.len;
-            }
-        }
-        for (o, w) in out.iter_mut().zip(works).take(n) {
-            o.iter_mut().zip(w.anchor).for_each(|(x, a)| *x -= a);
+            o.extend(row.iter().zip(w.anchor).map(|(x, a)| x - a));
         }
     }
 }
