@@ -5,8 +5,9 @@
 //! group of equal batch sizes on its rows (all rows, or the group's gathered), one backward of
 //! the groups' summed losses (so each row's gradient is its client's), and the chain and the
 //! update on the rows ([`DeviceChain`]: each row its own term, clip and learning rate; a client
-//! past its last step has rate 0 and stays as it is). Each step reads one tensor back: the
-//! clients' losses and pre-clip norms. The anchors and the terms' vectors go up once per
+//! past its last step has rate 0 and stays as it is). No step reads anything back: the clients'
+//! losses and pre-clip norms stay on the device until the cohort's steps are done
+//! ([`super::deferred`]). The anchors and the terms' vectors go up once per
 //! cohort; the trained parameters come down once.
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
@@ -14,6 +15,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use super::chain::DeviceChain;
 use super::cohort_batches::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
 use super::cohort_loss::Objectives;
+use super::deferred::{Deferred, read_f32};
 use super::trainer::{LocalStats, Work};
 use crate::data::FedData;
 use crate::model::Model;
@@ -46,29 +48,37 @@ impl Resident<'_> {
         let mut x = upload_rows(&anchors, &ranges, self.device);
         let (mut batches, steps) = batches_of(data, works);
         let mut stats = vec![LocalStats::default(); works.len()];
+        let (mut pending, mut trained) = (Deferred::default(), Vec::new());
         for step in 0..steps {
             if stopped(works) {
                 break;
             }
             let drawn = draw(data, works, &mut batches, rngs, step, self.device);
             let ctx: Vec<Ctx> = works.iter().map(|w| ctx_at(data, w, step)).collect();
-            x = self.step(x, groups(drawn), chain, &ctx, &mut stats, step);
+            let groups = groups(drawn);
+            let who: Vec<(usize, usize)> = groups.iter().flatten().map(|d| (d.k, d.len)).collect();
+            let numbers;
+            (x, numbers) = self.step(x, groups, chain, &ctx);
+            if let Some(t) = numbers {
+                pending.push(t);
+                trained.push((step, who));
+            }
         }
+        record(chain, pending, &trained, &mut stats);
         self.read_deltas(x, works, out);
         stats
     }
 
-    /// One step of every client in `groups`: forwards, one backward, the chain on the rows, and
-    /// the step's one read (the losses and norms), recorded in `stats`.
+    /// One step of every client in `groups`: forwards, one backward, the chain on the rows. The
+    /// step's numbers stay on the device: the trained clients' losses (in `groups`' order), then
+    /// every row's pre-clip norm when the chain clips or decays.
     fn step(
         &self,
         mut x: Vec<Tensor<2>>,
         groups: Vec<Vec<Drawn>>,
         chain: &DeviceChain,
         ctx: &[Ctx],
-        stats: &mut [LocalStats],
-        step: usize,
-    ) -> Vec<Tensor<2>> {
+    ) -> (Vec<Tensor<2>>, Option<Tensor<1>>) {
         let n = ctx.len();
         let leaves: Vec<Tensor<2>> = x
             .iter()
@@ -85,7 +95,9 @@ impl Resident<'_> {
                 None => s,
             });
         }
-        let Some(total) = total else { return x };
+        let Some(total) = total else {
+            return (x, None);
+        };
         let grads = total.backward();
         let mut g: Vec<Tensor<2>> = leaves
             .iter()
@@ -100,21 +112,10 @@ impl Resident<'_> {
             .flatten()
             .for_each(|d| rates[d.k] = ctx[d.k].lr as f32);
         let norm = chain.step(&mut x, &mut g, ctx, &RowFactor::new(&rates, self.device));
-        let trained: usize = groups.iter().map(Vec::len).sum();
-        let has_norm = norm.is_some();
         if let Some(nm) = norm {
             losses.push(nm.reshape([n]));
         }
-        let read = Tensor::cat(losses, 0).into_data().convert::<f32>();
-        let read = read.as_slice::<f32>().expect("f32");
-        let norms = has_norm.then(|| &read[trained..]);
-        for (d, &loss) in groups.iter().flatten().zip(read) {
-            let log = norms
-                .map(|v| chain.read_norm(f64::from(v[d.k])))
-                .unwrap_or_default();
-            stats[d.k].record(step, f64::from(loss), d.len, &log);
-        }
-        x
+        (x, Some(Tensor::cat(losses, 0)))
     }
 
     /// Each client's loss `[k]` on its batch, for the clients of `group` (batches of one size),
@@ -146,11 +147,32 @@ impl Resident<'_> {
     /// Read the rows back once (`[K, n]`: row k is client k's flat vector, the tensors side by
     /// side) and leave Δ_k = x_k − anchor_k in `out[k]`.
     fn read_deltas(&self, x: Vec<Tensor<2>>, works: &[Work], out: &mut [Vec<f32>]) {
-        let all = Tensor::cat(x, 1).into_data().convert::<f32>();
-        let all = all.as_slice::<f32>().expect("f32");
+        let all = read_f32(Tensor::cat(x, 1));
         for ((o, w), row) in out.iter_mut().zip(works).zip(all.chunks(self.layout.total)) {
             o.clear();
             o.extend(row.iter().zip(w.anchor).map(|(x, a)| x - a));
+        }
+    }
+}
+
+/// Record each step's numbers, read once for all steps: for each `(step, who)` of `trained` (its
+/// clients as `(client, batch size)`, in the step's order), their losses, then every row's
+/// norm when the chain has one.
+fn record(
+    chain: &DeviceChain,
+    pending: Deferred,
+    trained: &[(usize, Vec<(usize, usize)>)],
+    stats: &mut [LocalStats],
+) {
+    for (numbers, (step, who)) in pending.read().iter().zip(trained) {
+        let step = *step;
+        let (losses, norms) = numbers.split_at(who.len().min(numbers.len()));
+        for (&(k, len), &loss) in who.iter().zip(losses) {
+            let log = norms
+                .get(k)
+                .map(|&v| chain.read_norm(f64::from(v)))
+                .unwrap_or_default();
+            stats[k].record(step, f64::from(loss), len, &log);
         }
     }
 }

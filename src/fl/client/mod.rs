@@ -14,6 +14,7 @@
 //! | `batches.rs` | the shuffled stream of a client's batches |
 //! | `chain.rs` | the local optimizer: term, clip and decay (baseline or FedNAR order), the plan's rule |
 //! | `device.rs` | the device-resident step |
+//! | `deferred.rs` | a device-resident training's per-step numbers, read once at its end; the count of reads |
 //! | `cohort.rs` | the cohort step: several clients' steps as one computation (`run.cohort`) |
 //! | `cohort_batches.rs` | a cohort's batches at a step, each client's from its own stream, grouped by size |
 //! | `cohort_loss.rs` | a cohort's per-client objectives: the cross-entropy, or a plan's local loss on its client's slice of the stacked outputs |
@@ -25,6 +26,7 @@ mod cohort;
 mod cohort_batches;
 mod cohort_device;
 mod cohort_loss;
+pub mod deferred;
 mod device;
 mod trainer;
 

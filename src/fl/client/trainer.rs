@@ -7,12 +7,13 @@ use burn::tensor::{Device, Int, Tensor};
 
 use super::batches::Batches;
 use super::chain::{ClipDecay, DeviceChain, HostChain};
+use super::deferred::Deferred;
 use super::device;
 use crate::data::{self, FedData, Input};
 use crate::fl::losses::cross_entropy;
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput, Uplink};
 use crate::fl::schedule::Schedule;
-use crate::model::params::{Layout, read_grads, read_params, with_training, write_params};
+use crate::model::params::{Layout, read_grads, with_training, write_params};
 use crate::model::{Model, Outputs};
 use crate::optim::{Ctx, Log, Moments};
 use crate::rng::{Rng, Stream};
@@ -346,6 +347,7 @@ fn run_steps(
     if let Stepper::Device(_) = stepper {
         model = write_params(model, w.anchor);
     }
+    let (mut pending, mut samples) = (Deferred::default(), Vec::new());
     for step in 0..w.steps {
         if w.stop
             .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
@@ -367,25 +369,31 @@ fn run_steps(
             aux_grad: &buf.g_anchor,
             ..Ctx::default()
         };
-        let (loss_v, log) = match &mut stepper {
+        match &mut stepper {
             Stepper::Device(chain) => {
-                let (m, l, log) = device::step(chain, model, loss, &ctx);
+                let (m, numbers) = device::step(chain, model, loss, &ctx);
                 model = m;
-                (l, log)
+                pending.push(numbers);
+                samples.push(bidx.len());
             }
             Stepper::Host(chain) => {
                 let loss_v = loss.clone().into_scalar::<f32>() as f64;
                 let mut grads = loss.backward();
                 read_grads(&model, &mut grads, &mut buf.g);
                 drop(grads);
-                (loss_v, chain.step(&mut buf.x, &mut buf.g, &ctx))
+                let log = chain.step(&mut buf.x, &mut buf.g, &ctx);
+                stats.record(step, loss_v, bidx.len(), &log);
             }
-        };
-        stats.record(step, loss_v, bidx.len(), &log);
+        }
     }
     match stepper {
-        Stepper::Device(_) => {
-            read_params(&model, &mut buf.x);
+        Stepper::Device(chain) => {
+            // the steps' numbers in one read, recorded as a read per step would have
+            for (step, (numbers, n)) in pending.read().iter().zip(samples).enumerate() {
+                let (loss_v, log) = device::read(&chain, numbers);
+                stats.record(step, loss_v, n, &log);
+            }
+            device::read_params(&model, &mut buf.x);
             (model, None)
         }
         Stepper::Host(chain) => (model, chain.into_moments()),
