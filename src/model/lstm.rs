@@ -59,6 +59,16 @@ impl CharLstm {
         {
             return self.forward_fused(x);
         }
+        // off flex (a GPU backend), each step's four gates as two products (`gates_layer`)
+        let run = match is_flex(&x.device()) {
+            true => layer,
+            false => gates_layer,
+        };
+        self.stepwise(x, run)
+    }
+
+    /// The logits with each layer run step by step by `run` ([`layer`] or [`gates_layer`]).
+    fn stepwise(&self, x: Tensor<2, Int>, run: LayerFn) -> Tensor<2> {
         let [b, len] = x.dims();
         let d_emb = self.emb.weight.dims()[1];
         let mut seq: Vec<Tensor<2>> = (0..len)
@@ -69,7 +79,7 @@ impl CharLstm {
             .collect();
         let n = self.layers.len();
         for (k, l) in self.layers.iter().enumerate() {
-            seq = layer(l, seq, k + 1 == n, self.kernels);
+            seq = run(l, seq, k + 1 == n, self.kernels);
         }
         let last = seq.pop().expect("a sequence of at least one character");
         self.out.forward(last)
@@ -115,6 +125,10 @@ fn fused(l: &Lstm) -> (Tensor<2>, Tensor<2>, Tensor<1>) {
     )
 }
 
+/// A layer's step-by-step form: the layer, the sequence, whether only the last state is kept,
+/// the kernels.
+type LayerFn = fn(&Lstm, Vec<Tensor<2>>, bool, Kernels) -> Vec<Tensor<2>>;
+
 /// One layer over the sequence `xs` (one `[batch, d]` tensor per character): the hidden state
 /// after each character, or after the last one only. Each gate is burn's own `gate_product`;
 /// σ and tanh run on fedrun's kernels where they apply.
@@ -140,6 +154,39 @@ fn layer(l: &Lstm, xs: Vec<Tensor<2>>, last_only: bool, k: Kernels) -> Vec<Tenso
     }
     if last_only {
         out.push(h);
+    }
+    out
+}
+
+/// [`layer`] with the four gates side by side ([`fused`]): a step is one product of its input
+/// and one of the hidden state (none at the first step, whose state is zero), the gates sliced
+/// from their sum. Burn's `gate_product` makes eight products and eight bias additions a
+/// step; on a GPU, where each is a kernel launch, this form launches a fraction of them. Each
+/// step's input is its own tensor, so the backward pass slices no tensor of the whole sequence.
+fn gates_layer(l: &Lstm, xs: Vec<Tensor<2>>, last_only: bool, k: Kernels) -> Vec<Tensor<2>> {
+    let (wx, wh, bias) = fused(l);
+    let (bias, hidden) = (bias.unsqueeze::<2>(), l.d_hidden);
+    let b = xs.first().map_or(0, |x| x.dims()[0]);
+    let mut h: Option<Tensor<2>> = None;
+    let mut c: Tensor<2> = Tensor::zeros([b, hidden], &wx.device());
+    let mut out = Vec::with_capacity(if last_only { 1 } else { xs.len() });
+    for x in xs {
+        let mut g = x.matmul(wx.clone()) + bias.clone();
+        if let Some(h) = &h {
+            g = g + h.clone().matmul(wh.clone());
+        }
+        let part = |i: usize| g.clone().narrow(1, i * hidden, hidden);
+        let (i, f) = (sigmoid(part(0), k), sigmoid(part(1), k));
+        let (cell, o) = (tanh(part(2), k), sigmoid(part(3), k));
+        c = f * c + i * cell;
+        let ht = o * tanh(c.clone(), k);
+        if !last_only {
+            out.push(ht.clone());
+        }
+        h = Some(ht);
+    }
+    if last_only {
+        out.extend(h);
     }
     out
 }
@@ -216,5 +263,38 @@ mod tests {
             let db = bi.grad(&gf).unwrap() - bi.grad(&gr).unwrap();
             assert!(db.abs().max().into_scalar::<f32>() < 1e-4 * bs);
         }
+    }
+
+    #[test]
+    fn the_gpu_form_two_products_a_step_is_the_gate_by_gate_form() {
+        let device = Device::flex().autodiff();
+        let m = CharLstm::new(8, 24, 2, 80, Kernels::Burn, &device);
+        let x = Tensor::<2>::random([5, 11], Distribution::Uniform(0.0, 80.0), &device).int();
+        let (a, r) = (m.stepwise(x.clone(), gates_layer), m.stepwise(x, layer));
+        let diff = |a: Tensor<2>, b: Tensor<2>| (a - b).abs().max().into_scalar::<f32>();
+        assert!(diff(a.clone(), r.clone()) < 1e-6, "logits");
+        let (ga, gr) = (
+            (a.clone() * a).sum().backward(),
+            (r.clone() * r.clone()).sum().backward(),
+        );
+        for l in &m.layers {
+            let gates = [
+                &l.input_gate,
+                l.forget_gate.as_ref().unwrap(),
+                &l.cell_gate,
+                &l.output_gate,
+            ];
+            for g in gates {
+                for lin in [&g.input_transform, &g.hidden_transform] {
+                    let w = &lin.weight;
+                    let s = w.grad(&gr).unwrap().abs().max().into_scalar::<f32>();
+                    assert!(s > 0.0);
+                    assert!(diff(w.grad(&ga).unwrap(), w.grad(&gr).unwrap()) < 1e-5 * s);
+                }
+            }
+        }
+        let e = &m.emb.weight;
+        let s = e.grad(&gr).unwrap().abs().max().into_scalar::<f32>();
+        assert!(diff(e.grad(&ga).unwrap(), e.grad(&gr).unwrap()) < 1e-5 * s);
     }
 }
