@@ -59,10 +59,11 @@ impl CharLstm {
         {
             return self.forward_fused(x);
         }
-        // off flex (a GPU backend), each step's four gates as two products (`gates_layer`)
-        let run = match is_flex(&x.device()) {
-            true => layer,
-            false => gates_layer,
+        // off flex (a GPU backend), each step's four gates as two products (`gates_layer`);
+        // `run.kernels = "burn"` keeps burn's gate by gate everywhere
+        let run = match self.kernels == Kernels::Fedrun && !is_flex(&x.device()) {
+            true => gates_layer,
+            false => layer,
         };
         self.stepwise(x, run)
     }
