@@ -45,6 +45,9 @@ pub fn check(a: &CheckArgs) -> Result<()> {
     if spec.run.cohort > 1 {
         println!("# {}", cohort_line(&spec));
     }
+    if let Some(p) = crate::fl::engine::precision(&spec.run) {
+        println!("# precision: {p}");
+    }
     if a.no_data {
         return Ok(());
     }

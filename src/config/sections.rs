@@ -354,6 +354,12 @@ pub struct RunSpec {
     pub backend: Backend,
     pub kernels: KernelChoice,
     pub local_step: LocalStep,
+    /// On CUDA, whether f32 matrix products (and the implicit-GEMM convolutions burn's tuning
+    /// may choose) run on the tensor cores as TF32 (a 10-bit mantissa: faster, and numbers
+    /// that drift from flex by about 1e-3 in a few rounds) or in f32 (the default: flex's
+    /// numbers, and PyTorch's default for matrix products). One setting for the process; the
+    /// other backends compute in f32 and do not read it.
+    pub tf32: bool,
     /// Write a checkpoint every this many rounds (and at the end); 0 = only at the end.
     pub checkpoint_every: usize,
     /// Clients trained at once, each on one core; 0 = auto (one per core for small models
@@ -384,6 +390,7 @@ impl Default for RunSpec {
             backend: Backend::Flex,
             kernels: KernelChoice::Fedrun,
             local_step: LocalStep::Auto,
+            tf32: false,
             checkpoint_every: 10,
             client_workers: 0,
             cohort: 1,

@@ -4,7 +4,7 @@
 use burn::tensor::Device;
 
 use super::membership::Membership;
-use super::options::{client_workers, device_step, devices, shape_of};
+use super::options::{client_workers, device_step, devices_for, shape_of};
 use super::round::{QuantizedUplink, RoundConfig, RoundStats, Stop, run_round};
 use super::workers::BurnClients;
 use crate::config::{Aggregation, KernelChoice, Spec, UplinkScope};
@@ -69,7 +69,7 @@ pub struct Experiment {
 impl Experiment {
     pub fn new(spec: &Spec, data: FedData) -> Result<Experiment> {
         crate::kernels::fpu::set_flush_subnormals(spec.run.flush_subnormals);
-        let (device, eval_device) = devices(spec.run.backend)?;
+        let (device, eval_device) = devices_for(&spec.run)?;
         let shape = shape_of(&data);
         let kernels = match spec.run.kernels {
             KernelChoice::Fedrun => Kernels::Fedrun,

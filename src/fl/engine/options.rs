@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::tensor::Device;
 
-use crate::config::{Backend, LocalStep, Spec};
+use crate::config::{Backend, LocalStep, RunSpec, Spec};
 use crate::data::FedData;
 use crate::error::{Error, Result};
 use crate::model::Shape;
@@ -87,6 +87,24 @@ fn not_compiled(b: Backend) -> Error {
         "key `run.backend`: \"{b}\" is not compiled into this binary (build with `--features {b}`); available: {}",
         have.join(", ")
     ))
+}
+
+/// What a GPU backend computes its products in (`fedrun check` prints it); None on flex.
+pub fn precision(run: &RunSpec) -> Option<String> {
+    match (run.backend, run.tf32) {
+        (Backend::Flex, _) => None,
+        (Backend::Cuda, false) => Some("f32 matrix products and convolutions in f32 (`run.tf32 = false`: flex's numbers; PyTorch's default for products, while its convolutions take TF32)".into()),
+        (Backend::Cuda, true) => Some("f32 matrix products and tensor-core convolutions as TF32 where the GPU has tensor cores (`run.tf32 = true`: faster; about 1e-3 from flex in a few rounds)".into()),
+        (b, _) => Some(format!("f32 (`{b}` has no TF32; `run.tf32` is CUDA's)")),
+    }
+}
+
+/// The device a backend name stands for, with autodiff (training) and without (evaluation),
+/// with `run.tf32` in force on CUDA.
+pub fn devices_for(run: &RunSpec) -> Result<(Device, Device)> {
+    #[cfg(feature = "cuda")]
+    super::gpu::set_tf32(run.tf32);
+    devices(run.backend)
 }
 
 /// The device a backend name stands for, with autodiff (training) and without (evaluation).

@@ -1,0 +1,5 @@
+mod matmul;
+mod setup;
+
+pub use matmul::*;
+pub use setup::SpecializedMatmulFamily;

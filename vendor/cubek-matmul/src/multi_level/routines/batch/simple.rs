@@ -1,0 +1,337 @@
+use cubecl::{CubeCount, CubeDim, client::Client, features::MmaConfig, ir::AddressType};
+use cubek_std::cube_count::{CubeCountStrategy, GlobalOrder, HypercubeBlueprint, SmAllocation};
+use std::{fmt::Display, marker::PhantomData};
+
+use crate::{
+    definition::{MatmulElems, MatmulProblem, MatmulSetupError, MatmulVectorSizes},
+    multi_level::{
+        BatchMatmulRoutine, ExpandInfo, LaunchInfo,
+        args::{ConfigRuntimeArg, InputRuntimeArg, MatmulArgs, OutputRuntimeArg, RuntimeConfig},
+        batch_validate_blueprint,
+        components::{
+            batch::{
+                BatchMatmulFamily, PartitionedBatchMatmulFamily, RowMajorGlobalPartitionMatmul,
+            },
+            global::{
+                PlaneWriterFamily,
+                read::{
+                    FullLoadingStrategy, async_full_tma::AsyncFullTmaLoading,
+                    sync_full_cyclic::SyncFullCyclicLoading,
+                },
+                single_stage::simple::SimpleMatmulFamily,
+            },
+            stage::{NumStages, PartitionBuffering, PlanePartitioner},
+            tile::TileMatmulKind,
+        },
+        definition::{
+            BatchMatmulBlueprint, CubeMappingLaunch, MultiRowStrategy, TilingScheme, adjust_dtypes,
+        },
+        routines::{
+            TilingArgs,
+            selector::{PlaneTilingBlueprintOptions, infer_blueprint_plane},
+        },
+        tile::{ColMajorTilingOrder, RowMajorTilingOrder},
+    },
+    routine::{BlueprintStrategy, DeviceSettings, Routine},
+};
+
+/// Plane accelerated single stage matmul with configurable readers (default to cyclic)
+pub struct SimpleAlgorithm<
+    LL = SyncFullCyclicLoading<ColMajorTilingOrder>,
+    RL = SyncFullCyclicLoading<RowMajorTilingOrder>,
+    AL = SyncFullCyclicLoading<RowMajorTilingOrder>,
+> {
+    pub _ll: PhantomData<LL>,
+    pub _rl: PhantomData<RL>,
+    pub _al: PhantomData<AL>,
+}
+
+pub type SimpleTmaAlgorithm = SimpleAlgorithm<
+    AsyncFullTmaLoading,
+    AsyncFullTmaLoading,
+    SyncFullCyclicLoading<RowMajorTilingOrder>,
+>;
+pub type SimpleBarrierAlgorithm<L> = SimpleAlgorithm<L, L>;
+
+#[derive(Debug, Clone)]
+pub struct SimpleArgs {
+    /// Which tile matmul variant to dispatch on. Also stored into the blueprint.
+    pub tile_matmul: TileMatmulKind,
+    // Uses an optimized multi rows strategy.
+    pub multi_rows: bool,
+}
+
+impl Default for SimpleArgs {
+    fn default() -> Self {
+        Self {
+            tile_matmul: TileMatmulKind::Cmma,
+            multi_rows: false,
+        }
+    }
+}
+
+impl TilingArgs for SimpleArgs {
+    fn set_tile_matmul(&mut self, kind: TileMatmulKind) {
+        self.tile_matmul = kind;
+    }
+}
+
+impl Display for SimpleArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.multi_rows { "_multi_rows" } else { "" })
+    }
+}
+
+/// The batch-matmul family powering [`SimpleAlgorithm`].
+type SimpleBatch<RC, LL, RL, AL> = PartitionedBatchMatmulFamily<
+    RC,
+    SimpleMatmulFamily<PlanePartitioner, RC, LL, RL, AL, PlaneWriterFamily>,
+    RowMajorGlobalPartitionMatmul,
+>;
+
+impl<RC, LL, RL, AL> Routine<RC> for SimpleAlgorithm<LL, RL, AL>
+where
+    RC: RuntimeConfig,
+    LL: FullLoadingStrategy<RC>,
+    RL: FullLoadingStrategy<RC, SyncStrategy = LL::SyncStrategy>,
+    AL: FullLoadingStrategy<RC>,
+{
+    type Strategy = SimpleArgs;
+    type Blueprint = BatchMatmulBlueprint;
+}
+
+impl<RC, LL, RL, AL> BatchMatmulRoutine<RC> for SimpleAlgorithm<LL, RL, AL>
+where
+    RC: RuntimeConfig,
+    LL: FullLoadingStrategy<RC>,
+    RL: FullLoadingStrategy<RC, SyncStrategy = LL::SyncStrategy>,
+    AL: FullLoadingStrategy<RC>,
+{
+    #[allow(clippy::too_many_arguments, clippy::result_large_err)]
+    fn launch<MA: MatmulArgs<Config = RC>>(
+        client: &Client,
+        cube_dim: CubeDim,
+        cube_count: CubeCount,
+        address_type: AddressType,
+        input: InputRuntimeArg<MA>,
+        output: OutputRuntimeArg<MA>,
+        config: ConfigRuntimeArg<MA>,
+        cube_count_input: CubeMappingLaunch,
+        blueprint: Self::Blueprint,
+        dtypes: &MatmulElems,
+        vector_sizes: &MatmulVectorSizes,
+    ) -> Result<(), MatmulSetupError> {
+        {
+            unsafe {
+                <SimpleBatch<RC, LL, RL, AL>>::launch_unchecked::<MA>(
+                    client,
+                    cube_dim,
+                    cube_count,
+                    address_type,
+                    input,
+                    output,
+                    config,
+                    cube_count_input,
+                    blueprint,
+                    dtypes,
+                    vector_sizes,
+                )?
+            }
+            Ok(())
+        }
+    }
+
+    #[allow(clippy::result_large_err)]
+    fn validate_blueprint(
+        client: &Client,
+        blueprint: &Self::Blueprint,
+        problem: &MatmulProblem,
+        dtypes: &MatmulElems,
+        vector_sizes: &MatmulVectorSizes,
+    ) -> Result<(), MatmulSetupError> {
+        batch_validate_blueprint::<SimpleBatch<RC, LL, RL, AL>, RC>(
+            client,
+            blueprint,
+            problem,
+            dtypes,
+            vector_sizes,
+        )
+    }
+
+    fn num_stages() -> NumStages {
+        SimpleBatch::<RC, LL, RL, AL>::num_stages()
+    }
+
+    fn expand_blueprint(
+        problem: &MatmulProblem,
+        device_settings: &DeviceSettings,
+        strategy: &BlueprintStrategy<RC, Self>,
+    ) -> Result<ExpandInfo<Self::Blueprint>, MatmulSetupError> {
+        let mut dtypes = MatmulElems::from_globals(&problem.global_dtypes);
+        let client = &device_settings.client;
+
+        let tile_matmul = match strategy {
+            BlueprintStrategy::Forced(blueprint) => blueprint.tile_matmul,
+            BlueprintStrategy::Inferred(args) => args.tile_matmul,
+        };
+
+        if tile_matmul.can_cast_stage_element() {
+            dtypes.adjust_stage_dtypes();
+        }
+
+        let (blueprint, dtypes) = match strategy {
+            BlueprintStrategy::Forced(blueprint) => (blueprint.clone(), dtypes),
+            BlueprintStrategy::Inferred(strategy) => {
+                if strategy.multi_rows {
+                    infer_blueprint_multi_rows(
+                        tile_matmul,
+                        client,
+                        problem,
+                        device_settings.plane_dim,
+                        dtypes,
+                        &device_settings.vector_sizes,
+                    )
+                } else {
+                    infer_blueprint_plane(
+                        tile_matmul,
+                        client,
+                        problem,
+                        device_settings.plane_dim,
+                        dtypes,
+                        &device_settings.vector_sizes,
+                        PlaneTilingBlueprintOptions {
+                            partition_buffering: Some(PartitionBuffering::Single),
+                            tiny_selection_enabled: true,
+                            swizzled: tile_matmul.should_swizzle(client),
+                            ..Default::default()
+                        },
+                    )
+                }?
+            }
+        };
+        Ok(ExpandInfo { blueprint, dtypes })
+    }
+
+    fn prepare(
+        problem: &MatmulProblem,
+        device_settings: &DeviceSettings,
+        expand_info: ExpandInfo<Self::Blueprint>,
+    ) -> Result<LaunchInfo<BatchMatmulBlueprint>, MatmulSetupError> {
+        let ExpandInfo { blueprint, dtypes } = expand_info;
+
+        let client = &device_settings.client;
+
+        Self::validate_blueprint(
+            client,
+            &blueprint,
+            problem,
+            &dtypes,
+            &device_settings.vector_sizes,
+        )?;
+
+        let cubedim_resource = SimpleBatch::<RC, LL, RL, AL>::cubedim_resource(
+            &blueprint,
+            &dtypes,
+            &device_settings.vector_sizes,
+        )?;
+
+        LaunchInfo::new(
+            blueprint,
+            dtypes,
+            problem,
+            cubedim_resource,
+            device_settings,
+        )
+    }
+}
+
+fn infer_blueprint_multi_rows(
+    tile_matmul: TileMatmulKind,
+    client: &Client,
+    problem: &MatmulProblem,
+    plane_dim: u32,
+    mut dtypes: MatmulElems,
+    vector_sizes: &MatmulVectorSizes,
+) -> Result<(BatchMatmulBlueprint, MatmulElems), MatmulSetupError> {
+    adjust_dtypes(client, &mut dtypes, tile_matmul.requires_accelerator());
+
+    let supported = |m: u32, n: u32, k: u32| {
+        tile_matmul.is_supported(
+            client,
+            MmaConfig {
+                a_type: dtypes.lhs_register,
+                b_type: dtypes.rhs_register,
+                cd_type: dtypes.acc_register,
+                m,
+                n,
+                k,
+            },
+        )
+    };
+    let cube_count_strategy = match client.properties().hardware.num_streaming_multiprocessors {
+        Some(num_sms) => CubeCountStrategy::Sm {
+            num_sms,
+            sm_usage: SmAllocation::Exact,
+            cubes_first: true,
+        },
+        None => CubeCountStrategy::Flattened,
+    };
+
+    if supported(8, 32, 16) {
+        // A lot of multi-rows balanced with a
+        // tile size of (8, 32, 16)
+        let tiling_scheme = TilingScheme::builder()
+            .with_tile_size((8, 32, 16).into())
+            .with_partition_size((4, 4, 2).into())
+            .with_stage_size((4, 1, 1).into())
+            .build()
+            .unwrap();
+
+        let hypercube = HypercubeBlueprint::builder()
+            .global_order(GlobalOrder::SwizzleRow(4))
+            .cube_count_strategy(cube_count_strategy)
+            .build();
+
+        Ok((
+            BatchMatmulBlueprint::builder(tile_matmul, tiling_scheme, plane_dim, problem)
+                .partition_buffering(PartitionBuffering::Single)
+                .hypercube_blueprint(hypercube)
+                .build(),
+            dtypes,
+        ))
+    } else if supported(8, 8, 8) {
+        let tiling_scheme = TilingScheme::builder()
+            .with_tile_size((8, 8, 8).into())
+            .with_partition_size((4, 8, 2).into())
+            .with_stage_size((4, 1, 1).into())
+            .build()
+            .unwrap();
+        let hypercube = HypercubeBlueprint::builder()
+            .global_order(GlobalOrder::SwizzleRow(4))
+            .cube_count_strategy(cube_count_strategy)
+            .build();
+
+        Ok((
+            BatchMatmulBlueprint::builder(tile_matmul, tiling_scheme, plane_dim, problem)
+                .partition_buffering(PartitionBuffering::Single)
+                .hypercube_blueprint(hypercube)
+                .build(),
+            dtypes,
+        ))
+    } else {
+        infer_blueprint_plane(
+            tile_matmul,
+            client,
+            problem,
+            plane_dim,
+            dtypes,
+            vector_sizes,
+            PlaneTilingBlueprintOptions {
+                partition_buffering: Some(PartitionBuffering::Single),
+                multi_row_strategy: MultiRowStrategy::Always(2),
+                partition_k: Some(2),
+                ..Default::default()
+            },
+        )
+    }
+}
