@@ -19,7 +19,10 @@
 #      default fedavg, fedprox, scaffold, fedacg, feddyn, fedcm, fedadam, fedlamb, mime);
 #      test_loss and train_loss must agree to 1e-3 (relative);
 #   4. `fedrun bench --workload model` for every model on each backend (random inputs, so no
-#      data set has to travel);
+#      data set has to travel): its step and evaluation, the kernels each launches, and its cold
+#      start (the first process of a model on an empty cache: start to the end of its first
+#      round); then a second, short process of each model (--no-second leaves it out), whose start
+#      is what a machine pays once it has compiled (and, with autotune, tuned) that model;
 #   5. writes gpu_check.json and gpu_check.md (fedrun / PyTorch per model, step and
 #      evaluation) into --out (default: gpu_check/), and prints the table.
 # A binary may serve several backends (`vulkan,wgpu=PATH`); a backend given twice (two builds,
@@ -56,6 +59,7 @@ agree_algorithms="fedavg,fedprox,scaffold,fedacg,feddyn,fedcm,fedadam,fedlamb,mi
 cache=""
 cohort=""
 cohort_list="w2-cnn,resnet18,lstm-small,transformer-small"
+second=1
 pairs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -71,7 +75,8 @@ while [ $# -gt 0 ]; do
         --agree) agree_algorithms="$2"; shift 2 ;;
         --cohort) cohort="$2"; shift 2 ;;
         --cohort-rounds) cohort_list="$2"; shift 2 ;;
-        -h|--help) sed -n 2,42p "$0"; exit 0 ;;
+        --no-second) second=0; shift ;;
+        -h|--help) sed -n 2,46p "$0"; exit 0 ;;
         *=*) pairs+=("$1"); shift ;;
         *) echo "gpu_check: unknown argument '$1' (expected BACKEND=BINARY or an option; --help)" >&2; exit 2 ;;
     esac
@@ -201,6 +206,7 @@ tune() {  # backend binary label
     done
 }
 : > "$out/fedrun.jsonl"
+: > "$out/second.jsonl"
 : > "$out/tune.jsonl"
 : > "$out/cohort.jsonl"
 first=1
@@ -224,6 +230,15 @@ for pair in "${pairs[@]}"; do
                 | grep '"summary"' | sed "s/^{/{\"backend\":\"$label\",/" >> "$out/fedrun.jsonl" \
                 || echo "fedrun $label $m: failed or timed out (logs/fedrun_$label.err)"
         done
+        if [ "$second" = 1 ]; then
+            for m in ${list//,/ }; do
+                t=$(left); [ "$t" -gt 15 ] || { echo "second start $label $m: budget spent, skipped"; continue; }
+                timeout $(( t < 60 ? t : 60 )) "$bin" bench --workload model --model "$m" --steps 1 \
+                    --rounds 1 --no-eval --set run.backend="\"$b\"" 2>>"$out/logs/second_$label.err" \
+                    | grep '"summary"' | sed "s/^{/{\"backend\":\"$label\",\"second\":true,/" >> "$out/second.jsonl" \
+                    || echo "second start $label $m: failed or timed out (logs/second_$label.err)"
+            done
+        fi
         [ -n "$tune_models" ] && tune "$b" "$bin" "$label"
         [ -n "$cohort" ] && cohort_rounds "$b" "$bin" "$label"
         first=0
@@ -249,6 +264,7 @@ import json, os, sys
 out = sys.argv[1]
 rd = lambda p: [json.loads(l) for l in open(os.path.join(out, p)) if l.strip()]
 torch, fed, tuned = rd("torch.jsonl"), rd("fedrun.jsonl"), rd("tune.jsonl")
+second = {(r["backend"], r["model"]): r.get("warmup_s") for r in rd("second.jsonl")}
 cohort = rd("cohort.jsonl") if os.path.exists(os.path.join(out, "cohort.jsonl")) else []
 machine = open(os.path.join(out, "machine.txt")).read().strip().splitlines()
 agree = open(os.path.join(out, "agree.txt")).read().strip().splitlines() if os.path.exists(os.path.join(out, "agree.txt")) else []
@@ -256,9 +272,13 @@ tp = {r["model"]: r for r in torch}
 backends = sorted({r["backend"] for r in fed})
 ms = lambda s: "–" if s is None else f"{s * 1e3:.1f}"
 ratio = lambda a, b: "–" if a is None or b is None else f"{a / b:.2f}×"
+sec = lambda s: "–" if s is None else f"{s:.1f}"
+num = lambda n: "–" if n is None else f"{n:.0f}"
 lines = ["# fedrun on a GPU", "", *[f"- {l}" for l in machine + agree], "",
-         "| model | backend | fedrun step ms | PyTorch step ms | step ratio | fedrun eval ms | PyTorch eval ms | eval ratio |",
-         "|---|---|---|---|---|---|---|---|"]
+         "Cold start: the model's first process on an empty cache, from its start to the end of its first round of",
+         "local steps; second start: a second process of one step. Launches: kernels a local step and an evaluation issue.", "",
+         "| model | backend | fedrun step ms | PyTorch step ms | step ratio | fedrun eval ms | PyTorch eval ms | eval ratio | cold start s | second start s | launches a step | launches an eval |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 rows = []
 for r in fed:
     t = tp.get(r["model"], {})
@@ -267,8 +287,12 @@ for r in fed:
     rows.append(dict(model=r["model"], backend=r["backend"], fedrun_step_s=fs, torch_step_s=ts,
                      fedrun_eval_s=fe, torch_eval_s=te,
                      step_ratio=None if fs is None or ts is None else fs / ts,
-                     eval_ratio=None if fe is None or te is None else fe / te))
-    lines.append(f"| {r['model']} | {r['backend']} | {ms(fs)} | {ms(ts)} | {ratio(fs, ts)} | {ms(fe)} | {ms(te)} | {ratio(fe, te)} |")
+                     eval_ratio=None if fe is None or te is None else fe / te,
+                     cold_start_s=r.get("warmup_s"), second_start_s=second.get((r["backend"], r["model"])),
+                     launches_per_step=r.get("launches_per_step"), launches_per_eval=r.get("launches_per_eval")))
+    q = rows[-1]
+    lines.append(f"| {r['model']} | {r['backend']} | {ms(fs)} | {ms(ts)} | {ratio(fs, ts)} | {ms(fe)} | {ms(te)} | {ratio(fe, te)} | "
+                 f"{sec(q['cold_start_s'])} | {sec(q['second_start_s'])} | {num(q['launches_per_step'])} | {num(q['launches_per_eval'])} |")
 if tuned:
     lines += ["", "Tuning (`fedrun bench --workload tune --steps 2`, an empty cache before the first call):", "",
               "| model | backend | first call s | second call s |", "|---|---|---|---|"]

@@ -10,6 +10,7 @@ use std::time::Instant;
 use crate::data::{Augment, Features, FedData, Split};
 use crate::error::Result;
 use crate::fl::engine::Experiment;
+use crate::fl::engine::launches::count;
 use crate::rng::Rng;
 
 /// The models `fedrun bench --workload model` times.
@@ -299,8 +300,12 @@ fn experiment(
 
 /// Time `reps` rounds of `clients` × `steps` local steps (after one untimed warm-up round)
 /// and, unless `no_eval`, one test evaluation per round; one JSON line per round and a
-/// summary. `step_s` is a round's time over its steps.
+/// summary. `step_s` is a round's time over its steps; on a GPU backend the kernels a round
+/// and an evaluation launch are counted (`launches_per_step`: a round's over its steps);
+/// `warmup_s` is the time from the bench's start to the end of its warm-up round (the cold
+/// start, kernels compiled and tuned on an empty cache).
 pub fn run(b: &ModelBench, set: &[String]) -> Result<()> {
+    let started = Instant::now();
     let (m, reps, no_eval) = (b.model, b.reps, b.no_eval);
     let steps = b.steps * b.clients.max(1);
     let (mut ex, s) = experiment(m, b.steps, b.clients.max(1), set)?;
@@ -312,29 +317,42 @@ pub fn run(b: &ModelBench, set: &[String]) -> Result<()> {
         ex.layout.total
     );
     ex.round_stats(0)?;
-    let (mut step_s, mut eval_s) = (Vec::new(), Vec::new());
+    let warmup_s = started.elapsed().as_secs_f64();
+    let (mut step_s, mut eval_s, mut launches) = (Vec::new(), Vec::new(), (None, None));
+    let device = ex.device.clone();
     for r in 0..reps {
         let t0 = Instant::now();
-        ex.round_stats(r + 1)?;
+        let (got, per_round) = count(&device, || ex.round_stats(r + 1));
+        got?;
         let step = t0.elapsed().as_secs_f64() / steps as f64;
         let t1 = Instant::now();
-        let acc = (!no_eval).then(|| ex.evaluate().0);
+        let (acc, per_eval) = match no_eval {
+            true => (None, None),
+            false => {
+                let (acc, n) = count(&device, || ex.evaluate().0);
+                (Some(acc), n)
+            }
+        };
         let ev = (!no_eval).then(|| t1.elapsed().as_secs_f64());
+        let per_step = per_round.map(|n| n as f64 / steps as f64);
         println!(
             "{}",
             serde_json::json!({"model": name, "rep": r, "step_s": step,
                 "train_samples_per_s": s.batch as f64 / step, "eval_s": ev,
                 "eval_samples_per_s": ev.map(|e| s.test as f64 / e), "test_acc": acc,
+                "launches_per_step": per_step, "launches_per_eval": per_eval,
                 "threads": threads, "params": ex.layout.total})
         );
         step_s.push(step);
         eval_s.extend(ev);
+        launches = (per_step, per_eval);
     }
     let med = super::timing::median;
     println!(
         "{}",
         serde_json::json!({"summary": true, "model": name, "clients": b.clients.max(1), "median_step_s": med(step_s),
             "median_eval_s": (!eval_s.is_empty()).then(|| med(eval_s)),
+            "warmup_s": warmup_s, "launches_per_step": launches.0, "launches_per_eval": launches.1,
             "params": ex.layout.total, "threads": threads, "batch": s.batch, "test": s.test})
     );
     Ok(())
