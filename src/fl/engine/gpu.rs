@@ -2,12 +2,6 @@
 //! cubecl, which becomes an error naming `run.backend` and what to install), the CUDA libraries
 //! looked for before cudarc would panic on their absence, and where burn's autotuning keeps what
 //! it measured so that a machine tunes each kernel once.
-#![cfg(any(
-    feature = "wgpu",
-    feature = "vulkan",
-    feature = "cuda",
-    feature = "autotune"
-))]
 #![allow(dead_code)]
 
 use burn::tensor::Device;
@@ -128,10 +122,13 @@ pub fn cuda_libraries() -> Result<()> {
     Ok(())
 }
 
-/// Where burn's autotuning keeps its results: the user's cache folder (`$XDG_CACHE_HOME/cubecl`,
-/// else `~/.cache/cubecl`) rather than cubecl's default, a `target/` folder beside the nearest
-/// Cargo.toml, so that a machine tunes a kernel once whatever folder fedrun runs in. A
-/// `cubecl.toml` found from the working directory still decides where it says.
+/// Where cubecl keeps what it learns of a machine: the user's cache folder
+/// (`$XDG_CACHE_HOME/cubecl`, else `~/.cache/cubecl`) rather than cubecl's default, a
+/// `target/environment` folder beside the outermost Cargo.toml, so that a machine tunes a
+/// kernel once whatever folder fedrun runs in; and the compiled kernels are kept there too
+/// (cubecl's `[compilation] cache`: CUDA's PTX, Vulkan's SPIR-V), so that a second process
+/// compiles nothing it compiled before (with the same fedrun binary: the key holds the build).
+/// A `cubecl.toml` found from the working directory still decides where it says.
 #[cfg(feature = "autotune")]
 fn tune_cache() {
     use burn::cubecl::config::cache::CacheConfig;
@@ -142,6 +139,7 @@ fn tune_cache() {
         if matches!(c.environment.path, CacheConfig::Target) {
             c.environment.path = CacheConfig::Global;
         }
+        c.compilation.cache = true;
         // Ignored when cubecl was configured already (a device made earlier in the process).
         let _ = CubeClRuntimeConfig::try_set(c);
     });
@@ -155,4 +153,11 @@ fn tune_cache() {}
 pub fn tune_cache_dir() -> std::path::PathBuf {
     use burn::cubecl::config::cache::CacheConfig;
     CacheConfig::Global.root()
+}
+
+/// Put `run.tf32` in force for this process's CUDA products (the patched cubek-matmul's switch,
+/// vendor/cubek-matmul), before the first product.
+#[cfg(feature = "cuda")]
+pub fn set_tf32(on: bool) {
+    cubek_matmul::set_allow_tf32(on);
 }
