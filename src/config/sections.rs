@@ -360,6 +360,11 @@ pub struct RunSpec {
     /// numbers, and PyTorch's default for matrix products). One setting for the process; the
     /// other backends compute in f32 and do not read it.
     pub tf32: bool,
+    /// On CUDA, whether convolutions run on the tensor cores as TF32 (the default, as PyTorch's
+    /// `cudnn.allow_tf32`: fedrun's implicit-GEMM convolutions need the tensor cores, and f32
+    /// has none) or in f32 (burn's direct kernels: flex's numbers, slower). The other backends
+    /// do not read it.
+    pub tf32_conv: bool,
     /// Write a checkpoint every this many rounds (and at the end); 0 = only at the end.
     pub checkpoint_every: usize,
     /// Clients trained at once, each on one core; 0 = auto (one per core for small models
@@ -391,6 +396,7 @@ impl Default for RunSpec {
             kernels: KernelChoice::Fedrun,
             local_step: LocalStep::Auto,
             tf32: false,
+            tf32_conv: true,
             checkpoint_every: 10,
             client_workers: 0,
             cohort: 1,

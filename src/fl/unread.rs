@@ -4,7 +4,7 @@
 //! when `local.epochs` sets the steps, and the `[fl]` keys of options left off.
 
 use super::algorithms::{own_unread, reads_key, tables, tables_of};
-use crate::config::{LrSchedule, Spec, Unread};
+use crate::config::{Backend, LrSchedule, Spec, Unread};
 
 /// The algorithm tables a spec's run does not read, key by key.
 fn tables_unread(s: &Spec) -> Vec<Unread> {
@@ -71,7 +71,7 @@ fn local_unread(s: &Spec) -> Vec<Unread> {
     out
 }
 
-/// The algorithm tables, `[local]` and `[fl]` keys a spec's run does not read.
+/// The algorithm tables, `[local]`, `[fl]` and `[run]` keys a spec's run does not read.
 pub fn unread_keys(s: &Spec) -> Vec<Unread> {
     let mut out = tables_unread(s);
     out.extend(own_unread(s));
@@ -83,6 +83,14 @@ pub fn unread_keys(s: &Spec) -> Vec<Unread> {
         ));
     }
     out.extend(fl_unread(s));
+    if s.run.backend != Backend::Cuda {
+        let why = format!(
+            "because `run.backend = \"{}\"` (TF32 is CUDA's)",
+            s.run.backend
+        );
+        out.push(Unread::new("run.tf32", why.clone()));
+        out.push(Unread::new("run.tf32_conv", why));
+    }
     if !reads_key(&s.fl.algorithm, "run.client_state_mb") {
         let why = format!(
             "by `fl.algorithm = \"{}\"` (it keeps no per-client state)",

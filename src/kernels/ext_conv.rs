@@ -15,15 +15,22 @@ use burn::backend::{Autodiff, Backend, Bytes, DType, Flex, Shape, backend_extens
 use super::conv::{self, Geom};
 use super::ext::{tensor, with_slice};
 
-#[backend_extension(Flex, Autodiff)]
-pub trait CpuConv: Backend {
+#[backend_extension(
+    Flex,
+    Cube: cfg(any(feature = "wgpu", feature = "cuda")),
+    Autodiff,
+    Fusion: cfg(feature = "fusion")
+)]
+pub trait FrConv: Backend {
     /// `conv2d(x, w)`.
+    #[fusion(dtype = x, shape = out_shape(x, w, o))]
     fn fr_conv2d(
         x: FloatTensor<Self>,
         w: FloatTensor<Self>,
         o: ConvOptions<2>,
     ) -> FloatTensor<Self>;
     /// `conv2d(x, w) + b` (an `Option` argument does not pass through the 0.22.1 macro).
+    #[fusion(dtype = x, shape = out_shape(x, w, o))]
     fn fr_conv2d_bias(
         x: FloatTensor<Self>,
         w: FloatTensor<Self>,
@@ -31,6 +38,7 @@ pub trait CpuConv: Backend {
         o: ConvOptions<2>,
     ) -> FloatTensor<Self>;
     /// `dL/dx`.
+    #[fusion(dtype = x, shape = x)]
     fn fr_conv2d_dx(
         x: FloatTensor<Self>,
         w: FloatTensor<Self>,
@@ -38,12 +46,31 @@ pub trait CpuConv: Backend {
         o: ConvOptions<2>,
     ) -> FloatTensor<Self>;
     /// `(dL/dw, dL/db)`.
+    #[fusion(meta = |_x, w, _dy, _o| (w.clone(), bias_spec(w)))]
     fn fr_conv2d_dwb(
         x: FloatTensor<Self>,
         w: FloatTensor<Self>,
         dy: FloatTensor<Self>,
         o: ConvOptions<2>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>);
+}
+
+/// The output shape `[n, cout, oh, ow]` of `conv2d(x, w)` (the fused backend's metadata).
+#[allow(dead_code)]
+fn out_shape(x: &Shape, w: &Shape, o: &ConvOptions<2>) -> Shape {
+    let side = |i: usize, k: usize| {
+        let (a, b) = o.padding[k - 2];
+        (i + a + b - o.dilation[k - 2] * (w[k] - 1) - 1) / o.stride[k - 2] + 1
+    };
+    Shape::from(vec![x[0], w[0], side(x[2], 2), side(x[3], 3)])
+}
+
+/// The bias gradient's spec `[cout]` (the fused backend's metadata).
+#[cfg(feature = "fusion")]
+fn bias_spec(
+    w: &burn::backend::fusion::custom::TensorSpec,
+) -> burn::backend::fusion::custom::TensorSpec {
+    burn::backend::fusion::custom::TensorSpec::new(Shape::from(vec![w.shape[0]]), w.dtype)
 }
 
 fn geom(x: &FlexTensor, w: &FlexTensor, o: &ConvOptions<2>) -> Geom {
@@ -79,7 +106,7 @@ fn flex_forward(
     tensor(y, &[g.n, g.cout, g.oh(), g.ow()])
 }
 
-impl CpuConv for Flex {
+impl FrConv for Flex {
     fn fr_conv2d(x: FlexTensor, w: FlexTensor, o: ConvOptions<2>) -> FlexTensor {
         flex_forward(x, w, None, o)
     }
@@ -117,7 +144,7 @@ impl CpuConv for Flex {
 struct ConvBackward<const BIAS: bool>;
 
 /// Registers the gradients of the parents that need one: `[x, w, b]`.
-fn backward<B: Backend + CpuConv>(
+fn backward<B: Backend + FrConv>(
     parents: [Option<NodeId>; 3],
     state: (NodeId, NodeId, ConvOptions<2>),
     grads: &mut Gradients,
@@ -145,7 +172,7 @@ fn backward<B: Backend + CpuConv>(
     }
 }
 
-impl<B: Backend + CpuConv> Backward<B, 3> for ConvBackward<true> {
+impl<B: Backend + FrConv> Backward<B, 3> for ConvBackward<true> {
     type State = (NodeId, NodeId, ConvOptions<2>);
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, ck: &mut Checkpointer) {
         let dy = grads.consume::<B>(&ops.node);
@@ -154,7 +181,7 @@ impl<B: Backend + CpuConv> Backward<B, 3> for ConvBackward<true> {
     }
 }
 
-impl<B: Backend + CpuConv> Backward<B, 2> for ConvBackward<false> {
+impl<B: Backend + FrConv> Backward<B, 2> for ConvBackward<false> {
     type State = (NodeId, NodeId, ConvOptions<2>);
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, ck: &mut Checkpointer) {
         let dy = grads.consume::<B>(&ops.node);
@@ -163,7 +190,7 @@ impl<B: Backend + CpuConv> Backward<B, 2> for ConvBackward<false> {
     }
 }
 
-impl<B: Backend + CpuConv, C: CheckpointStrategy> CpuConv for Autodiff<B, C> {
+impl<B: Backend + FrConv, C: CheckpointStrategy> FrConv for Autodiff<B, C> {
     fn fr_conv2d(
         x: FloatTensor<Self>,
         w: FloatTensor<Self>,

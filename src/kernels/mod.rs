@@ -15,6 +15,8 @@ mod exp;
 mod ext;
 mod ext_act;
 mod ext_conv;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub mod ext_gpu_conv;
 mod ext_linear;
 mod ext_lstm;
 mod ext_norm;
@@ -40,7 +42,7 @@ use burn::tensor::activation::relu as relu_op;
 use burn::tensor::{Device, Distribution, Tensor};
 
 use ext_act::CpuActivations;
-use ext_conv::CpuConv;
+use ext_conv::FrConv;
 use ext_linear::CpuLinear;
 use ext_lstm::CpuRecurrent;
 use ext_norm::CpuNorm;
@@ -78,17 +80,27 @@ fn options(conv: &Conv2d) -> Option<ConvOptions<2>> {
         .then(|| ConvOptions::new(conv.stride, [ph, pw], [1, 1], 1))
 }
 
+/// Whether fedrun's convolution runs on `device`: flex (fedrun's CPU kernels) or, in a GPU
+/// build, one of cubecl's runtimes (fedrun's kernel rule, `ext_gpu_conv.rs`).
+fn own_conv(device: &Device) -> bool {
+    #[cfg(any(feature = "wgpu", feature = "cuda"))]
+    if ext_gpu_conv::is_cube(device) {
+        return true;
+    }
+    is_flex(device)
+}
+
 /// `conv.forward(x)`, on fedrun's kernel where it applies.
 pub fn conv2d(conv: &Conv2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
     let o = match options(conv) {
-        Some(o) if kernels == Kernels::Fedrun && is_flex(&x.device()) => o,
+        Some(o) if kernels == Kernels::Fedrun && own_conv(&x.device()) => o,
         _ => return conv.forward(x),
     };
     type D = burn::backend::Dispatch;
     let (x, w) = (x.into_dispatch(), conv.weight.val().into_dispatch());
     let y = match &conv.bias {
-        Some(b) => <D as CpuConv>::fr_conv2d_bias(x, w, b.val().into_dispatch(), o),
-        None => <D as CpuConv>::fr_conv2d(x, w, o),
+        Some(b) => <D as FrConv>::fr_conv2d_bias(x, w, b.val().into_dispatch(), o),
+        None => <D as FrConv>::fr_conv2d(x, w, o),
     };
     Tensor::from_dispatch(y)
 }
@@ -103,14 +115,14 @@ pub fn conv2d_of(
     o: ConvOptions<2>,
     kernels: Kernels,
 ) -> Tensor<4> {
-    if !(o.groups == 1 && kernels == Kernels::Fedrun && is_flex(&x.device())) {
+    if !(o.groups == 1 && kernels == Kernels::Fedrun && own_conv(&x.device())) {
         return burn::tensor::module::conv2d(x, w, b, o);
     }
     type D = burn::backend::Dispatch;
     let (x, w) = (x.into_dispatch(), w.into_dispatch());
     Tensor::from_dispatch(match b {
-        Some(b) => <D as CpuConv>::fr_conv2d_bias(x, w, b.into_dispatch(), o),
-        None => <D as CpuConv>::fr_conv2d(x, w, o),
+        Some(b) => <D as FrConv>::fr_conv2d_bias(x, w, b.into_dispatch(), o),
+        None => <D as FrConv>::fr_conv2d(x, w, o),
     })
 }
 

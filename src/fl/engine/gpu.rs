@@ -129,7 +129,7 @@ pub fn cuda_libraries() -> Result<()> {
 /// (cubecl's `[compilation] cache`: CUDA's PTX, Vulkan's SPIR-V), so that a second process
 /// compiles nothing it compiled before (with the same fedrun binary: the key holds the build).
 /// A `cubecl.toml` found from the working directory still decides where it says.
-#[cfg(feature = "autotune")]
+#[cfg(feature = "kernel-cache")]
 fn tune_cache() {
     use burn::cubecl::config::cache::CacheConfig;
     use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
@@ -145,7 +145,7 @@ fn tune_cache() {
     });
 }
 
-#[cfg(not(feature = "autotune"))]
+#[cfg(not(feature = "kernel-cache"))]
 fn tune_cache() {}
 
 /// The folder burn's autotuning keeps its results in (`fedrun check` and the docs name it).

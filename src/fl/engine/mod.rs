@@ -23,7 +23,7 @@ mod experiment;
     feature = "wgpu",
     feature = "vulkan",
     feature = "cuda",
-    feature = "autotune"
+    feature = "kernel-cache"
 ))]
 mod gpu;
 pub mod launches;

@@ -91,19 +91,36 @@ fn not_compiled(b: Backend) -> Error {
 
 /// What a GPU backend computes its products in (`fedrun check` prints it); None on flex.
 pub fn precision(run: &RunSpec) -> Option<String> {
-    match (run.backend, run.tf32) {
-        (Backend::Flex, _) => None,
-        (Backend::Cuda, false) => Some("f32 matrix products and convolutions in f32 (`run.tf32 = false`: flex's numbers; PyTorch's default for products, while its convolutions take TF32)".into()),
-        (Backend::Cuda, true) => Some("f32 matrix products and tensor-core convolutions as TF32 where the GPU has tensor cores (`run.tf32 = true`: faster; about 1e-3 from flex in a few rounds)".into()),
-        (b, _) => Some(format!("f32 (`{b}` has no TF32; `run.tf32` is CUDA's)")),
+    let products = match run.tf32 {
+        false => "matrix products in f32 (`run.tf32 = false`: PyTorch's default)",
+        true => "matrix products as TF32 on the tensor cores (`run.tf32 = true`)",
+    };
+    let convs = match run.tf32_conv {
+        true => {
+            "convolutions as TF32 on the tensor cores, by implicit GEMM (`run.tf32_conv = true`: PyTorch's default)"
+        }
+        false => {
+            "convolutions in f32 by burn's direct kernels (`run.tf32_conv = false`: flex's numbers, slower)"
+        }
+    };
+    match run.backend {
+        Backend::Flex => None,
+        Backend::Cuda => Some(format!(
+            "{products}; {convs}; TF32 moves the numbers from flex's by about 1e-3 in a few rounds"
+        )),
+        b => Some(format!(
+            "f32 (`{b}` has no TF32; `run.tf32` and `run.tf32_conv` are CUDA's)"
+        )),
     }
 }
 
 /// The device a backend name stands for, with autodiff (training) and without (evaluation),
-/// with `run.tf32` in force on CUDA.
+/// with `run.tf32` and `run.tf32_conv` in force on CUDA.
 pub fn devices_for(run: &RunSpec) -> Result<(Device, Device)> {
     #[cfg(feature = "cuda")]
     super::gpu::set_tf32(run.tf32);
+    #[cfg(any(feature = "wgpu", feature = "cuda"))]
+    crate::kernels::ext_gpu_conv::set_tf32_conv(run.tf32_conv);
     devices(run.backend)
 }
 

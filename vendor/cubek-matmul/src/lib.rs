@@ -19,9 +19,26 @@ pub fn set_allow_tf32(allow: bool) {
     ALLOW_TF32.store(allow, core::sync::atomic::Ordering::Relaxed);
 }
 
-/// fedrun's patch: the switch's value.
+std::thread_local! {
+    // fedrun's patch: a scope's own setting (`with_tf32`), over the process's.
+    static SCOPE_TF32: core::cell::Cell<Option<bool>> = const { core::cell::Cell::new(None) };
+}
+
+/// fedrun's patch: `f` with f32 products allowed (or not) on the tensor cores as TF32 on this
+/// thread, whatever the process's setting: the setting of the kernels chosen while `f` runs
+/// (a convolution's implicit GEMM, while plain products keep `set_allow_tf32`'s).
+pub fn with_tf32<R>(allow: bool, f: impl FnOnce() -> R) -> R {
+    let before = SCOPE_TF32.with(|s| s.replace(Some(allow)));
+    let r = f();
+    SCOPE_TF32.with(|s| s.set(before));
+    r
+}
+
+/// fedrun's patch: the switch's value on this thread (a `with_tf32` scope's, else the process's).
 pub fn allow_tf32() -> bool {
-    ALLOW_TF32.load(core::sync::atomic::Ordering::Relaxed)
+    SCOPE_TF32
+        .with(|s| s.get())
+        .unwrap_or_else(|| ALLOW_TF32.load(core::sync::atomic::Ordering::Relaxed))
 }
 /// The public launch entry point.
 pub mod launch;

@@ -1,0 +1,134 @@
+//! fedrun's convolution on the GPU backends (cubecl's runtimes: wgpu, Vulkan, CUDA), the `Cube`
+//! side of [`super::ext_conv::FrConv`]: a fixed rule instead of burn's tuning. Each convolution
+//! and both its gradients take cubek's implicit GEMM (the convolution as a matrix product on the
+//! tensor cores), and burn's direct kernels where it does not apply: grouped convolutions, a
+//! strided input gradient, or a device or element type without the tensor-core product (f32 on
+//! wgpu and lavapipe; f32 on CUDA unless TF32 is allowed for convolutions, `run.tf32_conv`).
+//! Without burn's `autotune` feature, burn itself always takes the direct kernels; with it, it
+//! tunes each shape at run time (the slow first runs of docs/PERFORMANCE.md).
+
+use burn::backend::TensorMetadata;
+use burn::backend::ops::ConvOptions;
+use burn_cubecl::CubeBackend;
+use burn_cubecl::kernel::conv::{
+    ConvStrategy, conv_data_backward, conv_forward, conv_weight_backward,
+};
+use burn_cubecl::tensor::CubeTensor;
+
+use super::ext_conv::FrConv;
+
+/// Whether convolutions may run on the tensor cores as TF32 (`run.tf32_conv`).
+static TF32_CONV: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Put `run.tf32_conv` in force for this process.
+pub fn set_tf32_conv(on: bool) {
+    TF32_CONV.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The shapes (an op, its tensors' shapes, stride and padding) whose implicit GEMM could not be
+/// set up: a failed setup has already queued a layout copy, so it is not tried twice.
+static NO_GEMM: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// `f(strategy)` with implicit GEMM, and with the direct kernel if implicit GEMM cannot be set up
+/// for this shape and device (its setup fails before it computes anything); `key` names the
+/// shape.
+fn rule<E>(key: String, f: impl Fn(ConvStrategy) -> Result<CubeTensor, E>) -> CubeTensor {
+    let direct = |f: &dyn Fn(ConvStrategy) -> Result<CubeTensor, E>| match f(ConvStrategy::Direct) {
+        Ok(t) => t,
+        Err(_) => panic!("burn's direct convolution failed for {key}"),
+    };
+    let known = NO_GEMM.lock().map(|v| v.contains(&key)).unwrap_or(false);
+    if known {
+        return direct(&f);
+    }
+    let tf32 = TF32_CONV.load(std::sync::atomic::Ordering::Relaxed);
+    match tf32_scope(tf32, || f(ConvStrategy::ImplicitGemm)) {
+        Ok(t) => t,
+        Err(_) => {
+            if let Ok(mut v) = NO_GEMM.lock() {
+                v.push(key.clone());
+            }
+            direct(&f)
+        }
+    }
+}
+
+/// A shape's key for [`rule`].
+fn key(op: &str, a: &CubeTensor, b: &CubeTensor, o: &ConvOptions<2>) -> String {
+    format!(
+        "{op} {:?} {:?} {:?} {:?}",
+        a.shape(),
+        b.shape(),
+        o.stride,
+        o.padding
+    )
+}
+
+#[cfg(feature = "cuda")]
+fn tf32_scope<R>(on: bool, f: impl FnOnce() -> R) -> R {
+    cubek_matmul::with_tf32(on, f)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn tf32_scope<R>(_on: bool, f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+fn forward(x: CubeTensor, w: CubeTensor, b: Option<CubeTensor>, o: ConvOptions<2>) -> CubeTensor {
+    rule(key("forward", &x, &w, &o), |s| {
+        conv_forward::<2>(x.clone(), w.clone(), b.clone(), o.clone(), s)
+    })
+}
+
+/// The bias gradient: `dy` summed over the batch and the map, `[cout]`.
+fn bias_grad(dy: CubeTensor) -> CubeTensor {
+    use burn::backend::ops::FloatTensorOps;
+    let c = dy.shape()[1];
+    let s = CubeBackend::float_sum_dim(dy, 0);
+    let s = CubeBackend::float_sum_dim(s, 2);
+    let s = CubeBackend::float_sum_dim(s, 3);
+    CubeBackend::float_reshape(s, burn::backend::Shape::from(vec![c]))
+}
+
+impl FrConv for CubeBackend {
+    fn fr_conv2d(x: CubeTensor, w: CubeTensor, o: ConvOptions<2>) -> CubeTensor {
+        forward(x, w, None, o)
+    }
+    fn fr_conv2d_bias(
+        x: CubeTensor,
+        w: CubeTensor,
+        b: CubeTensor,
+        o: ConvOptions<2>,
+    ) -> CubeTensor {
+        forward(x, w, Some(b), o)
+    }
+    fn fr_conv2d_dx(x: CubeTensor, w: CubeTensor, dy: CubeTensor, o: ConvOptions<2>) -> CubeTensor {
+        let shape = x.shape();
+        rule(key("data", &x, &w, &o), |s| {
+            conv_data_backward::<2>(dy.clone(), w.clone(), shape.clone(), o.clone(), s)
+        })
+    }
+    fn fr_conv2d_dwb(
+        x: CubeTensor,
+        w: CubeTensor,
+        dy: CubeTensor,
+        o: ConvOptions<2>,
+    ) -> (CubeTensor, CubeTensor) {
+        let shape = w.shape();
+        let dw = rule(key("weight", &x, &w, &o), |s| {
+            conv_weight_backward::<2>(x.clone(), dy.clone(), shape.clone(), o.clone(), s)
+        });
+        (dw, bias_grad(dy))
+    }
+}
+
+/// Whether `device` is one of cubecl's runtimes (with or without autodiff).
+pub fn is_cube(device: &burn::tensor::Device) -> bool {
+    use burn::backend::DispatchDevice;
+    match device.as_dispatch() {
+        DispatchDevice::Cube(_) => true,
+        DispatchDevice::Autodiff(inner) => matches!(**inner, DispatchDevice::Cube(_)),
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
