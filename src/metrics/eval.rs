@@ -1,8 +1,12 @@
 //! Test evaluation: accuracy (%) and mean cross-entropy of a parameter vector on a split, on a
 //! device without autodiff, without an autodiff graph. (Spreading the batches over two
-//! single-thread workers was measured no faster than flex's own two threads.)
+//! single-thread workers was measured no faster than flex's own two threads.) On flex each
+//! batch's logits are scored on the host in f64; on a GPU backend each batch's correct count and
+//! summed loss stay on the device and the evaluation reads them once at its end, not a batch's
+//! logits each batch (a read waits for every queued kernel).
 
-use burn::tensor::Device;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Tensor};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::data::{self, Augment, Split};
@@ -45,6 +49,32 @@ fn eval_batch(model: &Model, split: &Split, chunk: &[usize], device: &Device) ->
     (correct, loss)
 }
 
+/// One batch's `[correct, summed loss]` on the device (f32; a GPU backend's evaluation).
+fn eval_batch_device(model: &Model, split: &Split, chunk: &[usize], device: &Device) -> Tensor<1> {
+    let (x, y) = data::batch(split, chunk, Augment::None, None, device);
+    let logits = model.forward(x);
+    let b = chunk.len();
+    let correct = logits.clone().argmax(1).reshape([b]).equal(y.clone());
+    let correct = correct.int().sum().float();
+    let picked = log_softmax(logits, 1).gather(1, y.reshape([b, 1]));
+    Tensor::cat(vec![correct, picked.sum().neg()], 0)
+}
+
+/// The batches' `[correct, summed loss]` pairs read once, summed in batch order.
+fn read_sums(parts: Vec<Tensor<1>>) -> (usize, f64) {
+    if parts.is_empty() {
+        return (0, 0.0);
+    }
+    let v = Tensor::cat(parts, 0)
+        .into_data()
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .unwrap_or_default();
+    v.chunks(2).fold((0, 0.0), |(c, l), p| {
+        (c + p[0].round() as usize, l + f64::from(p[1]))
+    })
+}
+
 impl Evaluator {
     /// `model` must live on `device`, a device without autodiff.
     pub fn new(model: Model, device: Device, batch: usize) -> Self {
@@ -73,15 +103,23 @@ impl Evaluator {
         let model = write_params(self.model.take().expect("model"), params);
         let idx: Vec<usize> = (0..n).collect();
         let (mut correct, mut loss) = (0usize, 0f64);
-        let mut stopped = false;
+        let on_device = !crate::kernels::is_flex(&self.device);
+        let (mut stopped, mut parts) = (false, Vec::new());
         for c in idx.chunks(self.batch) {
             if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
                 stopped = true;
                 break;
             }
+            if on_device {
+                parts.push(eval_batch_device(&model, split, c, &self.device));
+                continue;
+            }
             let (k, l) = eval_batch(&model, split, c, &self.device);
             correct += k;
             loss += l;
+        }
+        if on_device && !stopped {
+            (correct, loss) = read_sums(parts);
         }
         self.model = Some(model);
         let result = (
