@@ -4,11 +4,11 @@
 # Written for a machine with the NVIDIA driver and PyTorch with CUDA but no network and no Rust
 # toolchain: it takes fedrun binaries built elsewhere with the GPU features, one per backend.
 #
-#   cargo build --release --features vulkan,fusion          # SPIR-V through Vulkan
-#   cp target/release/fedrun fedrun-vulkan
-#   cargo build --release --features wgpu,fusion            # WGSL through wgpu
-#   cp target/release/fedrun fedrun-wgpu
-#   scripts/gpu_check.sh vulkan=fedrun-vulkan wgpu=fedrun-wgpu      # on the GPU machine
+#   cargo build --release --features gpu       # cuda, vulkan, fusion, compiled kernels kept
+#   cp target/release/fedrun fedrun-gpu && strip fedrun-gpu
+#   scripts/gpu_check.sh --cohort 50 cuda,vulkan=fedrun-gpu        # on the GPU machine
+# Without a GPU it runs end to end on lavapipe with a `--features wgpu,cuda` build (fewer steps):
+#   scripts/gpu_check.sh --steps 2 --reps 1 --models mlp,lstm-small --agree fedavg wgpu=fedrun
 #
 # What it does, in this order, each part with a time limit so that the whole stays under
 # about 8 minutes (--budget SECONDS):
@@ -76,7 +76,7 @@ while [ $# -gt 0 ]; do
         --cohort) cohort="$2"; shift 2 ;;
         --cohort-rounds) cohort_list="$2"; shift 2 ;;
         --no-second) second=0; shift ;;
-        -h|--help) sed -n 2,46p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,45p "$0"; exit 0 ;;
         *=*) pairs+=("$1"); shift ;;
         *) echo "gpu_check: unknown argument '$1' (expected BACKEND=BINARY or an option; --help)" >&2; exit 2 ;;
     esac

@@ -4,7 +4,9 @@
 //! burn's modules (parameters, records and the flat layout are unchanged) and call
 //! [`conv2d`], [`max_pool2d`], [`group_norm`], [`softmax_last`], [`sigmoid`], [`tanh`] and
 //! [`lstm_layer`] in their forward; on any other backend, or with `run.kernels = "burn"`, the
-//! call is burn's own op (the LSTM model runs burn's gate equations instead of the layer).
+//! call is burn's own op (the LSTM model runs burn's gate equations instead of the layer), but
+//! for the convolution, which on cubecl's GPU runtimes takes fedrun's kernel rule
+//! (`ext_gpu_conv.rs`: implicit GEMM, else burn's direct kernels).
 
 pub mod activation;
 pub mod conv;
