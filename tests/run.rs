@@ -961,3 +961,24 @@ fn names_that_become_paths_are_plain_components() {
         .unwrap();
     }
 }
+
+/// `fedrun tune` refuses flex, naming `run.backend`; a build without the kernel cache refuses
+/// `--import`, naming the feature, and one with it refuses a file that is no bundle, naming it.
+#[test]
+fn tune_refuses_what_it_cannot_do_and_says_why() {
+    let out = bin().args(["tune"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("run.backend") && err.contains("flex"), "{err}");
+    let d = TempDir::new("tune-import");
+    let f = d.path().join("not-a-bundle.db");
+    std::fs::write(&f, b"plain text, not a bundle").unwrap();
+    let out = bin().arg("tune").arg("--import").arg(&f).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    if cfg!(feature = "kernel-cache") {
+        assert!(err.contains("not-a-bundle.db"), "{err}");
+    } else {
+        assert!(err.contains("--features gpu"), "{err}");
+    }
+}

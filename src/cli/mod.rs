@@ -10,6 +10,7 @@
 //! | `report.rs` | `fedrun report`: a table of runs, seeds aggregated |
 //! | `partition.rs` | `fedrun partition`: how a spec splits the data among clients |
 //! | `bench.rs`, `bench_ops.rs`, `bench_models.rs` | `fedrun bench`: time rounds, the gemm ceiling, each convolution, each model's step |
+//! | `tune.rs` | `fedrun tune`: compile (and tune) a spec's GPU kernels ahead of a study; export and import the kernel cache |
 //! | `spec_args.rs` | `--config` and `--set`, shared |
 //! | `timing.rs` | the benchmarks' thread count and median |
 
@@ -25,6 +26,7 @@ mod run;
 mod spec_args;
 mod sweep;
 mod timing;
+mod tune;
 
 pub use run::RunArgs;
 pub use spec_args::SpecArgs;
@@ -62,6 +64,9 @@ pub enum Cmd {
     /// How a spec splits the training data among clients: sizes and samples per class, printed,
     /// as CSV (--csv) and drawn (--plot).
     Partition(partition::PartitionArgs),
+    /// Compile (and, built with autotune, tune) a spec's GPU kernels ahead of a study; write the
+    /// kernel cache to a file (--export) or add one to this machine's (--import).
+    Tune(tune::TuneArgs),
 }
 
 pub fn main_with(cli: Cli) -> Result<()> {
@@ -72,6 +77,7 @@ pub fn main_with(cli: Cli) -> Result<()> {
         Some(Cmd::Plot(a)) => plot::plot(&a),
         Some(Cmd::Report(a)) => report::report(&a),
         Some(Cmd::Partition(a)) => partition::partition(&a),
+        Some(Cmd::Tune(a)) => tune::tune(&a),
         None => run::run(&cli.run),
     }
 }

@@ -130,6 +130,11 @@ pub fn cuda_libraries() -> Result<()> {
 /// compiles nothing it compiled before (with the same fedrun binary: the key holds the build).
 /// A `cubecl.toml` found from the working directory still decides where it says.
 #[cfg(feature = "kernel-cache")]
+pub fn configure() {
+    tune_cache();
+}
+
+#[cfg(feature = "kernel-cache")]
 fn tune_cache() {
     use burn::cubecl::config::cache::CacheConfig;
     use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};

@@ -26,6 +26,7 @@ mod experiment;
     feature = "kernel-cache"
 ))]
 mod gpu;
+pub mod kernel_cache;
 pub mod launches;
 mod local_trainer;
 mod lock;
