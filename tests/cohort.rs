@@ -475,3 +475,33 @@ fn every_stacked_form_computes_each_copy_as_the_model() {
         stacked_on(ModelKind::Transformer, Input::Tokens(x), 80, kernels);
     }
 }
+
+/// On flex a cohort's per-client losses are one at a time's to the bit, so the CSV's
+/// `train_loss` is too (each client's batch loss computed as alone, summed in step order): the
+/// MLP and the small CNN, with FedNAR's clip.
+#[test]
+fn a_cohorts_losses_are_one_at_a_times_to_the_bit_on_flex() {
+    for model in [MLP, "model.kind=\"tiny-cnn\""] {
+        // batches of 50: flex sums 50 values in SIMD lanes for `mean`, in a row for `mean_dim`
+        let sets = [
+            model,
+            "local.nar=true",
+            "local.max_norm=0.5",
+            "data.synthetic_train=800",
+            "local.batch_size=50",
+        ];
+        let clients = [0, 1, 2, 3];
+        let (a, s1) = deltas(&sets, 1, &clients);
+        let (b, sk) = deltas(&sets, clients.len(), &clients);
+        assert_eq!(a, b, "{model}: the updates, bit for bit");
+        for (k, (x, y)) in s1.iter().zip(&sk).enumerate() {
+            assert_eq!(
+                x.loss_sum.to_bits(),
+                y.loss_sum.to_bits(),
+                "{model}: client {k}'s loss sum {} alone, {} in the cohort",
+                x.loss_sum,
+                y.loss_sum
+            );
+        }
+    }
+}

@@ -159,9 +159,20 @@ impl<'m> Stacked<'m> {
     }
 
     /// Each client's mean cross-entropy on its batch `[K]`, from the logits `[K, b, classes]`
-    /// and the targets `[K·b]`.
+    /// and the targets `[K·b]`. On flex each client's is computed as one client's is (burn's
+    /// cross-entropy: its logits' log-softmax, the targets picked, their `mean`), so that a
+    /// cohort's losses, and the `train_loss` column, are one at a time's to the bit: `mean_dim`
+    /// over the cohort sums the b values in another order than `mean` does.
     pub fn losses(logits: Tensor<3>, targets: Tensor<1, Int>) -> Tensor<1> {
-        let [k, b, _] = logits.dims();
+        let [k, b, c] = logits.dims();
+        if crate::kernels::is_flex(&logits.device()) {
+            let each = (0..k).map(|i| {
+                let own: Tensor<2> = logits.clone().narrow(0, i, 1).reshape([b, c]);
+                let y = targets.clone().narrow(0, i * b, b).reshape([b, 1]);
+                log_softmax(own, 1).gather(1, y).reshape([b]).mean().neg()
+            });
+            return Tensor::cat(each.collect(), 0);
+        }
         let picked = log_softmax(logits, 2).gather(2, targets.reshape([k, b, 1]));
         picked.mean_dim(1).reshape([k]).neg()
     }
