@@ -723,3 +723,41 @@ fn overlapping_bands_stay_told_apart() {
         assert!(svg.contains(&format!("<polygon opacity=\"0.12\" fill=\"{colour}\"")));
     }
 }
+
+/// A sweep reads a spec that extends another as a single run does, and refuses a `--set` of a
+/// key its grid varies (which would be overridden at every point without a word).
+#[test]
+fn a_sweep_resolves_extends_and_refuses_a_set_its_grid_overrides() {
+    let d = TempDir::new("sweep-extends");
+    std::fs::write(d.path().join("base.toml"), synthetic_spec("")).unwrap();
+    let child = d.path().join("child.toml");
+    std::fs::write(&child, "extends = \"base.toml\"\n[fl]\nrounds = 1\n").unwrap();
+    let emit = d.path().join("cmds.txt");
+    let o = Command::new(BIN)
+        .args(["sweep", "--config"])
+        .arg(&child)
+        .args(["--grid", "run.seed=0,1", "--emit"])
+        .arg(&emit)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cmds = std::fs::read_to_string(&emit).unwrap();
+    assert_eq!(
+        cmds.lines().filter(|l| l.contains("run.seed")).count(),
+        2,
+        "{cmds}"
+    );
+    let o = Command::new(BIN)
+        .args(["sweep", "--config"])
+        .arg(&child)
+        .args(["--set", "run.seed=3", "--grid", "run.seed=0,1", "--emit"])
+        .arg(&emit)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("--set run.seed=3") && err.contains("the grid varies"),
+        "{err}"
+    );
+}

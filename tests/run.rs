@@ -982,3 +982,13 @@ fn tune_refuses_what_it_cannot_do_and_says_why() {
         assert!(err.contains("--features gpu"), "{err}");
     }
 }
+
+/// `--resume` keeps a run's folder and `--force` discards it: given both, fedrun refuses and
+/// names them, rather than rerunning a finished run from scratch.
+#[test]
+fn resume_and_force_conflict() {
+    let o = bin().args(["--resume", "--force"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--resume") && err.contains("--force"), "{err}");
+}

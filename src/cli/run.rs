@@ -27,8 +27,8 @@ pub struct RunArgs {
     /// Continue from the run folder's last checkpoint (also the default when one exists).
     #[arg(long)]
     pub resume: bool,
-    /// Discard an existing run folder and start afresh.
-    #[arg(long)]
+    /// Discard an existing run folder and start afresh (not with `--resume`, which keeps it).
+    #[arg(long, conflicts_with = "resume")]
     pub force: bool,
     /// No progress: neither the bar (on a terminal) nor the line per evaluated round (when
     /// stderr is not a terminal: nohup, Slurm, a sweep's `.log`).

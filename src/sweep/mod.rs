@@ -122,10 +122,19 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
             a.key
         )));
     }
+    for set in &o.set {
+        let key = set.split_once('=').map_or(set.as_str(), |(k, _)| k).trim();
+        if let Some(a) = o.axes.iter().find(|a| a.key == key) {
+            return Err(Error::Config(format!(
+                "--set {set}: the grid varies `{}` (--grid {}=…), which would override it at every point; drop the --set or the axis",
+                a.key, a.key
+            )));
+        }
+    }
     let points = expand(&o.axes);
+    // `extends` resolved as a single run and `check` resolve it
     let text = match &o.config {
-        Some(c) => std::fs::read_to_string(c)
-            .map_err(|e| Error::io(format!("cannot read config {}", c.display()), e))?,
+        Some(c) => crate::config::extends::resolve(c)?,
         None => crate::config::QUICKSTART.to_string(),
     };
     let mut named = Vec::new();
