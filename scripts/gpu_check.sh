@@ -23,6 +23,8 @@
 #      start (the first process of a model on an empty cache: start to the end of its first
 #      round); then a second, short process of each model (--no-second leaves it out), whose start
 #      is what a machine pays once it has compiled (and, with autotune, tuned) that model;
+#      then (--no-carry leaves it out) `fedrun tune --export` of the quickstart's kernels, their
+#      `--import` into an empty cache, and a one-round quickstart timed on it;
 #   5. writes gpu_check.json and gpu_check.md (fedrun / PyTorch per model, step and
 #      evaluation) into --out (default: gpu_check/), and prints the table.
 # A binary may serve several backends (`vulkan,wgpu=PATH`); a backend given twice (two builds,
@@ -60,6 +62,7 @@ cache=""
 cohort=""
 cohort_list="w2-cnn,resnet18,lstm-small,transformer-small"
 second=1
+carry=1
 pairs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -76,7 +79,8 @@ while [ $# -gt 0 ]; do
         --cohort) cohort="$2"; shift 2 ;;
         --cohort-rounds) cohort_list="$2"; shift 2 ;;
         --no-second) second=0; shift ;;
-        -h|--help) sed -n 2,45p "$0"; exit 0 ;;
+        --no-carry) carry=0; shift ;;
+        -h|--help) sed -n 2,47p "$0"; exit 0 ;;
         *=*) pairs+=("$1"); shift ;;
         *) echo "gpu_check: unknown argument '$1' (expected BACKEND=BINARY or an option; --help)" >&2; exit 2 ;;
     esac
@@ -192,6 +196,21 @@ print(f"agreement {sys.argv[3]}: {'PASS' if ok else 'FAIL'} (2 rounds of the qui
 EOF
     done
 }
+carry_cache() {  # backend binary label: `fedrun tune --export` here, `--import` into an empty cache
+    local b="$1" bin="$2" label="$3" t0 fresh="$out/cache-imported-$3"
+    [ "$(left)" -gt 60 ] || { echo "kernel cache $label: budget spent, skipped"; return; }
+    timeout 120 "$bin" tune --set run.backend="\"$b\"" --set fl.rounds=1 \
+        --export "$out/kernels-$label.bundle" >> "$out/logs/carry_$label.log" 2>&1 \
+        || { echo "kernel cache $label: tune --export failed (logs/carry_$label.log)"; return; }
+    rm -rf "$fresh"; mkdir -p "$fresh"
+    XDG_CACHE_HOME="$fresh" "$bin" tune --import "$out/kernels-$label.bundle" >> "$out/logs/carry_$label.log" 2>&1 \
+        || { echo "kernel cache $label: tune --import failed (logs/carry_$label.log)"; return; }
+    t0=$(date +%s.%N)
+    XDG_CACHE_HOME="$fresh" timeout 120 "$bin" --set run.backend="\"$b\"" --set fl.rounds=1 \
+        --set run.name="\"carry_$label\"" --out "$out/carry" --force --quiet >> "$out/logs/carry_$label.log" 2>&1 \
+        && echo "kernel cache $label: exported, imported into an empty cache, and a 1-round quickstart on it took $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s" \
+        || echo "kernel cache $label: the run on the imported cache failed (logs/carry_$label.log)"
+}
 tune() {  # backend binary label
     local b="$1" bin="$2" label="$3" m i t0 t1
     for m in ${tune_models//,/ }; do
@@ -240,6 +259,7 @@ for pair in "${pairs[@]}"; do
             done
         fi
         [ -n "$tune_models" ] && tune "$b" "$bin" "$label"
+        [ "$carry" = 1 ] && carry_cache "$b" "$bin" "$label"
         [ -n "$cohort" ] && cohort_rounds "$b" "$bin" "$label"
         first=0
     done
