@@ -761,3 +761,29 @@ fn a_sweep_resolves_extends_and_refuses_a_set_its_grid_overrides() {
         "{err}"
     );
 }
+
+/// `report`'s EMA is de-biased unless asked otherwise: five rounds at 21 % read 21 at round 5,
+/// not the 8.6 of an EMA started from 0 (`--no-debias`).
+#[test]
+fn reports_ema_is_debiased_by_default() {
+    let d = TempDir::new("ema-debias");
+    let run = d.path().join("r");
+    common::write_run(&run, &[], &[(21.0, 1.0); 5], Status::Complete, 1);
+    let ema_at_5 = |extra: &[&str]| -> String {
+        let o = Command::new(BIN)
+            .arg("report")
+            .arg(&run)
+            .args(["--ema", "0.9", "--at", "5", "--format", "csv"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let (default, plain) = (ema_at_5(&[]), ema_at_5(&["--no-debias"]));
+    assert!(
+        default.contains("21") && !default.contains("8.6"),
+        "{default}"
+    );
+    assert!(plain.contains("8.6"), "{plain}");
+}
