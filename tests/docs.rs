@@ -43,6 +43,43 @@ fn readme_defines_every_rounds_csv_column() {
     }
 }
 
+/// Every field of `summary.json` (a summary with every optional field set, so that none is
+/// left out) and every column of `sweep.csv` is in a README table.
+#[test]
+fn readme_defines_every_summary_field_and_sweep_column() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let first_cells: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| l.split('|').nth(1))
+        .collect();
+    let named = |f: &str| first_cells.iter().any(|c| c.contains(&format!("`{f}`")));
+    let s = fedrun::metrics::summary::Summary {
+        best_test_acc: Some(1.0),
+        best_round: Some(1),
+        final_test_acc: Some(1.0),
+        final_test_loss: Some(1.0),
+        diverged_round: Some(1),
+        diverged_client: Some(1),
+        seal: Some(Default::default()),
+        ..Default::default()
+    };
+    let v = serde_json::to_value(&s).unwrap();
+    for key in v.as_object().unwrap().keys() {
+        assert!(named(key), "README's table of summary.json lacks `{key}`");
+    }
+    for seal_key in v["seal"].as_object().unwrap().keys() {
+        assert!(
+            readme.contains(&format!("`{seal_key}`")),
+            "README lacks seal's `{seal_key}`"
+        );
+    }
+    for col in fedrun::sweep::COLUMNS.split(',') {
+        assert!(named(col), "README's table of sweep.csv lacks `{col}`");
+    }
+}
+
 /// One source for each speed figure: docs/PERFORMANCE.md. The README links it and quotes no
 /// ratio to PyTorch (a ratio there drifted from the table it came from).
 #[test]

@@ -446,15 +446,18 @@ fn error_line(stderr: &[u8]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// `sweep.csv`'s columns after the grid's keys (the README defines each).
+pub const COLUMNS: &str =
+    "run,status,rounds,final_test_acc,best_test_acc,best_round,final_test_loss,elapsed_s";
+
 fn write_csv(path: &Path, axes: &[Axis], rows: &[(Point, String, Summary)]) -> Result<()> {
     let mut s = String::new();
     for a in axes {
         s.push_str(&a.key);
         s.push(',');
     }
-    s.push_str(
-        "run,status,rounds,final_test_acc,best_test_acc,best_round,final_test_loss,elapsed_s\n",
-    );
+    s.push_str(COLUMNS);
+    s.push('\n');
     let f = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for (p, name, sm) in rows {
         for (_, v) in &p.overrides {
