@@ -11,7 +11,7 @@ use super::round::Stop;
 use super::run_dir::{Progress, RunDir};
 use crate::config::Spec;
 use crate::data;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::csv::{CsvWriter, Row};
 use crate::metrics::provenance::{Invocation, Phases, Record};
 use crate::metrics::summary::{Status, Summary};
@@ -83,13 +83,8 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
         Some(r) => r,
         None => (Progress::default(), dir.new_csv()?),
     };
-    dir.write_summary(&Summary {
-        status: Status::Interrupted,
-        name: spec.run.name.clone(),
-        message: RUNNING.into(),
-        rounds_from: crate::metrics::csv::ROUNDS_FROM,
-        ..Default::default()
-    })?;
+    // where the run stands (a resumed run's rounds, not 0), until its next summary
+    dir.write_summary(&progress.summary(&spec.run.name, Status::Interrupted, RUNNING.into()))?;
     let data_dir = data::path_of(spec, opts.data_dir.as_deref());
     let inv = Invocation::start(&data_dir, spec.run.backend.as_str(), progress.next + 1);
     let mut record = Record::start(dir.path(), inv, started)?;
@@ -154,8 +149,10 @@ fn rounds(
         .max_rounds_this_call
         .map(|m| (start + m).min(total))
         .unwrap_or(total);
-    // the round the last checkpoint was written after (a resume starts at one)
+    // the round the last checkpoint was written after (a resume starts at one), and where the
+    // run stood at the last row rounds.csv holds
     let mut saved = (start > 0).then_some(start);
+    let mut written = p;
     for t in start..stop_at {
         let is_last = t + 1 == total;
         let evaluate = (t + 1) % eval_every == 0 || is_last;
@@ -177,14 +174,17 @@ fn rounds(
         if let Some((acc, loss)) = eval {
             (row.test_acc, row.test_loss, row.elapsed_s) = (acc, loss, now());
             p.evaluated(t + 1, acc, loss);
-            csv.write(&row)?;
+            csv.write(&row)
+                .map_err(|e| write_failed(dir, &name, &written, saved, e))?;
+            written = p;
             bar.evaluated(t + 1, acc, loss, row.elapsed_s);
         }
         bar.position(p.next);
         if is_last || (every > 0 && p.next.is_multiple_of(every)) {
             p.elapsed_s = now();
             let clock = Instant::now();
-            dir.save(ex, csv, &p)?;
+            dir.save(ex, csv, &p)
+                .map_err(|e| write_failed(dir, &name, &written, saved, e))?;
             saved = Some(p.next);
             phases.checkpoint_s += clock.elapsed().as_secs_f64();
         }
@@ -201,6 +201,29 @@ fn rounds(
         p.elapsed_s / p.next.max(1) as f64
     };
     finish(ex, dir, csv, &p, opts, pace)
+}
+
+/// After a failed write (a full disk): the summary, if it can still be written, says what
+/// rounds.csv holds (`written`, where the run stood at its last row) and that the same command
+/// resumes from the last checkpoint (after round `saved`), as an interrupted run does; the
+/// error goes on up.
+fn write_failed(
+    dir: &RunDir,
+    name: &str,
+    written: &Progress,
+    saved: Option<usize>,
+    e: Error,
+) -> Error {
+    let resume = match saved {
+        Some(k) => format!("the same command resumes from the checkpoint after round {k}"),
+        None => "no checkpoint was written yet, so the same command starts afresh".into(),
+    };
+    let message = format!(
+        "a write failed ({e}); rounds.csv holds the rows up to round {}; {resume}",
+        written.next
+    );
+    let _ = dir.write_summary(&written.summary(name, Status::Interrupted, message));
+    e
 }
 
 /// The summary of a run stopped by a signal while round `t` was in flight: that round is
