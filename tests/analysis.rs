@@ -787,3 +787,42 @@ fn reports_ema_is_debiased_by_default() {
     );
     assert!(plain.contains("8.6"), "{plain}");
 }
+
+/// A point that diverges is marked `diverged` in `sweep.csv` with its reason, an outcome of the
+/// study beside the points that completed (the sweep exits 0), not a failure to retry.
+#[test]
+fn a_sweep_marks_a_diverged_point_as_diverged() {
+    let d = TempDir::new("sweep-diverged");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(BIN)
+        .args(["sweep", "--config"])
+        .arg(&cfg)
+        .args([
+            "--set",
+            "local.max_norm=0",
+            "--grid",
+            "local.lr=0.01,1e30",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stdout}{err}");
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let row = |v: &str| {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("{v},")))
+            .unwrap_or_else(|| panic!("no row for lr={v}: {csv}"))
+            .to_string()
+    };
+    assert!(row("0.01").contains(",complete,"), "{csv}");
+    assert!(row("1e30").contains(",diverged,"), "{csv}");
+    assert!(stdout.contains("diverged: non-finite"), "{stdout}");
+    assert!(!stdout.contains("failed"), "{stdout}");
+}

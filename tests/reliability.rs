@@ -495,3 +495,123 @@ fn resume_refuses_files_of_another_run_and_cuts_rows_after_the_checkpoint() {
         .collect();
     assert_eq!(rounds, ["1", "2", "3", "4"], "{text}");
 }
+
+/// SIGTERM to a sweep (Slurm's time limit, `kill`) reaches the point it is running: the point
+/// stops as a run does and stays interrupted (it never goes on to finish after the sweep has
+/// gone), the points after it do not start, and `sweep.csv` says both; the sweep exits non-zero.
+#[test]
+fn a_signal_to_a_sweep_stops_its_running_point_too() {
+    let d = TempDir::new("sweep-signal");
+    let cfg = long_spec(d.path(), 40, 2);
+    let out = d.path().join("out");
+    let sweep = bin()
+        .args(["sweep", "--config"])
+        .arg(&cfg)
+        .args(["--grid", "run.seed=0,1", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = out.join("t__seed=0");
+    wait_for_lines(&first.join("rounds.csv"), 2);
+    let o = terminate(sweep);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("passes it on to its running points"), "{err}");
+    let s = Summary::read(&first).unwrap();
+    assert_eq!(s.status, Status::Interrupted, "{s:?}");
+    let rows = std::fs::read_to_string(first.join("rounds.csv")).unwrap();
+    // an orphaned point would go on writing rounds and mark itself complete
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(Summary::read(&first).unwrap().status, Status::Interrupted);
+    assert_eq!(
+        std::fs::read_to_string(first.join("rounds.csv")).unwrap(),
+        rows
+    );
+    assert!(
+        !out.join("t__seed=1").exists(),
+        "the next point never starts"
+    );
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert!(csv.contains("t__seed=0,interrupted"), "{csv}");
+    assert!(csv.contains("t__seed=1,not run"), "{csv}");
+}
+
+/// `run.checkpoint_minutes` bounds in time what a signal loses: with checkpoints by round count
+/// off (`run.checkpoint_every = 0`), a run stopped after a few rounds resumes from the last
+/// round finished before the interval ran out, not from the start.
+#[test]
+fn a_checkpoint_interval_in_minutes_bounds_what_a_signal_loses() {
+    let d = TempDir::new("minutes");
+    let cfg = long_spec(d.path(), 40, 0);
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let text = text.replace("[run]", "[run]\ncheckpoint_minutes = 0.000001");
+    assert!(text.contains("checkpoint_minutes"), "{text}");
+    std::fs::write(&cfg, text).unwrap();
+    let out = d.path().join("out");
+    let child = start(&cfg, &out);
+    wait_for_lines(&out.join("t/rounds.csv"), 4);
+    let o = terminate(child);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let s = Summary::read(&out.join("t")).unwrap();
+    assert_eq!(s.status, Status::Interrupted, "{err}");
+    assert!(
+        s.message.contains("resume from the checkpoint after round"),
+        "every round past the interval is checkpointed: {}",
+        s.message
+    );
+    assert!(s.rounds >= 3, "{s:?}");
+}
+
+/// Slurm's early signal (`--signal=B:TERM@…`, sent to the batch script) reaches the run that
+/// `scripts/slurm_array.sh` starts: the run is the script's own process (`exec`), so it stops as
+/// a run does, interrupted and resumable, instead of going on as an orphan of a killed shell.
+#[test]
+fn the_slurm_script_passes_the_signal_to_its_run() {
+    let d = TempDir::new("slurm-signal");
+    let cfg = long_spec(d.path(), 40, 2);
+    let out = d.path().join("out");
+    let cmds = d.path().join("cmds.txt");
+    let line = shlex::try_join([
+        env!("CARGO_BIN_EXE_fedrun"),
+        "--quiet",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .unwrap();
+    std::fs::write(&cmds, format!("{line}\n")).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm_array.sh");
+    let text = std::fs::read_to_string(&script).unwrap();
+    for asked in [
+        "#SBATCH --gres=",
+        "#SBATCH --time=",
+        "#SBATCH --signal=B:TERM@",
+    ] {
+        assert!(text.contains(asked), "the script asks for {asked}");
+    }
+    let task = Command::new("bash")
+        .arg(&script)
+        .arg(&cmds)
+        .env("SLURM_ARRAY_TASK_ID", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let csv = out.join("t/rounds.csv");
+    wait_for_lines(&csv, 2);
+    let o = terminate(task);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stopping: signal received"), "{err}");
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        rows,
+        "no orphan goes on"
+    );
+    let s = Summary::read(&out.join("t")).unwrap();
+    assert_eq!(s.status, Status::Interrupted, "{s:?}");
+}

@@ -193,7 +193,12 @@ pub fn number(f: f64) -> String {
 fn ignored(key: &str) -> bool {
     matches!(
         key,
-        "run.seed" | "run.name" | "run.checkpoint_every" | "data.path" | "run.backend"
+        "run.seed"
+            | "run.name"
+            | "run.checkpoint_every"
+            | "run.checkpoint_minutes"
+            | "data.path"
+            | "run.backend"
     )
 }
 

@@ -23,6 +23,7 @@ mod partition;
 mod plot;
 mod report;
 mod run;
+mod signals;
 mod spec_args;
 mod sweep;
 mod timing;

@@ -3,9 +3,8 @@
 
 use clap::Args;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
+use super::signals::{stop_on_signals, wait_acknowledged};
 use super::spec_args::SpecArgs;
 use crate::analysis::plot::{Corner, PlotOptions, plot};
 use crate::analysis::runs::Run;
@@ -36,6 +35,9 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
+/// What a run does on SIGINT or SIGTERM.
+const RUN_STOPS: &str = "the clients stop before their next local step, the round in flight is discarded and the last checkpoint kept";
+
 pub fn run(a: &RunArgs) -> Result<()> {
     let spec = a.spec.load()?;
     let dir = a.out.join(&spec.run.name);
@@ -48,7 +50,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         force: a.force,
         progress: !a.quiet,
         max_rounds_this_call: None,
-        stop: Some(stop_on_signals()?),
+        stop: Some(stop_on_signals(RUN_STOPS)?),
         memory_budget: None,
         parse_spec: crate::schema::parse_resolved,
     };
@@ -56,12 +58,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     println!("{}", s.line());
     println!("results: {}", dir.display());
     if opts.stopping() {
-        let t0 = std::time::Instant::now();
-        while !ACKNOWLEDGED.load(std::sync::atomic::Ordering::SeqCst)
-            && t0.elapsed() < std::time::Duration::from_secs(1)
-        {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        wait_acknowledged();
     }
     if opts.stopping() && s.status == Status::Interrupted {
         return Err(Error::Run(format!("{}: {}", dir.display(), s.message)));
@@ -73,35 +70,6 @@ pub fn run(a: &RunArgs) -> Result<()> {
         return Err(Error::Run(format!("run diverged: {}", s.message)));
     }
     Ok(())
-}
-
-/// Set once the watcher has printed its line: a run that stopped waits for it (briefly), so
-/// that the acknowledgement is never lost to a quick exit.
-static ACKNOWLEDGED: AtomicBool = AtomicBool::new(false);
-
-/// A flag that SIGINT and SIGTERM set: every client stops before its next local step, the
-/// round in flight is discarded and the last checkpoint kept; a line on stderr says so at once
-/// (a watcher thread: a signal handler may not print). A second signal ends the process at
-/// once (exit status 130 or 143), leaving the last checkpoint too.
-fn stop_on_signals() -> Result<Arc<AtomicBool>> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let stop = Arc::new(AtomicBool::new(false));
-    for (sig, status) in [(SIGINT, 130), (SIGTERM, 143)] {
-        signal_hook::flag::register_conditional_shutdown(sig, status, Arc::clone(&stop))
-            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)))
-            .map_err(|e| Error::io("cannot install the signal handlers", e))?;
-    }
-    let seen = Arc::clone(&stop);
-    std::thread::spawn(move || {
-        while !seen.load(std::sync::atomic::Ordering::SeqCst) {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        eprintln!(
-            "\nstopping: signal received; the clients stop before their next local step, the round in flight is discarded and the last checkpoint kept (a second signal ends the process at once)"
-        );
-        ACKNOWLEDGED.store(true, std::sync::atomic::Ordering::SeqCst);
-    });
-    Ok(stop)
 }
 
 /// The quickstart ends with a picture of its curve (the code of `fedrun plot`).

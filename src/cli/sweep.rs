@@ -3,6 +3,7 @@
 use clap::Args;
 use std::path::PathBuf;
 
+use super::signals::{stop_on_signals, wait_acknowledged};
 use super::spec_args::SpecArgs;
 use crate::error::{Error, Result};
 use crate::metrics::summary::Status;
@@ -34,6 +35,9 @@ pub struct SweepArgs {
     pub emit: Option<PathBuf>,
 }
 
+/// What a sweep does on SIGINT or SIGTERM.
+const SWEEP_STOPS: &str = "the sweep passes it on to its running points, which stop as a run does (the round in flight discarded, the last checkpoint kept), waits for them and starts no other";
+
 pub fn sweep(a: &SweepArgs) -> Result<()> {
     // the common `--set`s go to the points that read them (`named_points`), so they are not
     // refused against the config's own algorithm here
@@ -58,6 +62,7 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
         data_dir: a.data_dir.clone(),
         stop_on_divergence: a.stop_on_divergence,
         exe,
+        stop: None,
     };
     if let Some(file) = &a.emit {
         let n = emit(&base, &o, file)?;
@@ -68,6 +73,10 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
         );
         return Ok(());
     }
+    let o = SweepOptions {
+        stop: Some(stop_on_signals(SWEEP_STOPS)?),
+        ..o
+    };
     let res = run(&base, &o)?;
     let bad = res
         .iter()
@@ -81,6 +90,16 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
     );
     for (_, name, s) in res.iter().filter(|r| r.2.status != Status::Complete) {
         println!("  {name}: {}: {}", s.status, s.message);
+    }
+    if o.stop
+        .as_ref()
+        .is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst))
+    {
+        wait_acknowledged();
+        return Err(Error::Run(format!(
+            "sweep stopped by a signal: its running points are interrupted (each resumes from its last checkpoint) and the rest not run; run the same command to go on ({})",
+            out.join("sweep.csv").display()
+        )));
     }
     // a diverged point is an outcome of the study; a point that failed, was not run or was
     // stopped is not

@@ -367,6 +367,10 @@ pub struct RunSpec {
     pub tf32_conv: bool,
     /// Write a checkpoint every this many rounds (and at the end); 0 = only at the end.
     pub checkpoint_every: usize,
+    /// Also write a checkpoint after any round that ends this many minutes or more after the
+    /// last one (0 = off): a bound in time on what a kill or a scheduler's time limit loses,
+    /// whatever a round lasts. Checkpoints change no number.
+    pub checkpoint_minutes: f64,
     /// Clients trained at once, each on one core; 0 = auto (one per core for small models
     /// without dropout, else 1). Results are identical whatever the value.
     pub client_workers: usize,
@@ -398,6 +402,7 @@ impl Default for RunSpec {
             tf32: false,
             tf32_conv: true,
             checkpoint_every: 10,
+            checkpoint_minutes: 0.0,
             client_workers: 0,
             cohort: 1,
             client_state_mb: 0.0,

@@ -104,6 +104,17 @@ pub struct SweepOptions {
     pub stop_on_divergence: bool,
     /// The fedrun binary to run points with.
     pub exe: PathBuf,
+    /// Set by a signal to the sweep: no further point starts, and each running point gets
+    /// SIGTERM and is waited for (it stops as a run does, interrupted and resumable).
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl SweepOptions {
+    fn stopping(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst))
+    }
 }
 
 /// A grid point ready to run: the point, its folder name, its `--set` overrides, its resolved
@@ -243,7 +254,7 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                 loop {
                     let i = {
                         let mut n = next.lock().unwrap();
-                        if *n >= named.len() || *stop.lock().unwrap() {
+                        if *n >= named.len() || *stop.lock().unwrap() || o.stopping() {
                             return;
                         }
                         *n += 1;
@@ -397,32 +408,91 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
     // `<name>.log` beside the folder (not `with_extension`: names hold dots, `wd=0.001`); the
     // point writes into it as it runs
     let log = o.out.join(format!("{name}.log"));
+    let started = std::time::SystemTime::now();
     let res = std::fs::File::create(&log)
         .and_then(|f| Ok((f.try_clone()?, f)))
-        .and_then(|(out, err)| cmd.stdout(out).stderr(err).status());
-    match res {
-        Ok(status) => {
-            let error = error_line(&std::fs::read(&log).unwrap_or_default());
-            let failed = |message: String| Summary {
-                status: Status::Failed,
-                name: name.to_string(),
-                message,
-                ..Default::default()
-            };
-            match (Summary::read(dir), status.success(), error) {
-                // a run that stopped with an error before or after its summary
-                (_, false, Some(e)) => failed(format!("{e} (log: {})", log.display())),
-                (Ok(s), _, _) => s,
-                (Err(_), _, _) => failed(format!("exit status {status}; see {}", log.display())),
-            }
+        .and_then(|(out, err)| cmd.stdout(out).stderr(err).spawn())
+        .and_then(|mut child| wait_passing_stop(&mut child, o));
+    let status = match res {
+        Ok(status) => status,
+        Err(e) => {
+            let message = format!("cannot start {}: {e}", o.exe.display());
+            return point_summary(name, Status::Failed, message);
         }
-        Err(e) => Summary {
-            status: Status::Failed,
-            name: name.to_string(),
-            message: format!("cannot start {}: {e}", o.exe.display()),
-            ..Default::default()
-        },
+    };
+    let error = error_line(&std::fs::read(&log).unwrap_or_default());
+    // the summary this process wrote (not one left by an earlier attempt)
+    let written = std::fs::metadata(dir.join("summary.json"))
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t >= started);
+    match (Summary::read(dir), status.success(), error) {
+        // an outcome the point's process recorded itself: stopped (resumable) or diverged
+        (Ok(s), _, _)
+            if written && matches!(s.status, Status::Interrupted | Status::Diverged) =>
+        {
+            s
+        }
+        (_, false, _) if o.stopping() => point_summary(
+            name,
+            Status::Interrupted,
+            "stopped by a signal to the sweep before its first round; run the sweep again to resume".into(),
+        ),
+        // a run that stopped with an error before or after its summary
+        (_, false, Some(e)) => {
+            point_summary(name, Status::Failed, format!("{e} (log: {})", log.display()))
+        }
+        (Ok(s), _, _) => s,
+        (Err(_), _, _) => point_summary(
+            name,
+            Status::Failed,
+            format!("exit status {status}; see {}", log.display()),
+        ),
     }
+}
+
+fn point_summary(name: &str, status: Status, message: String) -> Summary {
+    Summary {
+        status,
+        name: name.to_string(),
+        message,
+        ..Default::default()
+    }
+}
+
+/// Wait for a point's process to end; once the sweep is stopping (a signal), pass SIGTERM on to
+/// it once, so that it stops as a run does (its round in flight discarded, its last checkpoint
+/// kept), and go on waiting for it.
+fn wait_passing_stop(
+    child: &mut std::process::Child,
+    o: &SweepOptions,
+) -> std::io::Result<std::process::ExitStatus> {
+    let mut passed = false;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if !passed && o.stopping() {
+            terminate(child);
+            passed = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// SIGTERM to `child` (a run's own stop); where there are no signals, the process is killed.
+#[cfg(unix)]
+fn terminate(child: &mut std::process::Child) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: a plain kill(2) of the child this sweep started and has not yet reaped
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn terminate(child: &mut std::process::Child) {
+    let _ = child.kill();
 }
 
 /// Whether a point's folder holds its run, complete and whole: the summary is complete for the

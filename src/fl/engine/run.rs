@@ -153,6 +153,7 @@ fn rounds(
     // run stood at the last row rounds.csv holds
     let mut saved = (start > 0).then_some(start);
     let mut written = p;
+    let (minutes, mut last_save) = (ex.spec.run.checkpoint_minutes, Instant::now());
     for t in start..stop_at {
         let is_last = t + 1 == total;
         let evaluate = (t + 1) % eval_every == 0 || is_last;
@@ -180,12 +181,14 @@ fn rounds(
             bar.evaluated(t + 1, acc, loss, row.elapsed_s);
         }
         bar.position(p.next);
-        if is_last || (every > 0 && p.next.is_multiple_of(every)) {
+        let due = minutes > 0.0 && last_save.elapsed().as_secs_f64() >= 60.0 * minutes;
+        if is_last || due || (every > 0 && p.next.is_multiple_of(every)) {
             p.elapsed_s = now();
             let clock = Instant::now();
             dir.save(ex, csv, &p)
                 .map_err(|e| write_failed(dir, &name, &written, saved, e))?;
             saved = Some(p.next);
+            last_save = Instant::now();
             phases.checkpoint_s += clock.elapsed().as_secs_f64();
         }
         if opts.stopping() {
