@@ -992,3 +992,49 @@ fn resume_and_force_conflict() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--resume") && err.contains("--force"), "{err}");
 }
+
+/// `check --data-dir` finds the Shakespeare plays where the run does, through the reader's own
+/// path-finding: a folder of `.txt` plays passes (and trains), a folder without one fails in
+/// both with the same reason, naming the folder.
+#[test]
+fn check_probes_the_shakespeare_plays_where_the_run_reads_them() {
+    let d = TempDir::new("plays-probe");
+    let plays = d.path().join("plays");
+    std::fs::create_dir_all(&plays).unwrap();
+    let check = |dir: &Path| {
+        bin()
+            .args(["check", "--set", "fl.rounds=1", "--data-dir"])
+            .arg(dir)
+            .output()
+            .unwrap()
+    };
+    let empty = check(&plays);
+    let err = String::from_utf8_lossy(&empty.stderr).to_string()
+        + &String::from_utf8_lossy(&empty.stdout);
+    assert!(!empty.status.success(), "{err}");
+    assert!(
+        err.contains("without a play") && err.contains("plays"),
+        "{err}"
+    );
+    let run = bin()
+        .args(["--quiet", "--set", "fl.rounds=1", "--data-dir"])
+        .arg(&plays)
+        .arg("--out")
+        .arg(d.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("without a play"));
+    // the plays of the shipped archive, one .txt file each
+    let tar = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/shakespeare/plays.tar.gz");
+    let files = fedrun::data::tar::read_archive(&tar).unwrap();
+    for (name, text) in files.iter().take(3) {
+        let name = Path::new(name).file_name().unwrap();
+        std::fs::write(plays.join(name).with_extension("txt"), text).unwrap();
+    }
+    let good = check(&plays);
+    let out =
+        String::from_utf8_lossy(&good.stdout).to_string() + &String::from_utf8_lossy(&good.stderr);
+    assert!(good.status.success(), "{out}");
+    assert!(out.contains("a folder of 3 plays"), "{out}");
+}

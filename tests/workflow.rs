@@ -1011,3 +1011,79 @@ fn check_estimates_the_wall_time_from_a_timed_probe() {
     let (round, eval) = (secs(" s a round"), secs(" s a test evaluation"));
     assert!(round > 0.0 && round.is_finite() && eval > 0.0, "{line}");
 }
+
+/// `report --long FILE`: one tidy row per run and evaluated round, the keys that differ between
+/// the runs as columns (the seed included, a key a run does not read left blank), the round
+/// counted from 1 and every rounds.csv column, for pandas; the usual table still printed.
+#[test]
+fn report_long_writes_one_row_per_run_and_round() {
+    let d = TempDir::new("wf-long");
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    fake_run(
+        &a,
+        &["local.lr=0.05", "run.seed=0"],
+        &[10.0, 20.0],
+        false,
+        "complete",
+    );
+    fake_run(
+        &b,
+        &["local.lr=0.1", "run.seed=1"],
+        &[15.0, 25.0, 35.0],
+        false,
+        "interrupted",
+    );
+    let file = d.path().join("long.csv");
+    let o = report(&[a, b], &["--long", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("lr="),
+        "the table too"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 5, "{text}");
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column {name}: {text}"))
+    };
+    assert_eq!(&header[..2], &["run", "status"], "{text}");
+    assert!(
+        !header.contains(&"local.weight_decay"),
+        "a key no run varies: {text}"
+    );
+    let (lr, seed, round, acc) = (
+        col("local.lr"),
+        col("run.seed"),
+        col("round"),
+        col("test_acc"),
+    );
+    assert_eq!(
+        [
+            rows[0][0],
+            rows[0][1],
+            rows[0][lr],
+            rows[0][seed],
+            rows[0][round],
+            rows[0][acc]
+        ],
+        ["a", "complete", "0.05", "0", "1", "10"],
+        "{text}"
+    );
+    assert_eq!(
+        [
+            rows[4][0],
+            rows[4][1],
+            rows[4][lr],
+            rows[4][seed],
+            rows[4][round],
+            rows[4][acc]
+        ],
+        ["b", "interrupted", "0.1", "1", "3", "35"],
+        "{text}"
+    );
+}

@@ -2,6 +2,7 @@
 //! summary statistics, and plot.
 
 pub mod figure;
+pub mod long;
 pub mod partition;
 pub mod pdf;
 pub mod plot;

@@ -37,6 +37,11 @@ pub struct ReportArgs {
     /// until each target.
     #[arg(long)]
     pub bytes: bool,
+    /// Also write the runs as one tidy table to FILE (CSV for pandas or R): a row per run and
+    /// evaluated round, with the run's folder and status, each key whose value differs between
+    /// the runs (the seed included), the round and every rounds.csv column.
+    #[arg(long, value_name = "FILE")]
+    pub long: Option<PathBuf>,
 }
 
 /// A round of `--at`: rounds count rounds completed, from 1 (the model after k rounds).
@@ -50,6 +55,16 @@ fn round_number(s: &str) -> std::result::Result<usize, String> {
 
 pub fn report(a: &ReportArgs) -> Result<()> {
     let runs = collect(&a.runs)?;
+    if let Some(file) = &a.long {
+        let text = crate::analysis::long::long_table(&runs)?;
+        crate::io::write_atomic(file, text.as_bytes())?;
+        let rows = text.lines().count().saturating_sub(1);
+        eprintln!(
+            "report: {rows} rows of {} runs in {}",
+            runs.len(),
+            file.display()
+        );
+    }
     let o = ReportOptions {
         metric: a.metric.clone(),
         at: a.at.clone(),

@@ -29,12 +29,7 @@ pub fn probe(spec: &Spec, path: &Path) -> Result<String, String> {
     let d = spec.data.dataset;
     let found = match d {
         Dataset::Synthetic => return Ok("generated from the seed: nothing to read".into()),
-        Dataset::Shakespeare
-            if path == Path::new(super::shakespeare::DEFAULT_PLAYS) && !path.exists() =>
-        {
-            return Ok("the plays embedded in the binary".into());
-        }
-        Dataset::Shakespeare => gzip(path).map(|_| "the plays archive".to_string()),
+        Dataset::Shakespeare => plays(path),
         Dataset::Cifar10 => cifar(path, &cifar10_files(), 3073),
         Dataset::Cifar100 => cifar(path, &["train.bin", "test.bin"], 3074),
         Dataset::Mnist | Dataset::FashionMnist | Dataset::Idx => idx(path),
@@ -44,6 +39,17 @@ pub fn probe(spec: &Spec, path: &Path) -> Result<String, String> {
     found
         .map(|what| format!("{}: {what}", path.display()))
         .map_err(|why| format!("{}: {why}; {}", path.display(), fetch(d)))
+}
+
+/// The plays as the reader finds them (`shakespeare::locate`): the embedded copy, a folder of
+/// `.txt` plays, or an archive (its gzip header read).
+fn plays(path: &Path) -> Result<String, String> {
+    use super::shakespeare::{Plays, locate};
+    match locate(path).map_err(|e| e.to_string())? {
+        Plays::Embedded => Ok("the plays embedded in the binary".into()),
+        Plays::Folder(p) => Ok(format!("a folder of {} plays (.txt files)", p.len())),
+        Plays::Archive => gzip(path).map(|_| "the plays archive (its gzip header read)".into()),
+    }
 }
 
 fn cifar10_files() -> Vec<&'static str> {

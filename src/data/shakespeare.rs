@@ -109,6 +109,7 @@ pub fn token_data(
             data: x,
         },
         y,
+        resident: Default::default(),
     };
     FedData {
         name: name.to_string(),
@@ -219,30 +220,60 @@ pub static EMBEDDED_PLAYS: &[u8] = include_bytes!("../../data/shakespeare/plays.
 /// The default location of the plays; when no file is there, the embedded copy is used.
 pub const DEFAULT_PLAYS: &str = "data/shakespeare/plays.tar.gz";
 
-fn read_play_files(path: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+/// Where the plays at `path` are, as the reader finds them (and `fedrun check`'s probe).
+pub enum Plays {
+    /// The copy built into the binary (the default path, with no file there).
+    Embedded,
+    /// A folder's `.txt` files, one play each.
+    Folder(Vec<std::path::PathBuf>),
+    /// A `.tar.gz` of plays.
+    Archive,
+}
+
+/// The plays at `path`: the embedded copy at the default path when nothing is there, a folder of
+/// `.txt` plays (it must hold one), or an archive.
+pub fn locate(path: &Path) -> Result<Plays> {
     if path == Path::new(DEFAULT_PLAYS) && !path.exists() {
-        return super::tar::read_archive_bytes(EMBEDDED_PLAYS, "the embedded plays");
+        return Ok(Plays::Embedded);
     }
     if path.is_dir() {
-        let mut out = Vec::new();
         let rd = std::fs::read_dir(path)
             .map_err(|e| Error::Data(format!("cannot read {}: {e}", path.display())))?;
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.extension().is_some_and(|x| x == "txt") {
+        let plays: Vec<_> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+            .collect();
+        if plays.is_empty() {
+            return Err(Error::Data(format!(
+                "Shakespeare data {} is a folder without a play (expected .txt files, one play each, or a .tar.gz of them)",
+                path.display()
+            )));
+        }
+        return Ok(Plays::Folder(plays));
+    }
+    if path.exists() {
+        return Ok(Plays::Archive);
+    }
+    Err(Error::Data(format!(
+        "Shakespeare data {} does not exist (expected a directory of plays or a .tar.gz of them)",
+        path.display()
+    )))
+}
+
+fn read_play_files(path: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    match locate(path)? {
+        Plays::Embedded => super::tar::read_archive_bytes(EMBEDDED_PLAYS, "the embedded plays"),
+        Plays::Archive => super::tar::read_archive(path),
+        Plays::Folder(plays) => plays
+            .into_iter()
+            .map(|p| {
                 let b = std::fs::read(&p)
                     .map_err(|e| Error::Data(format!("cannot read {}: {e}", p.display())))?;
-                out.push((p.file_name().unwrap().to_string_lossy().to_string(), b));
-            }
-        }
-        Ok(out)
-    } else if path.exists() {
-        super::tar::read_archive(path)
-    } else {
-        Err(Error::Data(format!(
-            "Shakespeare data {} does not exist (expected a directory of plays or a .tar.gz of them)",
-            path.display()
-        )))
+                let name = p.file_name().map(|n| n.to_string_lossy().to_string());
+                Ok((name.unwrap_or_default(), b))
+            })
+            .collect(),
     }
 }
 
