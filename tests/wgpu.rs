@@ -273,3 +273,225 @@ fn the_gpu_convolution_rule_is_burns_convolution() {
         assert!(db < 1e-3, "stride {stride}: the bias's gradient ({db})");
     }
 }
+
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+/// The LSTM recurrence written out with burn's ops, one step at a time (gates i, f, g, o):
+/// the reference for fedrun's GPU layer.
+fn lstm_by_steps(
+    xw: burn::tensor::Tensor<3>,
+    wh: burn::tensor::Tensor<2>,
+) -> burn::tensor::Tensor<3> {
+    use burn::tensor::Tensor;
+    use burn::tensor::activation::{sigmoid, tanh};
+    let [b, len, h4] = xw.dims();
+    let h = h4 / 4;
+    let mut state: Tensor<2> = Tensor::zeros([b, h], &xw.device());
+    let mut cell: Tensor<2> = Tensor::zeros([b, h], &xw.device());
+    let mut out = Vec::new();
+    for t in 0..len {
+        let g = xw.clone().narrow(1, t, 1).reshape([b, h4]) + state.matmul(wh.clone());
+        let part = |i: usize| g.clone().narrow(1, i * h, h);
+        let (i, f) = (sigmoid(part(0)), sigmoid(part(1)));
+        let (c, o) = (tanh(part(2)), sigmoid(part(3)));
+        cell = f * cell + i * c;
+        state = o * tanh(cell.clone());
+        out.push(state.clone().unsqueeze_dim::<3>(1));
+    }
+    Tensor::cat(out, 1)
+}
+
+/// fedrun's LSTM layer on a GPU backend (two launches a time step each way) computes the
+/// recurrence and both its gradients as burn's ops do step by step, alone and as a stack of
+/// copies with their own weights; a wrong gate, a lost cell carry or a copy reading another's
+/// weights fails it.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn the_gpu_lstm_layer_is_the_step_by_step_recurrence() {
+    use burn::tensor::{Distribution, Tensor};
+    use fedrun::kernels::{lstm_layer, lstm_layers};
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0;
+    let (b, len, h) = (3, 5, 6);
+    let normal = |s: f64| Distribution::Normal(0.0, s);
+    let xw = |_| Tensor::<3>::random([b, len, 4 * h], normal(1.0), &dev).require_grad();
+    let wh = |_| Tensor::<2>::random([h, 4 * h], normal(0.5), &dev).require_grad();
+    let (xs, ws): (Vec<_>, Vec<_>) = (0..2).map(|i| (xw(i), wh(i))).unzip();
+    let weight = Tensor::<3>::random([b, len, h], normal(1.0), &dev);
+    let diff = |a: Tensor<3>, r: Tensor<3>| (a - r).abs().max().into_scalar::<f32>();
+    let grads = |y: Tensor<3>| (y * weight.clone()).sum().backward();
+    // one copy: the states and the gradients of the inputs and the recurrent weights
+    let (ours, theirs) = (
+        lstm_layer(xs[0].clone(), ws[0].clone()),
+        lstm_by_steps(xs[0].clone(), ws[0].clone()),
+    );
+    assert!(
+        diff(ours.clone(), theirs.clone()) < 1e-5,
+        "the hidden states"
+    );
+    let (go, gt) = (grads(ours), grads(theirs));
+    let dx = |g| xs[0].grad(g).unwrap();
+    assert!(diff(dx(&go), dx(&gt)) < 1e-4, "the inputs' gradient");
+    let dw = |g| ws[0].grad(g).unwrap().unsqueeze_dim::<3>(0);
+    let scale = dw(&gt).abs().max().into_scalar::<f32>();
+    assert!(scale > 0.0);
+    assert!(
+        diff(dw(&go), dw(&gt)) < 1e-4 * scale,
+        "the recurrent weights' gradient"
+    );
+    // two copies in one stack: each is its own layer
+    let stacked = lstm_layers(Tensor::stack(xs.clone(), 0), Tensor::stack(ws.clone(), 0));
+    let weights = Tensor::stack::<4>(vec![weight.clone(), weight.clone() * 2.0], 0);
+    let gs = (stacked.clone() * weights).sum().backward();
+    for k in 0..2 {
+        let alone = lstm_by_steps(xs[k].clone(), ws[k].clone());
+        let copy = stacked.clone().narrow(0, k, 1).reshape([b, len, h]);
+        assert!(diff(copy, alone.clone()) < 1e-5, "copy {k}'s states");
+        let g = (alone * weight.clone() * (k as f32 + 1.0)).sum().backward();
+        let (dxs, dxa) = (xs[k].grad(&gs).unwrap(), xs[k].grad(&g).unwrap());
+        assert!(diff(dxs, dxa) < 1e-4, "copy {k}'s inputs' gradient");
+        let d = |g| ws[k].grad(g).unwrap().unsqueeze_dim::<3>(0);
+        let s = d(&g).abs().max().into_scalar::<f32>();
+        assert!(
+            diff(d(&gs), d(&g)) < 1e-4 * s,
+            "copy {k}'s recurrent gradient"
+        );
+    }
+}
+
+/// fedrun's GroupNorm on a GPU backend (one kernel forward, two backward) gives burn's formula's
+/// output and its three gradients, with and without the fused ReLU, on blocks and channels longer
+/// than a cube's threads; a wrong statistic, a lost mask or a gradient summed over the wrong
+/// axis fails it.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn the_gpu_group_norm_is_burns_formula() {
+    use burn::tensor::{Distribution, Tensor};
+    use fedrun::kernels::{Kernels, group_norm_of};
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0;
+    let diff = |a: Tensor<4>, b: Tensor<4>| (a - b).abs().max().into_scalar::<f32>();
+    let diff1 = |a: Tensor<1>, b: Tensor<1>| (a - b).abs().max().into_scalar::<f32>();
+    let (n, c, side, groups) = (3, 8, 12, 4);
+    let normal = |m: f64, s: f64| Distribution::Normal(m, s);
+    for relu in [false, true] {
+        let x = Tensor::<4>::random([n, c, side, side], normal(0.5, 2.0), &dev).require_grad();
+        let gamma = Tensor::<1>::random([c], normal(1.0, 0.5), &dev).require_grad();
+        let beta = Tensor::<1>::random([c], normal(0.0, 0.5), &dev).require_grad();
+        let ys: Vec<Tensor<4>> = [Kernels::Fedrun, Kernels::Burn]
+            .into_iter()
+            .map(|k| {
+                group_norm_of(
+                    x.clone(),
+                    gamma.clone(),
+                    beta.clone(),
+                    groups,
+                    1e-5,
+                    relu,
+                    k,
+                )
+            })
+            .collect();
+        assert!(
+            diff(ys[0].clone(), ys[1].clone()) < 1e-4,
+            "relu {relu}: the output"
+        );
+        let weight = Tensor::<4>::random([n, c, side, side], normal(0.0, 1.0), &dev);
+        let g: Vec<_> = ys
+            .iter()
+            .map(|y| (y.clone() * weight.clone()).sum().backward())
+            .collect();
+        let dx = |i: usize| x.grad(&g[i]).unwrap();
+        assert!(
+            diff(dx(0), dx(1)) < 1e-4,
+            "relu {relu}: the input's gradient"
+        );
+        for (name, p) in [("gamma", &gamma), ("beta", &beta)] {
+            let (a, b) = (p.grad(&g[0]).unwrap(), p.grad(&g[1]).unwrap());
+            let scale = b.clone().abs().max().into_scalar::<f32>();
+            assert!(scale > 0.0);
+            assert!(
+                diff1(a, b) < 1e-4 * scale.max(1.0),
+                "relu {relu}: {name}'s gradient"
+            );
+        }
+    }
+}
+
+/// A split resident on a GPU backend gives the batches the host gathers, bit for bit: the same
+/// rows, labels and augmentation draws (one crop and flip a batch, one a sample, FedACG's
+/// rotation, none), for normalised floats, for bytes normalised as they are gathered (FedACG's
+/// black fill in pixel space) and for tokens; and it was the device that gathered them. A map off
+/// by a pixel, a draw out of order or the wrong fill fails it.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn a_resident_split_gathers_the_host_batches_bit_for_bit() {
+    use burn::tensor::Device;
+    use fedrun::data::{Augment, Features, Input, Split, batch};
+    use fedrun::rng::Rng;
+    let gpu = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0;
+    let flex = Device::flex().autodiff();
+    let (n, c, side) = (12, 3, 8);
+    let mut r = Rng::from_seed(3);
+    let bytes: Vec<u8> = (0..n * c * side * side)
+        .map(|_| r.below(256) as u8)
+        .collect();
+    let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
+    let floats = Features::Images {
+        c,
+        h: side,
+        w: side,
+        data: bytes.iter().map(|&b| b as f32 / 25.0 - 4.0).collect(),
+    };
+    let pixels = Features::Pixels {
+        c,
+        h: side,
+        w: side,
+        data: bytes.clone(),
+        mean: vec![0.49, 0.48, 0.45],
+        std: vec![0.25, 0.24, 0.26],
+    };
+    let tokens = Features::Tokens {
+        len: 16,
+        data: bytes[..n * 16].to_vec(),
+    };
+    let idx = [7, 0, 11, 3, 3];
+    let bits = |x: Input| -> Vec<u32> {
+        match x {
+            Input::Images(t) => t.into_data().iter::<f32>().map(f32::to_bits).collect(),
+            Input::Tokens(t) => t.into_data().iter::<i64>().map(|v| v as u32).collect(),
+        }
+    };
+    for x in [floats, pixels, tokens] {
+        let split = Split {
+            x,
+            y: labels.clone(),
+            resident: Default::default(),
+        };
+        for aug in [
+            Augment::None,
+            Augment::Batch,
+            Augment::Sample,
+            Augment::Fedacg,
+        ] {
+            let gather = |device: &Device| {
+                let mut rng = Rng::from_seed(11);
+                let (x, y) = batch(&split, &idx, aug, Some(&mut rng), device);
+                let y: Vec<i64> = y.into_data().iter::<i64>().collect();
+                (bits(x), y, rng.below(1 << 30))
+            };
+            let (host, device) = (gather(&flex), gather(&gpu));
+            assert_eq!(host.0, device.0, "{aug:?}: the features");
+            assert_eq!(host.1, device.1, "{aug:?}: the labels");
+            assert_eq!(host.2, device.2, "{aug:?}: the stream after the draws");
+        }
+        assert_eq!(
+            format!("{:?}", split.resident),
+            "Resident(true)",
+            "gathered on the device"
+        );
+    }
+}

@@ -252,7 +252,11 @@ fn random_split(s: &Setting, n: usize, rng: &mut Rng) -> Split {
                 .collect(),
         },
     };
-    Split { x, y }
+    Split {
+        x,
+        y,
+        resident: Default::default(),
+    }
 }
 
 /// What `fedrun bench --workload model` times.

@@ -384,6 +384,11 @@ pub struct RunSpec {
     /// at least the clients trained at once; the rest is spilled to `client_state_*.bin` in the
     /// run folder. 0 = no limit. Results are identical whatever the value.
     pub client_state_mb: f64,
+    /// On a GPU backend, the MB (10⁶ bytes) of training and test data kept on the device for
+    /// the whole run, each batch gathered (and augmented) there from its row indices instead of
+    /// uploaded: the same values, bit for bit. A split that does not fit is gathered on the
+    /// host. 0 gathers every batch on the host. flex does not read it.
+    pub device_data_mb: f64,
     /// Run every compute thread with subnormal floats flushed to zero (x86-64: the FTZ and DAZ
     /// bits of MXCSR), as TensorFlow and XLA do: Intel cores slow down badly on subnormals.
     /// `false` keeps IEEE subnormals (docs/ALGORITHMS.md).
@@ -406,6 +411,7 @@ impl Default for RunSpec {
             client_workers: 0,
             cohort: 1,
             client_state_mb: 0.0,
+            device_data_mb: 2048.0,
             flush_subnormals: true,
         }
     }

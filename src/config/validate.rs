@@ -83,6 +83,7 @@ pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
     crate::io::path_component("key `run.name`", &s.run.name)?;
     non_negative("run.client_state_mb", s.run.client_state_mb)?;
     non_negative("run.checkpoint_minutes", s.run.checkpoint_minutes)?;
+    non_negative("run.device_data_mb", s.run.device_data_mb)?;
     at_least_one("run.cohort", s.run.cohort)?;
     if s.run.cohort > 1 && s.run.client_workers > 1 {
         return Err(Error::Config(format!(

@@ -1,4 +1,5 @@
-//! A batch: rows of a split gathered (and augmented) into one host buffer, then one upload.
+//! A batch: rows of a split gathered (and augmented) into one host buffer, then one upload; or,
+//! on a GPU backend with the split resident there, gathered on the device (`device_batch.rs`).
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
@@ -15,6 +16,10 @@ pub fn batch(
     rng: Option<&mut Rng>,
     device: &Device,
 ) -> (Input, Tensor<1, Int>) {
+    let mut rng = rng;
+    if let Some(b) = super::device_batch::batch(split, idx, aug, rng.as_deref_mut(), device) {
+        return b;
+    }
     let b = idx.len();
     let y: Vec<i64> = idx.iter().map(|&i| split.y[i] as i64).collect();
     let y = Tensor::<1, Int>::from_data(TensorData::new(y, [b]), device);

@@ -89,7 +89,11 @@ pub fn decode_records(bytes: &[u8], path: &Path, layout: &Layout, hold: Hold) ->
             mean: layout.mean.to_vec(),
             std: layout.std.to_vec(),
         };
-        return Ok(Split { x, y });
+        return Ok(Split {
+            x,
+            y,
+            resident: Default::default(),
+        });
     }
     let mut x = Vec::with_capacity(n * 3072);
     for rec in bytes.chunks_exact(record) {
@@ -111,6 +115,7 @@ pub fn decode_records(bytes: &[u8], path: &Path, layout: &Layout, hold: Hold) ->
             data: x,
         },
         y,
+        resident: Default::default(),
     })
 }
 

@@ -45,6 +45,8 @@ impl Features {
 pub struct Split {
     pub x: Features,
     pub y: Vec<u8>,
+    /// Its copy on a GPU, made when a batch is first gathered there (`device_batch.rs`).
+    pub resident: super::resident::Resident,
 }
 
 impl Split {
@@ -88,6 +90,7 @@ impl Split {
         Split {
             x,
             y: self.y[..n].to_vec(),
+            resident: Default::default(),
         }
     }
 }

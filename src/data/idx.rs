@@ -137,6 +137,7 @@ fn load_split(dir: &Path, names: (&str, &str), norm: (f32, f32), classes: usize)
                 .collect(),
         },
         y: y.to_vec(),
+        resident: Default::default(),
     })
 }
 

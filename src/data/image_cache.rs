@@ -34,6 +34,7 @@ impl Images {
                 std: std.to_vec(),
             },
             y: self.labels,
+            resident: Default::default(),
         }
     }
 }

@@ -179,12 +179,14 @@ pub fn load_femnist(spec: &Spec, dir: &Path) -> Result<FedData> {
                 .collect(),
         ),
         y: l.test.iter().map(|&i| test_y[i]).collect(),
+        resident: Default::default(),
     };
     Ok(FedData {
         name: "femnist".into(),
         train: Split {
             x: image(pixels(&train)),
             y: flat_labels(&train),
+            resident: Default::default(),
         },
         test,
         clients: l.clients,

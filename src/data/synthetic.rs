@@ -25,6 +25,7 @@ fn make(n: usize, means: &[Vec<f32>], rng: &mut Rng) -> Split {
             data: x,
         },
         y,
+        resident: Default::default(),
     }
 }
 

@@ -91,6 +91,10 @@ pub fn unread_keys(s: &Spec) -> Vec<Unread> {
         out.push(Unread::new("run.tf32", why.clone()));
         out.push(Unread::new("run.tf32_conv", why));
     }
+    if s.run.backend == Backend::Flex {
+        let why = "because `run.backend = \"flex\"` (flex gathers its batches in its own memory)";
+        out.push(Unread::new("run.device_data_mb", why));
+    }
     if !reads_key(&s.fl.algorithm, "run.client_state_mb") {
         let why = format!(
             "by `fl.algorithm = \"{}\"` (it keeps no per-client state)",

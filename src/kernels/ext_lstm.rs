@@ -1,6 +1,7 @@
 //! fedrun's LSTM layer as a burn backend extension, beside [`super::ext`] and
-//! [`super::ext_act`]: the flex side runs [`super::lstm`] on the tensors' memory; the autodiff
-//! side records the whole recurrence as one node that keeps the gates, the cell states and the
+//! [`super::ext_act`]: the flex side runs [`super::lstm`] on the tensors' memory, the GPU side
+//! (cubecl's runtimes) two launches a time step each way (`ext_gpu_lstm.rs`); the autodiff side
+//! records the whole recurrence as one node that keeps the gates, the cell states and the
 //! output for its backward pass through time.
 
 use burn::backend::autodiff::NodeId;
@@ -15,18 +16,26 @@ use burn::backend::{Autodiff, AutodiffBackend, Backend, Flex, backend_extension}
 use super::ext::{tensor, with_slice};
 use super::lstm::{self, Kept, Seq};
 
-#[backend_extension(Flex, Autodiff)]
-pub trait CpuRecurrent: Backend {
+#[backend_extension(
+    Flex,
+    Cube: cfg(any(feature = "wgpu", feature = "cuda")),
+    Autodiff,
+    Fusion: cfg(feature = "fusion")
+)]
+pub trait FrRecurrent: Backend {
     /// One LSTM layer over `xw` (`[batch, len, 4·hidden]`, the input projections with the
     /// biases, gates i, f, g, o) and `wh` (`[hidden, 4·hidden]`), zero initial states:
     /// `(hidden states [batch, len, hidden], gates after activation, cell states)`, the last
-    /// two what the backward pass needs if `keep` (else scratch).
+    /// two what the backward pass needs if `keep` (else scratch). The GPU side also takes a
+    /// stack of copies, `[K, batch, len, 4·hidden]` and `[K, hidden, 4·hidden]`.
+    #[fusion(meta = |xw, _wh, _keep| lstm_spec(xw))]
     fn fr_lstm(
         xw: FloatTensor<Self>,
         wh: FloatTensor<Self>,
         keep: bool,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
-    /// `(dL/dxw, dL/dwh)` of [`CpuRecurrent::fr_lstm`], from its outputs.
+    /// `(dL/dxw, dL/dwh)` of [`FrRecurrent::fr_lstm`], from its outputs.
+    #[fusion(meta = |wh, _hs, gates, _cells, _dhs| (gates.clone(), wh.clone()))]
     fn fr_lstm_backward(
         wh: FloatTensor<Self>,
         hs: FloatTensor<Self>,
@@ -35,6 +44,21 @@ pub trait CpuRecurrent: Backend {
         dhs: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>);
 }
+
+/// The GPU side's outputs' specs (the fused backend's metadata): the hidden states (`xw`'s shape,
+/// a quarter as wide), the gates (`xw`'s), the cell states (the hidden states').
+#[cfg(feature = "fusion")]
+fn lstm_spec(xw: &burn::backend::fusion::custom::TensorSpec) -> (Spec, Spec, Spec) {
+    let mut dims = xw.shape.to_vec();
+    if let Some(last) = dims.last_mut() {
+        *last /= 4;
+    }
+    let hs = Spec::new(burn::backend::Shape::from(dims), xw.dtype);
+    (hs.clone(), xw.clone(), hs)
+}
+
+#[cfg(feature = "fusion")]
+type Spec = burn::backend::fusion::custom::TensorSpec;
 
 fn seq(xw: &FlexTensor) -> Seq {
     let s = xw.layout().shape();
@@ -45,7 +69,7 @@ fn seq(xw: &FlexTensor) -> Seq {
     }
 }
 
-impl CpuRecurrent for Flex {
+impl FrRecurrent for Flex {
     fn fr_lstm(xw: FlexTensor, wh: FlexTensor, keep: bool) -> (FlexTensor, FlexTensor, FlexTensor) {
         let s = seq(&xw);
         let (hs, kept) = with_slice(&xw, |x| with_slice(&wh, |w| lstm::forward(&s, x, w, keep)));
@@ -89,7 +113,7 @@ impl CpuRecurrent for Flex {
 #[derive(Debug)]
 struct LstmBackward;
 
-impl<B: Backend + CpuRecurrent> Backward<B, 2> for LstmBackward {
+impl<B: Backend + FrRecurrent> Backward<B, 2> for LstmBackward {
     /// `wh`'s node, then the output, the gates and the cell states.
     type State = (NodeId, FloatTensor<B>, FloatTensor<B>, FloatTensor<B>);
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, ck: &mut Checkpointer) {
@@ -106,7 +130,7 @@ impl<B: Backend + CpuRecurrent> Backward<B, 2> for LstmBackward {
     }
 }
 
-impl<B: Backend + CpuRecurrent, C: CheckpointStrategy> CpuRecurrent for Autodiff<B, C> {
+impl<B: Backend + FrRecurrent, C: CheckpointStrategy> FrRecurrent for Autodiff<B, C> {
     fn fr_lstm(
         xw: FloatTensor<Self>,
         wh: FloatTensor<Self>,

@@ -1,6 +1,7 @@
 //! fedrun's GroupNorm (with its ReLU fused where the model has one) as a burn backend
-//! extension: the flex side runs [`super::norm`], the autodiff side keeps each (sample, group)'s
-//! statistics and computes the three gradients with the same kernels.
+//! extension: the flex side runs [`super::norm`], the GPU side (cubecl's runtimes) one kernel
+//! forward and two backward (`ext_gpu_norm.rs`), the autodiff side keeps each (sample,
+//! group)'s statistics and computes the three gradients with the same kernels.
 
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -14,9 +15,15 @@ use burn::backend::{Autodiff, AutodiffBackend, Backend, Bytes, DType, Flex, back
 use super::ext::{vector, with_slice};
 use super::norm::{self, Gn};
 
-#[backend_extension(Flex, Autodiff)]
-pub trait CpuNorm: Backend {
+#[backend_extension(
+    Flex,
+    Cube: cfg(any(feature = "wgpu", feature = "cuda")),
+    Autodiff,
+    Fusion: cfg(feature = "fusion")
+)]
+pub trait FrNorm: Backend {
     /// `(GroupNorm(x)·gamma + beta [then max(0, ·)], each (sample, group)'s mean and 1/σ)`.
+    #[fusion(meta = |x, _gamma, _beta, groups, _eps, _relu| (x.clone(), stats_spec(x, *groups)))]
     fn fr_group_norm(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
@@ -25,7 +32,8 @@ pub trait CpuNorm: Backend {
         eps: f64,
         relu: bool,
     ) -> (FloatTensor<Self>, FloatTensor<Self>);
-    /// `(dL/dx, dL/dgamma, dL/dbeta)` of [`CpuNorm::fr_group_norm`], from its statistics.
+    /// `(dL/dx, dL/dgamma, dL/dbeta)` of [`FrNorm::fr_group_norm`], from its statistics.
+    #[fusion(meta = |x, _stats, gamma, beta, _dy, _groups, _relu| (x.clone(), gamma.clone(), beta.clone()))]
     fn fr_group_norm_backward(
         x: FloatTensor<Self>,
         stats: FloatTensor<Self>,
@@ -35,6 +43,19 @@ pub trait CpuNorm: Backend {
         groups: usize,
         relu: bool,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
+}
+
+/// The statistics' spec, `[2·n·groups]` (the fused backend's metadata).
+#[cfg(feature = "fusion")]
+fn stats_spec(
+    x: &burn::backend::fusion::custom::TensorSpec,
+    groups: usize,
+) -> burn::backend::fusion::custom::TensorSpec {
+    let n = x.shape[0];
+    burn::backend::fusion::custom::TensorSpec::new(
+        burn::backend::Shape::from(vec![2 * n * groups]),
+        x.dtype,
+    )
 }
 
 fn gn_geom(x: &FlexTensor, groups: usize, eps: f64, relu: bool) -> Gn {
@@ -49,7 +70,7 @@ fn gn_geom(x: &FlexTensor, groups: usize, eps: f64, relu: bool) -> Gn {
     }
 }
 
-impl CpuNorm for Flex {
+impl FrNorm for Flex {
     fn fr_group_norm(
         x: FlexTensor,
         gamma: FlexTensor,
@@ -102,7 +123,7 @@ impl CpuNorm for Flex {
 #[derive(Debug)]
 struct GnBackward;
 
-impl<B: Backend + CpuNorm> Backward<B, 3> for GnBackward {
+impl<B: Backend + FrNorm> Backward<B, 3> for GnBackward {
     type State = (NodeId, FloatTensor<B>, NodeId, NodeId, usize, bool);
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, ck: &mut Checkpointer) {
         let dy = grads.consume::<B>(&ops.node);
@@ -120,7 +141,7 @@ impl<B: Backend + CpuNorm> Backward<B, 3> for GnBackward {
     }
 }
 
-impl<B: Backend + CpuNorm, C: CheckpointStrategy> CpuNorm for Autodiff<B, C> {
+impl<B: Backend + FrNorm, C: CheckpointStrategy> FrNorm for Autodiff<B, C> {
     fn fr_group_norm(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,

@@ -6,7 +6,8 @@
 //! [`lstm_layer`] in their forward; on any other backend, or with `run.kernels = "burn"`, the
 //! call is burn's own op (the LSTM model runs burn's gate equations instead of the layer), but
 //! for the convolution, which on cubecl's GPU runtimes takes fedrun's kernel rule
-//! (`ext_gpu_conv.rs`: implicit GEMM, else burn's direct kernels).
+//! (`ext_gpu_conv.rs`: implicit GEMM, else burn's direct kernels), and the LSTM layer, which
+//! has a GPU side of its own there (`ext_gpu_lstm.rs`).
 
 pub mod activation;
 pub mod conv;
@@ -17,8 +18,15 @@ mod exp;
 mod ext;
 mod ext_act;
 mod ext_conv;
+mod ext_gather;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod ext_gpu_conv;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod ext_gpu_gather;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod ext_gpu_lstm;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod ext_gpu_norm;
 mod ext_linear;
 mod ext_lstm;
 mod ext_norm;
@@ -45,9 +53,10 @@ use burn::tensor::{Device, Distribution, Tensor};
 
 use ext_act::CpuActivations;
 use ext_conv::FrConv;
+use ext_gather::FrGather;
 use ext_linear::CpuLinear;
-use ext_lstm::CpuRecurrent;
-use ext_norm::CpuNorm;
+use ext_lstm::FrRecurrent;
+use ext_norm::FrNorm;
 use ext_pool::CpuPool;
 
 /// Which implementation runs the hot ops (`run.kernels`).
@@ -85,11 +94,26 @@ fn options(conv: &Conv2d) -> Option<ConvOptions<2>> {
 /// Whether fedrun's convolution runs on `device`: flex (fedrun's CPU kernels) or, in a GPU
 /// build, one of cubecl's runtimes (fedrun's kernel rule, `ext_gpu_conv.rs`).
 fn own_conv(device: &Device) -> bool {
+    on_cube(device) || is_flex(device)
+}
+
+/// Whether fedrun's LSTM layer ([`lstm_layer`]) runs on `device` for a batch of `batch`
+/// sequences: on flex up to `flex_max` (larger batches are faster on burn's per-gate
+/// products), on cubecl's runtimes always (a time step two launches each way instead of a
+/// few dozen), unless `run.kernels = "burn"`.
+pub fn own_lstm(device: &Device, batch: usize, flex_max: usize, kernels: Kernels) -> bool {
+    kernels == Kernels::Fedrun && (on_cube(device) || (is_flex(device) && batch <= flex_max))
+}
+
+/// Whether `device` is one of cubecl's runtimes (wgpu, Vulkan, CUDA; never in a build without
+/// them).
+pub fn on_cube(device: &Device) -> bool {
     #[cfg(any(feature = "wgpu", feature = "cuda"))]
     if ext_gpu_conv::is_cube(device) {
         return true;
     }
-    is_flex(device)
+    let _ = device;
+    false
 }
 
 /// `conv.forward(x)`, on fedrun's kernel where it applies.
@@ -150,11 +174,17 @@ pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>, relu: bool, kernels: Kernels) 
     Tensor::from_dispatch(y)
 }
 
+/// Whether fedrun's GroupNorm runs on `device`: flex (fedrun's CPU kernel) or one of cubecl's
+/// runtimes (one kernel forward, two backward: `ext_gpu_norm.rs`).
+fn own_norm(device: &Device) -> bool {
+    on_cube(device) || is_flex(device)
+}
+
 /// `gn.forward(x)`, followed by a ReLU if `relu`, on fedrun's fused kernel where it applies
-/// (affine GroupNorm on flex).
+/// (affine GroupNorm on flex and on the GPU backends).
 pub fn group_norm(gn: &GroupNorm, x: Tensor<4>, relu: bool, kernels: Kernels) -> Tensor<4> {
     let (gamma, beta) = match (&gn.gamma, &gn.beta) {
-        (Some(g), Some(b)) if gn.affine && kernels == Kernels::Fedrun && is_flex(&x.device()) => {
+        (Some(g), Some(b)) if gn.affine && kernels == Kernels::Fedrun && own_norm(&x.device()) => {
             (g, b)
         }
         _ => {
@@ -162,7 +192,7 @@ pub fn group_norm(gn: &GroupNorm, x: Tensor<4>, relu: bool, kernels: Kernels) ->
             return if relu { relu_op(y) } else { y };
         }
     };
-    let (y, _stats) = <burn::backend::Dispatch as CpuNorm>::fr_group_norm(
+    let (y, _stats) = <burn::backend::Dispatch as FrNorm>::fr_group_norm(
         x.into_dispatch(),
         gamma.val().into_dispatch(),
         beta.val().into_dispatch(),
@@ -174,8 +204,9 @@ pub fn group_norm(gn: &GroupNorm, x: Tensor<4>, relu: bool, kernels: Kernels) ->
 }
 
 /// GroupNorm of `x` with `groups` groups and the per-channel affine `gamma`, `beta` given as
-/// tensors (a cohort's stacked parameters), then a ReLU if `relu`: fedrun's kernel on flex, the
-/// same formula as burn's module elsewhere (each group's mean and biased variance).
+/// tensors (a cohort's stacked parameters), then a ReLU if `relu`: fedrun's kernel on flex and
+/// the GPU backends, the same formula as burn's module elsewhere (each group's mean and biased
+/// variance).
 pub fn group_norm_of(
     x: Tensor<4>,
     gamma: Tensor<1>,
@@ -185,8 +216,8 @@ pub fn group_norm_of(
     relu: bool,
     kernels: Kernels,
 ) -> Tensor<4> {
-    if kernels == Kernels::Fedrun && is_flex(&x.device()) {
-        let (y, _stats) = <burn::backend::Dispatch as CpuNorm>::fr_group_norm(
+    if kernels == Kernels::Fedrun && own_norm(&x.device()) {
+        let (y, _stats) = <burn::backend::Dispatch as FrNorm>::fr_group_norm(
             x.into_dispatch(),
             gamma.into_dispatch(),
             beta.into_dispatch(),
@@ -243,15 +274,45 @@ fn activation<const D: usize>(x: Tensor<D>, is_tanh: bool, kernels: Kernels) -> 
 /// One LSTM layer over a whole sequence on fedrun's kernel ([`lstm`]): the hidden state after
 /// each character `[batch, len, hidden]` from the input projections `xw` (`[batch, len,
 /// 4·hidden]`, biases included, gates i, f, g, o) and the recurrent weight `wh` (`[hidden,
-/// 4·hidden]`), zero initial states. Flex only: the caller checks [`is_flex`].
+/// 4·hidden]`), zero initial states. On flex and cubecl's runtimes only: the caller checks
+/// [`own_lstm`].
 pub fn lstm_layer(xw: Tensor<3>, wh: Tensor<2>) -> Tensor<3> {
     // autodiff keeps what its backward pass needs whatever `keep` says; flex alone keeps nothing
-    let (hs, _, _) = <burn::backend::Dispatch as CpuRecurrent>::fr_lstm(
+    let (hs, _, _) = <burn::backend::Dispatch as FrRecurrent>::fr_lstm(
         xw.into_dispatch(),
         wh.into_dispatch(),
         false,
     );
     Tensor::from_dispatch(hs)
+}
+
+/// [`lstm_layer`] over a stack of copies, each its own weights: `xw` `[K, batch, len,
+/// 4·hidden]`, `wh` `[K, hidden, 4·hidden]`, the states `[K, batch, len, hidden]`. On cubecl's
+/// runtimes only (flex runs a copy at a time).
+pub fn lstm_layers(xw: Tensor<4>, wh: Tensor<3>) -> Tensor<4> {
+    let (hs, _, _) = <burn::backend::Dispatch as FrRecurrent>::fr_lstm(
+        xw.into_dispatch(),
+        wh.into_dispatch(),
+        false,
+    );
+    Tensor::from_dispatch(hs)
+}
+
+/// Rows `rows` (`[b]`) of `src` (`[n, c, p]`), each with its pixel `q` taken from pixel
+/// `map[k mod m, q]` (`map` `[m, p]`, m = 1 or b) or `fill[channel]` where the map holds −1:
+/// one kernel (`ext_gpu_gather.rs`). On cubecl's runtimes only ([`on_cube`]).
+pub fn gather_rows(
+    src: Tensor<3>,
+    rows: Tensor<1, burn::tensor::Int>,
+    map: Tensor<2, burn::tensor::Int>,
+    fill: Tensor<1>,
+) -> Tensor<3> {
+    Tensor::from_dispatch(<burn::backend::Dispatch as FrGather>::fr_gather(
+        src.into_dispatch(),
+        rows.into_dispatch(),
+        map.into_dispatch(),
+        fill.into_dispatch(),
+    ))
 }
 
 /// `d.forward(x)`, on fedrun's kernel where it applies: the same probability and scaling, a

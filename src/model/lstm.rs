@@ -8,7 +8,7 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Int, Tensor};
 
-use crate::kernels::{Kernels, is_flex, lstm_layer, sigmoid, tanh};
+use crate::kernels::{Kernels, is_flex, lstm_layer, own_lstm, sigmoid, tanh};
 
 /// The largest batch that runs through fedrun's fused layer ([`lstm_layer`]). Its step gemms
 /// read the recurrent weight in place, which wins for the local steps' small batches (50 in
@@ -55,12 +55,12 @@ impl CharLstm {
     /// slices a whole `[batch, length, hidden]` tensor per character (burn's `Lstm::forward`
     /// does both, quadratic in the length).
     pub fn forward(&self, x: Tensor<2, Int>) -> Tensor<2> {
-        if self.kernels == Kernels::Fedrun && is_flex(&x.device()) && x.dims()[0] <= FUSED_MAX_BATCH
-        {
+        if own_lstm(&x.device(), x.dims()[0], FUSED_MAX_BATCH, self.kernels) {
             return self.forward_fused(x);
         }
-        // off flex (a GPU backend), each step's four gates as two products (`gates_layer`);
-        // `run.kernels = "burn"` keeps burn's gate by gate everywhere
+        // elsewhere (a backend without fedrun's layer, or flex's large batches), each step's
+        // four gates as two products (`gates_layer`) off flex; `run.kernels = "burn"` keeps
+        // burn's gate by gate everywhere
         let run = match self.kernels == Kernels::Fedrun && !is_flex(&x.device()) {
             true => gates_layer,
             false => layer,

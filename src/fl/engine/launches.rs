@@ -3,6 +3,8 @@
 //! lavapipe as on CUDA), so a machine without a GPU counts what a step launches on one. With
 //! burn's fusion the kernels are issued when its queue is flushed, so the count is read after
 //! the device is synchronised. Without a GPU backend compiled in there is nothing to count.
+//! `FEDRUN_LAUNCH_LOG=1` prints each counted kernel's name to stderr (`launch <name>`), for a
+//! per-kernel breakdown (`sort | uniq -c`).
 
 use burn::tensor::Device;
 
@@ -20,11 +22,14 @@ mod imp {
     use burn::cubecl::logging::{LaunchObservation, LaunchObserver};
     use burn::tensor::Device;
 
-    #[derive(Default)]
-    struct Count(AtomicU64);
+    /// The launches, and whether each kernel's name is printed (`FEDRUN_LAUNCH_LOG=1`).
+    struct Count(AtomicU64, bool);
 
     impl LaunchObserver for Count {
-        fn launched(&self, _kernel: &'static str) {
+        fn launched(&self, kernel: &'static str) {
+            if self.1 {
+                eprintln!("launch {kernel}");
+            }
             self.0.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -34,7 +39,8 @@ mod imp {
             return (f(), None);
         }
         let _ = device.sync();
-        let c = Arc::new(Count::default());
+        let log = std::env::var_os("FEDRUN_LAUNCH_LOG").is_some_and(|v| v == "1");
+        let c = Arc::new(Count(AtomicU64::new(0), log));
         let guard = LaunchObservation::new(c.clone());
         let r = f();
         let _ = device.sync();

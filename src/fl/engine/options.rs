@@ -115,8 +115,10 @@ pub fn precision(run: &RunSpec) -> Option<String> {
 }
 
 /// The device a backend name stands for, with autodiff (training) and without (evaluation),
-/// with `run.tf32` and `run.tf32_conv` in force on CUDA.
+/// with `run.tf32` and `run.tf32_conv` in force on CUDA and `run.device_data_mb` on the GPU
+/// backends.
 pub fn devices_for(run: &RunSpec) -> Result<(Device, Device)> {
+    crate::data::resident::set_budget_mb(run.device_data_mb);
     #[cfg(feature = "cuda")]
     super::gpu::set_tf32(run.tf32);
     #[cfg(any(feature = "wgpu", feature = "cuda"))]

@@ -9,7 +9,7 @@ use burn::tensor::module::embedding;
 use burn::tensor::{Int, Tensor};
 
 use super::parts::Cursor;
-use crate::kernels::{Kernels, is_flex, lstm_layer, sigmoid, tanh};
+use crate::kernels::{Kernels, is_flex, lstm_layer, lstm_layers, on_cube, sigmoid, tanh};
 use crate::model::lstm::{CharLstm, FUSED_MAX_BATCH};
 
 /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`.
@@ -75,6 +75,17 @@ fn layer(
     let wh = Tensor::cat(gates.iter().map(|g| g.1.clone()).collect(), 2);
     let bias = Tensor::cat(gates.iter().map(|g| g.2.clone()).collect(), 2);
     let hidden = wh.dims()[1];
+    if kern == Kernels::Fedrun && on_cube(&seq.device()) {
+        // a GPU backend: fedrun's layer over every copy at once, gates in its order i, f, g, o
+        let order = |w: &Tensor<3>| -> Tensor<3> {
+            let part = |i: usize| w.clone().narrow(2, i * hidden, hidden);
+            Tensor::cat(vec![part(0), part(1), part(3), part(2)], 2)
+        };
+        let xw = (seq.matmul(order(&wx)) + order(&bias)).reshape([k, b, len, 4 * hidden]);
+        let hs = lstm_layers(xw, order(&wh));
+        let h = hs.clone().narrow(2, len - 1, 1).reshape([k, b, hidden]);
+        return ((!last).then(|| hs.reshape([k, b * len, hidden])), h);
+    }
     let xw: Tensor<4> = (seq.matmul(wx) + bias).reshape([k, b, len, 4 * hidden]);
     let device = xw.device();
     let mut h: Tensor<3> = Tensor::zeros([k, b, hidden], &device);

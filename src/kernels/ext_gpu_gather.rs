@@ -1,0 +1,102 @@
+//! The batch gather of a resident split on the GPU backends, the `Cube` side of
+//! [`super::ext_gather::FrGather`]: one kernel, a thread per output value, that copies the
+//! source value (or the channel's fill): the same values as the host's gather, bit for bit.
+
+use burn::backend::{DType, Shape, TensorMetadata};
+use burn_cubecl::CubeBackend;
+use burn_cubecl::cubecl;
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
+use burn_cubecl::tensor::CubeTensor;
+use cubecl::prelude::*;
+use cubecl::{CubeDim, calculate_cube_count_elemwise};
+
+use super::ext_gather::FrGather;
+
+/// A thread per value of `out` (`[b, c, p]`).
+#[cube(launch)]
+fn gather_mapped<F: Float, I: Int>(
+    src: &Tensor<F>,
+    rows: &Tensor<I>,
+    map: &Tensor<I>,
+    fill: &Tensor<F>,
+    out: &mut Tensor<F>,
+    map_rows: usize,
+) {
+    let (b, c, p) = (out.shape(0), out.shape(1), out.shape(2));
+    if ABSOLUTE_POS >= b * c * p {
+        terminate!();
+    }
+    let q = ABSOLUTE_POS % p;
+    let ch = (ABSOLUTE_POS / p) % c;
+    let k = ABSOLUTE_POS / (p * c);
+    let at = map[(k % map_rows) * p + q];
+    let mut v = fill[ch];
+    if at >= I::new(0) {
+        let row = usize::cast_from(rows[k]);
+        v = src[(row * c + ch) * p + usize::cast_from(at)];
+    }
+    out[ABSOLUTE_POS] = v;
+}
+
+impl FrGather for CubeBackend {
+    fn fr_gather(
+        src: CubeTensor,
+        rows: CubeTensor,
+        map: CubeTensor,
+        fill: CubeTensor,
+    ) -> CubeTensor {
+        let [src, rows, map, fill] = [src, rows, map, fill].map(into_contiguous);
+        assert!(
+            src.dtype == DType::F32 && rows.dtype == map.dtype,
+            "fedrun's gather takes f32 values and one integer type for rows and map, not {:?}, {:?}, {:?}",
+            src.dtype,
+            rows.dtype,
+            map.dtype
+        );
+        let (b, s, m) = (rows.shape()[0], src.shape(), map.shape()[0]);
+        let shape = Shape::from(vec![b, s[1], s[2]]);
+        let out = empty_device_contiguous_dtype(
+            src.client.clone(),
+            src.device.clone(),
+            shape,
+            DType::F32,
+        );
+        let n = b * s[1] * s[2];
+        let dim = CubeDim::new(&src.client, n);
+        let count = calculate_cube_count_elemwise(&src.client, n, dim);
+        let args = (
+            src.clone().into_tensor_arg(),
+            rows.clone().into_tensor_arg(),
+            map.clone().into_tensor_arg(),
+            fill.into_tensor_arg(),
+            out.clone().into_tensor_arg(),
+        );
+        match rows.dtype {
+            DType::I32 => gather_mapped::launch::<f32, i32>(
+                &src.client,
+                count,
+                dim,
+                args.0,
+                args.1,
+                args.2,
+                args.3,
+                args.4,
+                m,
+            ),
+            DType::I64 => gather_mapped::launch::<f32, i64>(
+                &src.client,
+                count,
+                dim,
+                args.0,
+                args.1,
+                args.2,
+                args.3,
+                args.4,
+                m,
+            ),
+            d => panic!("fedrun's gather takes i32 or i64 indices, not {d:?}"),
+        }
+        out
+    }
+}

@@ -1,0 +1,39 @@
+//! What the models launch on a GPU backend, counted on lavapipe (`--features wgpu`): cubecl's
+//! launch observer sees every launch of the process, so this binary holds one test function
+//! (no other test launches meanwhile).
+#![cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+
+/// The kernels one forward and backward of the character LSTM launch on a GPU backend, counted
+/// on lavapipe: with fedrun's layer each further time step of each layer costs four (two each
+/// way), and the whole pass at least ten times fewer than burn's gate-by-gate ops
+/// (`run.kernels = "burn"`). A layer that fell back to burn's ops, or a step that launched a
+/// kernel per gate, fails it.
+#[test]
+fn the_gpu_lstm_launches_two_kernels_a_step_each_way() {
+    use burn::tensor::{Distribution, Tensor};
+    use fedrun::fl::engine::launches::count;
+    use fedrun::kernels::Kernels;
+    use fedrun::model::lstm::CharLstm;
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0;
+    let layers = 2;
+    let launches = |kernels, len: usize| {
+        let x = Tensor::<2>::random([4, len], Distribution::Uniform(0.0, 80.0), &dev).int();
+        let m = CharLstm::new(8, 16, layers, 80, kernels, &dev);
+        let (_, n) = count(&dev, || {
+            let y = m.forward(x.clone());
+            let _ = (y.clone() * y).sum().backward();
+        });
+        n.expect("wgpu counts its launches")
+    };
+    let (short, long) = (launches(Kernels::Fedrun, 20), launches(Kernels::Fedrun, 40));
+    let more = (20 * layers) as u64;
+    assert!(
+        long - short <= 4 * more,
+        "{} launches for {more} more layer steps",
+        long - short
+    );
+    let burns = launches(Kernels::Burn, 40);
+    assert!(10 * long <= burns, "{long} launches against burn's {burns}");
+}
