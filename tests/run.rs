@@ -1038,3 +1038,31 @@ fn check_probes_the_shakespeare_plays_where_the_run_reads_them() {
     assert!(good.status.success(), "{out}");
     assert!(out.contains("a folder of 3 plays"), "{out}");
 }
+
+/// `check` is the run's own gate: a model no machine holds is refused by `check` as by the run,
+/// naming the model's keys, and a spec that fits gets its memory estimate printed.
+#[test]
+fn check_refuses_what_the_run_refuses_and_prints_the_memory_estimate() {
+    let o = bin()
+        .args([
+            "check",
+            "--no-data",
+            "--set",
+            "model.d_model=65536",
+            "--set",
+            "model.d_ff=262144",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("model.d_model") && err.contains("TB"), "{err}");
+    let ok = bin().args(["check", "--no-data"]).output().unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let out = String::from_utf8_lossy(&ok.stdout);
+    assert!(out.contains("# memory: about "), "{out}");
+}

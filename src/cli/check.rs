@@ -26,7 +26,12 @@ pub struct CheckArgs {
 
 pub fn check(a: &CheckArgs) -> Result<()> {
     let mut spec = a.spec.load()?;
-    crate::fl::engine::resources::check_work(&spec, None)?;
+    // the run's own gates: work that can finish, sizes this machine can hold
+    use crate::fl::engine::resources::{available_memory, check_spec, check_work, memory};
+    check_work(&spec, None)?;
+    if let Some(budget) = available_memory() {
+        check_spec(&spec, budget)?;
+    }
     let reads = tables_of(&spec.fl.algorithm);
     for t in tables() {
         if !reads.contains(&t.name()) {
@@ -45,6 +50,8 @@ pub fn check(a: &CheckArgs) -> Result<()> {
     if spec.run.cohort > 1 {
         println!("# {}", cohort_line(&spec));
     }
+    let on_gpu = spec.run.backend != crate::config::Backend::Flex;
+    println!("# {}", memory(&spec).line(on_gpu));
     if let Some(p) = crate::fl::engine::precision(&spec.run) {
         println!("# precision: {p}");
     }
@@ -57,6 +64,9 @@ pub fn check(a: &CheckArgs) -> Result<()> {
             println!("# data: {found}");
             if a.time {
                 let data = crate::data::load(&spec, a.data_dir.as_deref())?;
+                if let Some(budget) = available_memory() {
+                    crate::fl::engine::resources::check_batches(&spec, &data, budget)?;
+                }
                 println!("# {}", super::estimate::estimate(&spec, data)?);
             }
             Ok(())

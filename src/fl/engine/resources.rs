@@ -70,9 +70,82 @@ fn data_bytes(spec: &Spec, features: u128) -> u128 {
     samples * (features * 4 + 1 + 8)
 }
 
+/// The clients trained at once, whose model copies and activations exist together: a cohort's
+/// clients (`run.cohort`), else the client workers; with the key that sets it.
+fn at_once(spec: &Spec) -> (u128, String) {
+    match spec.run.cohort > 1 {
+        true => (
+            spec.run.cohort as u128,
+            format!("key `run.cohort` = {}", spec.run.cohort),
+        ),
+        false => (
+            spec.run.client_workers.max(1) as u128,
+            format!("key `run.client_workers` = {}", spec.run.client_workers),
+        ),
+    }
+}
+
+/// What a run holds in memory at most, in bytes, as the run's checks count it (before its data
+/// is loaded: a training batch of `local.batch_size`, an evaluation batch of
+/// `fl.eval_batch_size`, each at most what the data allows once loaded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Memory {
+    /// The data the spec generates (the synthetic set; a real set is the size of its files).
+    pub data: u128,
+    /// The model, its gradients and optimiser vectors, a copy set per client trained at once.
+    pub model: u128,
+    /// A training step's activations, for every client trained at once.
+    pub train: u128,
+    /// An evaluation batch's activations.
+    pub eval: u128,
+}
+
+impl Memory {
+    /// The peak: the data and the model with a training step's or an evaluation's activations.
+    pub fn peak(&self) -> u128 {
+        self.data + self.model + self.train.max(self.eval)
+    }
+
+    /// A line for `fedrun check`.
+    pub fn line(&self, device: bool) -> String {
+        let place = match device {
+            true => "on the GPU (and the host)",
+            false => "on the host",
+        };
+        format!(
+            "memory: about {} {place} at its peak: the model with its copies {}, a training step's activations {}, an evaluation batch's {}, generated data {}",
+            human(self.peak()),
+            human(self.model),
+            human(self.train),
+            human(self.eval),
+            human(self.data)
+        )
+    }
+}
+
+/// The model's bytes with `copies` clients' copies (each its parameters, gradient and optimiser
+/// vectors), and the run's own (the global model, the evaluation model, the frozen models, the
+/// flat vectors).
+fn model_bytes(params: u128, copies: u128) -> u128 {
+    params * 4 * (6 * copies + 10)
+}
+
+/// [`Memory`] of `spec` before its data is loaded: a pure function of the spec.
+pub fn memory(spec: &Spec) -> Memory {
+    let (features, classes) = input_of(&spec.data);
+    let size = estimate(&spec.model, features, classes);
+    let (copies, _) = at_once(spec);
+    Memory {
+        data: data_bytes(spec, features),
+        model: model_bytes(size.params, copies),
+        train: spec.local.batch_size as u128 * size.activations * 4 * copies,
+        eval: spec.fl.eval_batch_size as u128 * size.activations * 4,
+    }
+}
+
 /// Check the sizes a spec implies before its data and model exist: the generated data, and
-/// the model with its copies (one per client worker, the evaluation model, the frozen models,
-/// the flat vectors).
+/// the model with its copies (one per client trained at once, the evaluation model, the frozen
+/// models, the flat vectors). `fedrun check` runs it as the run does.
 pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
     let (features, classes) = input_of(&spec.data);
     let data = data_bytes(spec, features);
@@ -82,42 +155,40 @@ pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
     );
     fits(data, budget, &keys, "the generated data")?;
     let size = estimate(&spec.model, features, classes);
-    let workers = spec.run.client_workers.max(1) as u128;
-    // the model with one worker's copies first: a model too large is the model's keys' fault,
-    // and only then the extra workers' copies are `run.client_workers`'
+    // the model with one client's copies first: a model too large is the model's keys' fault,
+    // and only then the other clients' copies are `run.client_workers`' or `run.cohort`'s
     let keys = size_keys(&spec.model);
     let what = format!(
         "a model of about {} parameters, with its copies,",
         size.params
     );
     fits(data + size.params * 4 * 16, budget, &keys, &what)?;
-    let model = size.params * 4 * (6 * workers + 10);
-    if spec.run.client_workers > 1 {
-        let keys = format!("key `run.client_workers` = {}", spec.run.client_workers);
-        fits(
-            data + model,
-            budget,
-            &keys,
-            "a model copy per client worker",
-        )?;
+    let (copies, key) = at_once(spec);
+    if copies > 1 {
+        let what = "a model copy per client trained at once";
+        fits(data + model_bytes(size.params, copies), budget, &key, what)?;
     }
     Ok(())
 }
 
 /// Check a batch's activations once the data is loaded, with the batches as they will be: a
-/// training batch at most a client's data, an evaluation batch at most the test split.
+/// training batch at most a client's data (for every client trained at once), an evaluation
+/// batch at most the test split.
 pub fn check_batches(spec: &Spec, data: &FedData, budget: u64) -> Result<()> {
     let (features, classes) = input_of(&spec.data);
     let size = estimate(&spec.model, features, classes);
     let largest = data.clients.iter().map(Vec::len).max().unwrap_or(0);
     let train = spec.local.batch_size.min(largest) as u128;
     let eval = spec.fl.eval_batch_size.min(data.test.len()) as u128;
-    let workers = spec.run.client_workers.max(1) as u128;
-    let model = size.params * 4 * (6 * workers + 10);
+    let (copies, at_once_key) = at_once(spec);
+    let model = model_bytes(size.params, copies);
     let keys = |key: &str, v: usize| format!("key `{key}` = {v} ({})", size_keys(&spec.model));
     let what = "a batch's activations, with the model";
-    let train_acts = train * size.activations * 4 * workers;
-    let key = keys("local.batch_size", spec.local.batch_size);
+    let train_acts = train * size.activations * 4 * copies;
+    let mut key = keys("local.batch_size", spec.local.batch_size);
+    if copies > 1 {
+        key = format!("{key}, with {at_once_key}");
+    }
     fits(model + train_acts, budget, &key, what)?;
     let eval_acts = eval * size.activations * 4;
     let key = keys("fl.eval_batch_size", spec.fl.eval_batch_size);
@@ -135,8 +206,7 @@ pub fn check_state(
     budget: u64,
 ) -> Result<()> {
     // the state comes on top of the model and its copies (as `check_spec` counts them)
-    let workers = spec.run.client_workers.max(1) as u128;
-    let model = dim as u128 * 4 * (6 * workers + 10);
+    let model = model_bytes(dim as u128, at_once(spec).0);
     let bytes = clients as u128 * vectors as u128 * dim as u128 * 4;
     let cap = (spec.run.client_state_mb * 1e6) as u128;
     if cap > 0 {
@@ -189,4 +259,32 @@ pub fn check_work(spec: &Spec, data: Option<&FedData>) -> Result<()> {
         "`fl.rounds` = {} × `fl.clients_per_round` = {} × {per_client} is {:.1e} local steps in all; fedrun refuses over {:.0e} (20,000 times the largest paper setting, years of work at any speed): lower one of these keys",
         fl.rounds, fl.clients_per_round, total as f64, MAX_LOCAL_STEPS as f64
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(sets: &[&str]) -> Spec {
+        let text = "[data]\ndataset = \"synthetic\"\nnum_clients = 10\n[model]\nkind = \"mlp\"\nmlp_hidden = 200\n[fl]\nclients_per_round = 10\n[local]\nbatch_size = 50\n";
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        crate::schema::parse(text, "t", &sets).unwrap()
+    }
+
+    /// A cohort of K holds K clients' copies and activations, as K client workers do: the
+    /// estimate scales with it and the size check refuses a cohort that does not fit, naming
+    /// `run.cohort`, where one client at a time fits.
+    #[test]
+    fn a_cohort_counts_its_clients_copies_and_activations() {
+        let (one, ten) = (memory(&spec(&[])), memory(&spec(&["run.cohort=10"])));
+        let params = one.model / (4 * 16);
+        assert_eq!(ten.model, params * 4 * (6 * 10 + 10));
+        assert_eq!(ten.train, 10 * one.train);
+        assert_eq!(ten.eval, one.eval);
+        assert!(ten.peak() > one.peak());
+        let budget = (one.peak() * 2) as u64;
+        assert!(check_spec(&spec(&[]), budget).is_ok());
+        let e = check_spec(&spec(&["run.cohort=10"]), budget).unwrap_err();
+        assert!(e.to_string().contains("run.cohort"), "{e}");
+    }
 }
