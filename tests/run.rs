@@ -1066,3 +1066,54 @@ fn check_refuses_what_the_run_refuses_and_prints_the_memory_estimate() {
     let out = String::from_utf8_lossy(&ok.stdout);
     assert!(out.contains("# memory: about "), "{out}");
 }
+
+/// Each run writes TensorBoard's event file beside `rounds.csv`: every column of every row as a
+/// scalar at its round, the records' CRCs whole (read back here without TensorBoard); a resumed
+/// run adds a file of its own.
+#[test]
+fn a_run_writes_tensorboard_scalars_of_every_rounds_csv_column() {
+    let d = TempDir::new("tensorboard");
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &["fl.rounds=3".into()]).unwrap();
+    let opts = RunOptions {
+        out: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    assert_eq!(run(&spec, &opts).unwrap().status, Status::Complete);
+    let dir = d.path().join("t");
+    let events: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            name.starts_with(fedrun::metrics::tensorboard::PREFIX)
+        })
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let scalars = fedrun::metrics::tensorboard::read_scalars(&events[0]).unwrap();
+    let (header, rows) = fedrun::metrics::csv::read(&dir.join("rounds.csv")).unwrap();
+    assert_eq!(rows.len(), 3);
+    let mut seen = 0;
+    for row in &rows {
+        let step: u64 = row[0].parse().unwrap();
+        for (tag, cell) in header.iter().zip(row).skip(1) {
+            let Ok(v) = cell.parse::<f64>() else {
+                assert!(cell.is_empty(), "{tag}: {cell}");
+                continue;
+            };
+            let found = scalars
+                .iter()
+                .find(|(s, t, _)| *s == step && t == tag)
+                .unwrap_or_else(|| panic!("no scalar {tag} at round {step}"));
+            assert_eq!(found.2, v as f32, "{tag} at round {step}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, scalars.len(), "no scalar beyond the CSV's");
+    // a damaged byte is caught
+    let mut raw = std::fs::read(&events[0]).unwrap();
+    let n = raw.len();
+    raw[n - 7] ^= 1;
+    std::fs::write(&events[0], raw).unwrap();
+    assert!(fedrun::metrics::tensorboard::read_scalars(&events[0]).is_err());
+}

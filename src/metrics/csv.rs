@@ -1,6 +1,7 @@
 //! `rounds.csv`: one row per evaluated round, appended and flushed row by row (the `csv`
 //! crate writes and reads it; the numbers are formatted here, so equal runs give equal bytes).
 
+use super::tensorboard::Events;
 use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -61,10 +62,17 @@ impl Row {
     }
 }
 
-/// `rounds.csv` through the `csv` crate's writer, flushed after every row.
+/// `rounds.csv` through the `csv` crate's writer, flushed after every row, each row also
+/// written to the folder's TensorBoard event file of this invocation (`tensorboard.rs`).
 pub struct CsvWriter {
     w: csv::Writer<File>,
     path: PathBuf,
+    events: Events,
+}
+
+/// The TensorBoard event file beside `path`.
+fn events_beside(path: &Path) -> Result<Events> {
+    Events::create(path.parent().unwrap_or(Path::new(".")))
 }
 
 impl CsvWriter {
@@ -79,6 +87,7 @@ impl CsvWriter {
         let mut w = CsvWriter {
             w: csv::Writer::from_writer(file),
             path: path.to_path_buf(),
+            events: events_beside(path)?,
         };
         w.w.write_record(HEADER.split(','))
             .and_then(|_| w.w.flush().map_err(csv::Error::from))
@@ -104,6 +113,7 @@ impl CsvWriter {
                 .has_headers(false)
                 .from_writer(file),
             path: path.to_path_buf(),
+            events: events_beside(path)?,
         })
     }
 
@@ -112,7 +122,8 @@ impl CsvWriter {
         self.w
             .write_record(line.split(','))
             .and_then(|_| self.w.flush().map_err(csv::Error::from))
-            .map_err(|e| self.io(e))
+            .map_err(|e| self.io(e))?;
+        self.events.write(row)
     }
 
     /// fsync and return the file length (for checkpoints).

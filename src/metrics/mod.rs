@@ -5,3 +5,4 @@ pub mod csv;
 pub mod eval;
 pub mod provenance;
 pub mod summary;
+pub mod tensorboard;
