@@ -37,6 +37,35 @@ pub struct Row {
 }
 
 impl Row {
+    /// The row's columns as (tag, value), `round` left out (it is the step) and an empty optional
+    /// column too (TensorBoard's scalars, `tensorboard.rs`).
+    pub fn scalars(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("test_acc", self.test_acc),
+            ("test_loss", self.test_loss),
+            ("train_loss", self.train_loss),
+            ("lr", self.lr),
+            ("clipped_steps", self.clipped_steps as f64),
+            ("mean_clip_norm", self.mean_clip_norm),
+            ("update_norm", self.update_norm),
+            ("server_lr", self.server_lr),
+        ];
+        v.extend(self.server_state_norm.map(|x| ("server_state_norm", x)));
+        v.extend(self.vhat_at_floor.map(|x| ("vhat_at_floor", x)));
+        v.extend([
+            ("down_bytes", self.down_bytes as f64),
+            ("up_bytes", self.up_bytes as f64),
+            // as rounds.csv holds it, to the millisecond
+            (
+                "elapsed_s",
+                format!("{:.3}", self.elapsed_s)
+                    .parse()
+                    .unwrap_or(self.elapsed_s),
+            ),
+        ]);
+        v
+    }
+
     pub fn line(&self) -> String {
         format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}",
@@ -123,7 +152,7 @@ impl CsvWriter {
             .write_record(line.split(','))
             .and_then(|_| self.w.flush().map_err(csv::Error::from))
             .map_err(|e| self.io(e))?;
-        self.events.write(row)
+        self.events.write(row.round as u64, &row.scalars())
     }
 
     /// fsync and return the file length (for checkpoints).

@@ -12,7 +12,6 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::csv::Row;
 use crate::error::{Error, Result};
 
 /// The file-name prefix TensorBoard looks for.
@@ -47,10 +46,10 @@ impl Events {
         Ok(ev)
     }
 
-    /// Every column of `row` (but the round, its step) as a scalar at step `row.round`.
-    pub fn write(&mut self, row: &Row) -> Result<()> {
+    /// `scalars` (tag, value) at `step`.
+    pub fn write(&mut self, step: u64, scalars: &[(&str, f64)]) -> Result<()> {
         let mut summary = Vec::new();
-        for (tag, v) in scalars(row) {
+        for &(tag, v) in scalars {
             let mut value = Vec::new();
             bytes(&mut value, 1, tag.as_bytes());
             value.push(2 << 3 | 5);
@@ -60,7 +59,7 @@ impl Events {
         let mut e = Vec::new();
         double(&mut e, 1, wall_time());
         e.push(2 << 3);
-        varint(&mut e, row.round as u64);
+        varint(&mut e, step);
         bytes(&mut e, 5, &summary);
         self.record(&e)
     }
@@ -77,35 +76,6 @@ impl Events {
             .and_then(|_| self.file.flush())
             .map_err(|e| Error::io(format!("cannot write {}", self.path.display()), e))
     }
-}
-
-/// The row's columns as (tag, value), `round` left out (it is the step) and an empty optional
-/// column too.
-fn scalars(row: &Row) -> Vec<(&'static str, f64)> {
-    let mut v = vec![
-        ("test_acc", row.test_acc),
-        ("test_loss", row.test_loss),
-        ("train_loss", row.train_loss),
-        ("lr", row.lr),
-        ("clipped_steps", row.clipped_steps as f64),
-        ("mean_clip_norm", row.mean_clip_norm),
-        ("update_norm", row.update_norm),
-        ("server_lr", row.server_lr),
-    ];
-    v.extend(row.server_state_norm.map(|x| ("server_state_norm", x)));
-    v.extend(row.vhat_at_floor.map(|x| ("vhat_at_floor", x)));
-    v.extend([
-        ("down_bytes", row.down_bytes as f64),
-        ("up_bytes", row.up_bytes as f64),
-        // as rounds.csv holds it, to the millisecond
-        (
-            "elapsed_s",
-            format!("{:.3}", row.elapsed_s)
-                .parse()
-                .unwrap_or(row.elapsed_s),
-        ),
-    ]);
-    v
 }
 
 fn wall_time() -> f64 {
