@@ -826,3 +826,74 @@ fn a_sweep_marks_a_diverged_point_as_diverged() {
     assert!(stdout.contains("diverged: non-finite"), "{stdout}");
     assert!(!stdout.contains("failed"), "{stdout}");
 }
+
+/// `plot`'s own options: legend labels in the lines' order (a count that does not match is an
+/// error naming the lines), axis limits, bands left out, and a default title that says what the
+/// bands are (and says nothing of bands when there are none).
+#[test]
+fn plot_takes_labels_limits_and_bands_and_says_what_a_band_is() {
+    let d = TempDir::new("plot-options");
+    let r = d.path().join("r");
+    for (name, sets, accs) in [
+        ("a0", ["run.seed=0", "local.nar=false"], [10.0, 20.0, 30.0]),
+        ("a1", ["run.seed=1", "local.nar=false"], [12.0, 22.0, 28.0]),
+        ("b0", ["run.seed=0", "local.nar=true"], [11.0, 25.0, 33.0]),
+        ("b1", ["run.seed=1", "local.nar=true"], [13.0, 21.0, 35.0]),
+    ] {
+        fake_run(&r.join(name), &sets, &accs);
+    }
+    let svg = |name: &str, extra: &[&str]| {
+        let out = d.path().join(name);
+        let o = Command::new(BIN)
+            .arg("plot")
+            .arg(&r)
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        (
+            o.status.success(),
+            std::fs::read_to_string(&out).unwrap_or(err),
+        )
+    };
+    let (ok, plain) = svg("plain.svg", &[]);
+    assert!(ok, "{plain}");
+    assert!(
+        plain.contains("bands: ±1 sd over seeds"),
+        "the title says what a band is"
+    );
+    let (ok, dressed) = svg(
+        "dressed.svg",
+        &[
+            "--labels",
+            "FedAvg,FedAvg + NAR",
+            "--ylim",
+            "0,100",
+            "--no-bands",
+        ],
+    );
+    assert!(ok, "{dressed}");
+    assert!(dressed.contains("FedAvg + NAR") && !dressed.contains("nar=true"));
+    assert!(!dressed.contains("bands:"), "no bands, no word of them");
+    let texts: Vec<&str> = dressed
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| t.split('>').nth(1)?.split('<').next())
+        .map(str::trim)
+        .collect();
+    assert!(
+        texts.contains(&"100") && texts.contains(&"0"),
+        "the y limits' ticks: {texts:?}"
+    );
+    let fills = |t: &str| t.matches("<polygon").count();
+    assert!(fills(&dressed) < fills(&plain), "the bands' fills are gone");
+    let (ok, err) = svg("bad.svg", &["--labels", "one"]);
+    assert!(
+        !ok && err.contains("--labels") && err.contains("2 line(s)"),
+        "{err}"
+    );
+    let (ok, err) = svg("bad2.svg", &["--ylim", "5,1"]);
+    assert!(!ok && err.contains("LO must be below HI"), "{err}");
+}

@@ -27,6 +27,13 @@ pub struct PlotOptions {
     pub title: Option<String>,
     /// The legend's corner.
     pub legend: Corner,
+    /// The legend's labels, one per line in the order drawn (empty: made from the keys).
+    pub labels: Vec<String>,
+    /// The x and y axes' ranges (None: what holds every point).
+    pub xlim: Option<(f64, f64)>,
+    pub ylim: Option<(f64, f64)>,
+    /// Draw each line's ±sd band (or bar) over the seeds.
+    pub bands: bool,
 }
 
 /// A corner of the plot, for the legend (`--legend`).
@@ -188,6 +195,9 @@ struct Frame<'a> {
     /// The swept values on a log axis, as the specs write them: the ticks and their labels.
     log_ticks: &'a [(f64, String)],
     corner: SeriesLabelPosition,
+    /// Fixed axis ranges (x in data units).
+    xlim: Option<(f64, f64)>,
+    ylim: Option<(f64, f64)>,
 }
 
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticked, Ticked>>;
@@ -445,6 +455,8 @@ where
     let fx = |x: f64| if logx { x.log10() } else { x };
     let ((x0, x1), (y0, y1), xs) =
         bounds(lines, fx).ok_or_else(|| "nothing to plot: no finite values".to_string())?;
+    let (x0, x1) = f.xlim.map_or((x0, x1), |(a, b)| (fx(a), fx(b)));
+    let (y0, y1) = f.ylim.unwrap_or((y0, y1));
     let (yaxis, ydecimals, yarea) = y_axis(y0, y1);
     let xaxis = x_axis((x0, x1), xs, f);
     let mut chart = ChartBuilder::on(&root)
@@ -531,6 +543,39 @@ impl Figure for Curves<'_> {
     }
 }
 
+/// `o`'s legend labels and bands applied to `lines`: a label per line, or an error that names
+/// the lines' own labels.
+fn dress(lines: &mut [Line], o: &PlotOptions) -> Result<()> {
+    if !o.labels.is_empty() {
+        if o.labels.len() != lines.len() {
+            let own: Vec<&str> = lines.iter().map(|l| l.label.as_str()).collect();
+            return Err(Error::Config(format!(
+                "plot --labels: {} label(s) for {} line(s); the lines, in order: {}",
+                o.labels.len(),
+                lines.len(),
+                own.join("; ")
+            )));
+        }
+        for (l, label) in lines.iter_mut().zip(&o.labels) {
+            l.label = label.clone();
+        }
+    }
+    if !o.bands {
+        lines.iter_mut().for_each(|l| l.sd.fill(0.0));
+    }
+    Ok(())
+}
+
+/// What the figure's bands (or bars) are, for its title: None where there are none.
+fn bands_caption(lines: &[Line], x: bool) -> Option<&'static str> {
+    let any = lines.iter().any(|l| l.sd.iter().any(|&s| s > 0.0));
+    match (any, x) {
+        (false, _) => None,
+        (true, false) => Some("bands: ±1 sd over seeds"),
+        (true, true) => Some("bars: ±1 sd over seeds"),
+    }
+}
+
 /// Plot `runs` into `out` (`.png`, `.svg` or `.pdf`).
 pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
     let groups = group(runs);
@@ -553,13 +598,21 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
             )
         }
     };
+    let mut lines = lines;
+    dress(&mut lines, o)?;
     let ylabel = match o.x {
         Some(_) => format!("final {metric}"),
         None => metric.clone(),
     };
-    let title = o.title.clone().unwrap_or_else(|| match o.x {
-        Some(_) => format!("final {metric} against {xlabel}"),
-        None => format!("{metric} per round"),
+    let title = o.title.clone().unwrap_or_else(|| {
+        let what = match o.x {
+            Some(_) => format!("final {metric} against {xlabel}"),
+            None => format!("{metric} per round"),
+        };
+        match bands_caption(&lines, o.x.is_some()) {
+            Some(b) => format!("{what} ({b})"),
+            None => what,
+        }
     });
     let corner = match o.legend {
         Corner::LowerRight => SeriesLabelPosition::LowerRight,
@@ -575,6 +628,8 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
         categories: categories.as_deref(),
         log_ticks: &log_ticks,
         corner,
+        xlim: o.xlim,
+        ylim: o.ylim,
     };
     let fig = Curves {
         lines: &lines,

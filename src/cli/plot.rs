@@ -33,6 +33,39 @@ pub struct PlotArgs {
     /// Corner of the legend, where it hides no data.
     #[arg(long, value_enum, default_value_t = Corner::LowerRight)]
     pub legend: Corner,
+    /// The legend's labels, one per line in the order drawn, comma-separated (default: the
+    /// keys that differ, `lr=0.5 (n=2)`).
+    #[arg(long, value_delimiter = ',')]
+    pub labels: Vec<String>,
+    /// The x axis's range, LO,HI (rounds, or the key's values).
+    #[arg(long, value_parser = range_arg, allow_hyphen_values = true)]
+    pub xlim: Option<(f64, f64)>,
+    /// The y axis's range, LO,HI.
+    #[arg(long, value_parser = range_arg, allow_hyphen_values = true)]
+    pub ylim: Option<(f64, f64)>,
+    /// Leave out the ±sd bands (curves) and bars (against a key) over the seeds; with them, the
+    /// default title says what they are.
+    #[arg(long)]
+    pub no_bands: bool,
+}
+
+/// `LO,HI`: two finite numbers, LO below HI.
+fn range_arg(s: &str) -> std::result::Result<(f64, f64), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("`{s}`: give LO,HI"))?;
+    let num = |v: &str| {
+        v.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| format!("`{v}` is not a finite number"))
+    };
+    let (lo, hi) = (num(a)?, num(b)?);
+    if lo >= hi {
+        return Err(format!("`{s}`: LO must be below HI"));
+    }
+    Ok((lo, hi))
 }
 
 pub fn plot(a: &PlotArgs) -> Result<()> {
@@ -44,6 +77,10 @@ pub fn plot(a: &PlotArgs) -> Result<()> {
         height: a.height,
         title: a.title.clone(),
         legend: a.legend,
+        labels: a.labels.clone(),
+        xlim: a.xlim,
+        ylim: a.ylim,
+        bands: !a.no_bands,
     };
     draw(runs, &a.output, &o)?;
     println!("wrote {}", a.output.display());

@@ -82,6 +82,10 @@ fn draw_quickstart(dir: &Path) {
         height: 500,
         title: Some("quickstart: test accuracy per round".into()),
         legend: Corner::LowerRight,
+        labels: Vec::new(),
+        xlim: None,
+        ylim: None,
+        bands: true,
     };
     match Run::load(dir).and_then(|r| plot(vec![r], &png, &o)) {
         Ok(()) => println!("accuracy curve: {}", png.display()),
