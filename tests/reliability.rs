@@ -615,3 +615,26 @@ fn the_slurm_script_passes_the_signal_to_its_run() {
     let s = Summary::read(&out.join("t")).unwrap();
     assert_eq!(s.status, Status::Interrupted, "{s:?}");
 }
+
+/// A cohort of K holds K clients' copies and activations, as K client workers do: the memory
+/// estimate scales with it and the size check refuses a cohort that does not fit, naming
+/// `run.cohort`, where one client at a time fits.
+#[test]
+fn a_cohort_counts_its_clients_copies_and_activations() {
+    use fedrun::fl::engine::resources::{check_spec, memory};
+    let spec = |sets: &[&str]| {
+        let text = "[data]\ndataset = \"synthetic\"\nnum_clients = 10\n[model]\nkind = \"mlp\"\nmlp_hidden = 200\n[fl]\nclients_per_round = 10\n[local]\nbatch_size = 50\n";
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        fedrun::schema::parse(text, "t", &sets).unwrap()
+    };
+    let (one, ten) = (memory(&spec(&[])), memory(&spec(&["run.cohort=10"])));
+    let params = one.model / (4 * 16);
+    assert_eq!(ten.model, params * 4 * (6 * 10 + 10));
+    assert_eq!(ten.train, 10 * one.train);
+    assert_eq!(ten.eval, one.eval);
+    assert!(ten.peak() > one.peak());
+    let budget = (one.peak() * 2) as u64;
+    assert!(check_spec(&spec(&[]), budget).is_ok());
+    let e = check_spec(&spec(&["run.cohort=10"]), budget).unwrap_err();
+    assert!(e.to_string().contains("run.cohort"), "{e}");
+}

@@ -260,31 +260,3 @@ pub fn check_work(spec: &Spec, data: Option<&FedData>) -> Result<()> {
         fl.rounds, fl.clients_per_round, total as f64, MAX_LOCAL_STEPS as f64
     )))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(sets: &[&str]) -> Spec {
-        let text = "[data]\ndataset = \"synthetic\"\nnum_clients = 10\n[model]\nkind = \"mlp\"\nmlp_hidden = 200\n[fl]\nclients_per_round = 10\n[local]\nbatch_size = 50\n";
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        crate::schema::parse(text, "t", &sets).unwrap()
-    }
-
-    /// A cohort of K holds K clients' copies and activations, as K client workers do: the
-    /// estimate scales with it and the size check refuses a cohort that does not fit, naming
-    /// `run.cohort`, where one client at a time fits.
-    #[test]
-    fn a_cohort_counts_its_clients_copies_and_activations() {
-        let (one, ten) = (memory(&spec(&[])), memory(&spec(&["run.cohort=10"])));
-        let params = one.model / (4 * 16);
-        assert_eq!(ten.model, params * 4 * (6 * 10 + 10));
-        assert_eq!(ten.train, 10 * one.train);
-        assert_eq!(ten.eval, one.eval);
-        assert!(ten.peak() > one.peak());
-        let budget = (one.peak() * 2) as u64;
-        assert!(check_spec(&spec(&[]), budget).is_ok());
-        let e = check_spec(&spec(&["run.cohort=10"]), budget).unwrap_err();
-        assert!(e.to_string().contains("run.cohort"), "{e}");
-    }
-}
