@@ -12,7 +12,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::augment::{CropFlip, PAD};
 use super::fed::{Augment, Features, Input, Split};
-use super::resident::{Held, OnDevice, reserve};
+use super::resident::{Constants, Held, OnDevice, reserve};
 use super::rotate_crop_flip::RotateCropFlip;
 use crate::rng::Rng;
 
@@ -38,9 +38,15 @@ pub fn batch(
     let x = match (&on.x, split.x.image_shape()) {
         (Held::Tokens(t), _) => Input::Tokens(up(t.clone().select(0, rows), lift)),
         (Held::Images(src), Some((c, h, w))) => {
-            let (map, m) = maps(aug, rng, b, h, w);
-            let map = Tensor::<2, Int>::from_data(TensorData::new(map, [m, h * w]), &on.device);
-            let fill = Tensor::<1>::from_data(TensorData::new(fill(split, aug), [c]), &on.device);
+            let k = on.constants.as_ref()?;
+            let map = match maps(aug, rng, b, h, w) {
+                Some((map, m)) => Tensor::from_data(TensorData::new(map, [m, h * w]), &on.device),
+                None => k.identity.clone(),
+            };
+            let fill = match aug {
+                Augment::Fedacg => k.black.clone(),
+                _ => k.zero.clone(),
+            };
             let out = crate::kernels::gather_rows(src.clone(), rows, map, fill);
             Input::Images(up(out.reshape([b, c, h, w]), lift))
         }
@@ -98,11 +104,20 @@ fn upload(split: &Split, device: &Device) -> Option<OnDevice> {
             Held::Tokens(Tensor::from_data(TensorData::new(t, [n, *len]), device))
         }
     };
+    let constants = split.x.image_shape().map(|(c, h, w)| Constants {
+        identity: Tensor::from_data(
+            TensorData::new((0..(h * w) as i64).collect(), [1, h * w]),
+            device,
+        ),
+        zero: Tensor::from_data(TensorData::new(vec![0.0f32; c], [c]), device),
+        black: Tensor::from_data(TensorData::new(black(split), [c]), device),
+    });
     Some(OnDevice {
         device: device.clone(),
         x,
         y,
         bytes,
+        constants,
     })
 }
 
@@ -118,15 +133,22 @@ fn normalised(data: &[u8], mean: &[f32], std: &[f32], plane: usize) -> Vec<f32> 
         .collect()
 }
 
-/// The pixel maps of a batch of `b` (one for all, or one per row) and how many: each output
-/// pixel's source pixel, −1 for the fill; drawn from `rng` as the host gather draws.
-fn maps(aug: Augment, rng: Option<&mut Rng>, b: usize, h: usize, w: usize) -> (Vec<i64>, usize) {
+/// The pixel maps of an augmented batch of `b` (one for all, or one per row) and how many: each
+/// output pixel's source pixel, −1 for the fill; drawn from `rng` as the host gather draws.
+/// None without augmentation (the resident identity map).
+fn maps(
+    aug: Augment,
+    rng: Option<&mut Rng>,
+    b: usize,
+    h: usize,
+    w: usize,
+) -> Option<(Vec<i64>, usize)> {
     match (aug, rng) {
-        (Augment::None, _) | (_, None) => ((0..(h * w) as i64).collect(), 1),
-        (Augment::Batch, Some(rng)) => (crop_map(&CropFlip::draw(rng), h, w), 1),
+        (Augment::None, _) | (_, None) => None,
+        (Augment::Batch, Some(rng)) => Some((crop_map(&CropFlip::draw(rng), h, w), 1)),
         (Augment::Sample, Some(rng)) => {
             let all = (0..b).flat_map(|_| crop_map(&CropFlip::draw(rng), h, w));
-            (all.collect(), b)
+            Some((all.collect(), b))
         }
         (Augment::Fedacg, Some(rng)) => {
             let mut all = Vec::with_capacity(b * h * w);
@@ -134,7 +156,7 @@ fn maps(aug: Augment, rng: Option<&mut Rng>, b: usize, h: usize, w: usize) -> (V
                 let t = RotateCropFlip::draw(rng);
                 all.extend(t.sources(h, w).iter().map(|s| s.map_or(-1, |k| k as i64)));
             }
-            (all, b)
+            Some((all, b))
         }
     }
 }
@@ -159,15 +181,15 @@ fn crop_map(t: &CropFlip, h: usize, w: usize) -> Vec<i64> {
     map
 }
 
-/// Each channel's fill where the map holds −1: 0 in normalised space (the crop's padding), but
-/// black in pixel space for FedACG's transform of bytes, as the host's.
-fn fill(split: &Split, aug: Augment) -> Vec<f32> {
-    match (&split.x, aug) {
-        (Features::Pixels { mean, std, .. }, Augment::Fedacg) => mean
+/// Each channel's fill for FedACG's transform: black in pixel space for bytes, as the host's
+/// (0 for floats, and for the crop's padding in every case).
+fn black(split: &Split) -> Vec<f32> {
+    match &split.x {
+        Features::Pixels { mean, std, .. } => mean
             .iter()
             .zip(std)
             .map(|(&m, &sd)| (0u8 as f32 / 255.0 - m) / sd)
             .collect(),
-        (x, _) => vec![0.0; x.image_shape().map_or(1, |s| s.0)],
+        x => vec![0.0; x.image_shape().map_or(1, |s| s.0)],
     }
 }

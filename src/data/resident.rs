@@ -49,6 +49,16 @@ pub(super) struct OnDevice {
     pub x: Held,
     pub y: Tensor<1, Int>,
     pub bytes: u64,
+    /// What every image batch reads: the identity pixel map `[1, h·w]` (no augmentation) and
+    /// each channel's fill `[c]`, 0 and FedACG's black; None for tokens.
+    pub constants: Option<Constants>,
+}
+
+#[derive(Clone)]
+pub(super) struct Constants {
+    pub identity: Tensor<2, Int>,
+    pub zero: Tensor<1>,
+    pub black: Tensor<1>,
 }
 
 #[derive(Clone)]

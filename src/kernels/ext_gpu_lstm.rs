@@ -221,6 +221,7 @@ fn f32_only(t: &CubeTensor) {
 fn forward(xw: CubeTensor, wh: CubeTensor) -> (CubeTensor, CubeTensor, CubeTensor) {
     f32_only(&xw);
     let (d, out_shape) = (Dims::of(&xw.shape(), 4), hidden_shape(&xw.shape()));
+    let xw_shape = xw.shape();
     let xw = reshape(xw, d.seq(4 * d.hidden));
     let wh = reshape(wh, Shape::from(vec![d.copies, d.hidden, 4 * d.hidden]));
     let (hs, gates, cells) = (
@@ -237,16 +238,23 @@ fn forward(xw: CubeTensor, wh: CubeTensor) -> (CubeTensor, CubeTensor, CubeTenso
             count.clone(),
             dim,
             xw.clone().into_tensor_arg(),
-            hw.into_tensor_arg(),
+            hw.clone().into_tensor_arg(),
             gates.clone().into_tensor_arg(),
             cells.clone().into_tensor_arg(),
             hs.clone().into_tensor_arg(),
             h.clone().into_tensor_arg(),
             t,
         );
-        hw = into_contiguous(CubeBackend::float_matmul(h, wh.clone()));
+        if t + 1 < d.len {
+            hw = into_contiguous(CubeBackend::float_matmul(h, wh.clone()));
+        }
     }
-    (CubeBackend::float_reshape(hs, out_shape), gates, cells)
+    // shaped as `xw` and the hidden states (as the fused backend's metadata says)
+    (
+        CubeBackend::float_reshape(hs, out_shape.clone()),
+        CubeBackend::float_reshape(gates, xw_shape),
+        CubeBackend::float_reshape(cells, out_shape),
+    )
 }
 
 /// `xw`'s shape with its last axis a quarter as long: the hidden states'.
@@ -274,6 +282,10 @@ fn backward(
     let wh = reshape(wh, Shape::from(vec![d.copies, d.hidden, 4 * d.hidden]));
     let wt = CubeBackend::float_transpose(wh);
     let dhs = reshape(dhs, d.seq(d.hidden));
+    let (gates, cells) = (
+        reshape(gates, d.seq(4 * d.hidden)),
+        reshape(cells, d.seq(d.hidden)),
+    );
     let (dxw, shifted, dc) = (
         alloc(&dhs, d.seq(4 * d.hidden)),
         alloc(&dhs, d.seq(4 * d.hidden)),

@@ -69,9 +69,13 @@ fn gn_forward<F: Float>(
     plane: usize,
     groups: usize,
     eps: f32,
+    blocks: usize,
     #[comptime] relu: bool,
 ) {
     let block = CUBE_POS;
+    if block >= blocks {
+        terminate!();
+    }
     let (m, u) = (cpg * plane, UNIT_POS as usize);
     let start = block * m;
     let mut shared = Shared::new_slice(THREADS);
@@ -122,9 +126,13 @@ fn gn_backward_x<F: Float>(
     cpg: usize,
     plane: usize,
     groups: usize,
+    blocks: usize,
     #[comptime] relu: bool,
 ) {
     let block = CUBE_POS;
+    if block >= blocks {
+        terminate!();
+    }
     let (m, u) = (cpg * plane, UNIT_POS as usize);
     let start = block * m;
     let (mean, rstd) = (stats[2 * block], stats[2 * block + 1]);
@@ -170,6 +178,9 @@ fn gn_backward_affine<F: Float>(
     #[comptime] relu: bool,
 ) {
     let c = CUBE_POS;
+    if c >= channels {
+        terminate!();
+    }
     let u = UNIT_POS as usize;
     let groups = channels / cpg;
     let mut shared = Shared::new_slice(THREADS);
@@ -209,8 +220,12 @@ fn alloc(like: &CubeTensor, shape: Shape) -> CubeTensor {
     empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, DType::F32)
 }
 
+/// `n` cubes (at least), in two dimensions past the 65,535 a dimension may hold; the kernels
+/// end the cubes past `n`.
 fn cubes(n: usize) -> CubeCount {
-    CubeCount::Static(n as u32, 1, 1)
+    const MAX: usize = 65_535;
+    let (x, y) = (n.min(MAX), n.div_ceil(MAX).max(1));
+    CubeCount::Static(x as u32, y as u32, 1)
 }
 
 impl FrNorm for CubeBackend {
@@ -245,6 +260,7 @@ impl FrNorm for CubeBackend {
             plane,
             groups,
             eps as f32,
+            n * groups,
             relu,
         );
         (y, stats)
@@ -282,6 +298,7 @@ impl FrNorm for CubeBackend {
             c / groups,
             plane,
             groups,
+            n * groups,
             relu,
         );
         gn_backward_affine::launch::<f32>(
