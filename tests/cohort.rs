@@ -12,8 +12,7 @@ use fedrun::data;
 use fedrun::data::Input;
 use fedrun::fl::client::LocalStats;
 use fedrun::fl::engine::{BurnClients, Experiment, LocalTrainer};
-use fedrun::model::params::{Layout, read_grads, read_params, write_params};
-use fedrun::model::stacked::Stacked;
+use fedrun::model::copies::Stacked;
 use fedrun::model::{Model, Shape};
 
 /// Δ_i and the stats of `clients` trained from the initial model in round 0 of the synthetic
@@ -241,35 +240,29 @@ fn a_cohort_of_resnets_trains_each_client_as_alone() {
 }
 
 #[test]
-fn a_model_without_a_stacked_form_runs_without_a_cohort() {
+fn every_model_trains_in_a_cohort_the_projection_head_included() {
     let s = fedrun::schema::parse(
         &common::synthetic_spec(""),
         "cohort",
         &[
             "run.cohort=4".into(),
-            "model.kind=\"resnet18\"".into(),
+            "model.kind=\"tiny-cnn\"".into(),
             "model.projection=8".into(),
         ],
     )
     .unwrap();
     let d = data::load(&s, None).unwrap();
     let ex = Experiment::new(&s, d).unwrap();
-    assert!(
-        ex.cohort.is_none(),
-        "MOON's projection head has no stacked form yet"
+    assert!(ex.cohort.is_some(), "MOON's projection head stacks");
+    // with the head, a cohort's clients train as each alone
+    agree(
+        &[
+            "model.kind=\"tiny-cnn\"",
+            "model.projection=8",
+            "local.steps=2",
+        ],
+        &[0, 2, 1],
     );
-    // and the run keeps the client workers it would have without `run.cohort`
-    let workers = |cohort: &str| {
-        let set = vec![cohort.to_string(), "model.projection=8".into()];
-        let s = fedrun::schema::parse(&common::synthetic_spec(""), "cohort", &set).unwrap();
-        let ex = Experiment::new(&s, data::load(&s, None).unwrap()).unwrap();
-        assert!(
-            ex.cohort.is_none(),
-            "a projection head has no stacked form yet"
-        );
-        ex.trainers.len()
-    };
-    assert_eq!(workers("run.cohort=4"), workers("run.cohort=1"));
 }
 
 #[test]
@@ -364,8 +357,8 @@ fn cohorts_of_character_models_train_each_client_as_alone() {
     }
 }
 
-/// The stacked form of `kind` (images `c`×`side`×`side`, `classes` classes, run by `kernels`)
-/// against each copy's own model: three copies with different parameters, two images each,
+/// Three copies of `kind` (images `c`×`side`×`side`, `classes` classes, run by `kernels`)
+/// against each copy alone (K = 1): three copies with different parameters, two images each,
 /// give each copy's logits and loss gradient as the model alone (to 1e-5 of their scale).
 fn stacked_agrees(kind: ModelKind, c: usize, side: usize, classes: usize, kernels: &str) {
     let n = 3 * 2 * c * side * side;
@@ -408,10 +401,14 @@ fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
         "burn" => fedrun::kernels::Kernels::Burn,
         _ => fedrun::kernels::Kernels::Fedrun,
     };
-    let model = Model::build(&spec, shape, kernels_of, &dev).unwrap();
-    let layout = Layout::of(&model);
-    let mut x0 = vec![0f32; layout.total];
-    read_params(&model, &mut x0);
+    let model = Model::build(&spec, shape, kernels_of).unwrap();
+    let layout = model.layout().clone();
+    let x0 = fedrun::model::init::init_flat(
+        &layout,
+        &mut fedrun::rng::Rng::from_seed(5),
+        false,
+        fedrun::config::Init::Pytorch,
+    );
     let (k, b) = (3, 2);
     let xs: Vec<Vec<f32>> = (0..k)
         .map(|i| {
@@ -426,20 +423,19 @@ fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
     let labels: Vec<i64> = (0..k * b).map(|i| ((i * 3) % classes) as i64).collect();
     let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [k * b]), &dev);
     let refs: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
-    let stacked = Stacked::new(&model, &layout, &refs, &dev);
+    let stacked = Stacked::new(&model, &refs, &dev);
     let logits = stacked.logits(x.clone());
     let mut grads = Stacked::losses(logits.clone(), y.clone()).sum().backward();
     let mut gs = vec![vec![0f32; layout.total]; k];
     let mut outs: Vec<&mut [f32]> = gs.iter_mut().map(Vec::as_mut_slice).collect();
-    stacked.read_grads(&mut grads, &mut outs, &layout);
+    stacked.read_grads(&mut grads, &mut outs);
     let flat = |t: Tensor<3>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
     for (i, (xi, gi)) in xs.iter().zip(&gs).enumerate() {
-        let m = write_params(model.clone(), xi);
-        let own = m.forward(match &x {
+        let m = Stacked::new(&model, &[xi], &dev);
+        let own = m.logits(match &x {
             Input::Images(t) => Input::Images(t.clone().narrow(0, i * b, b)),
             Input::Tokens(t) => Input::Tokens(t.clone().narrow(0, i * b, b)),
         });
-        let own: Tensor<3> = own.unsqueeze();
         let d = rel_diff(&flat(logits.clone().narrow(0, i, 1)), &flat(own.clone()));
         assert!(
             d < 1e-5,
@@ -448,7 +444,7 @@ fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
         let loss = Stacked::losses(own, y.clone().narrow(0, i * b, b));
         let mut g = loss.sum().backward();
         let mut alone = vec![0f32; layout.total];
-        read_grads(&m, &mut g, &mut alone);
+        m.read_grads(&mut g, &mut [&mut alone]);
         let d = rel_diff(gi, &alone);
         assert!(
             d < 1e-5,
@@ -457,8 +453,8 @@ fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
     }
 }
 
-/// Every model with a stacked form computes each copy's logits and gradient as the model
-/// does alone, with fedrun's kernels and with burn's ops (the GPU backends' grouped form).
+/// Every model computes each of its copies' logits and gradient as one copy alone, with
+/// fedrun's kernels and with burn's ops (the GPU backends' grouped form).
 #[test]
 fn every_stacked_form_computes_each_copy_as_the_model() {
     for kernels in ["fedrun", "burn"] {

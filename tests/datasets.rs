@@ -511,7 +511,6 @@ fn the_new_models_are_refused_on_data_they_cannot_take() {
 
 #[test]
 fn the_new_models_have_the_papers_parameter_counts_and_output_shapes() {
-    use fedrun::model::params::Layout;
     use fedrun::model::{Model, Shape};
     let dev = burn::tensor::Device::flex();
     let data = |kind: &str| match kind {
@@ -525,7 +524,10 @@ fn the_new_models_have_the_papers_parameter_counts_and_output_shapes() {
             format!("data.dataset=\"{}\"", data(kind)),
         ];
         let m = fedrun::schema::parse("", "t", &sets).unwrap().model;
-        Layout::of(&Model::build(&m, s, Default::default(), &dev).unwrap()).total
+        Model::build(&m, s, Default::default())
+            .unwrap()
+            .layout()
+            .total
     };
     // the data-set issue's models (§7.3, §7.4), and ResNet-18 with 100 and 200 classes
     let shape = |channels, side, classes| Shape {
@@ -546,9 +548,12 @@ fn the_new_models_have_the_papers_parameter_counts_and_output_shapes() {
         }
         all.extend(sets.iter().map(|x| x.to_string()));
         let m = fedrun::schema::parse("", "t", &all).unwrap().model;
-        let model = Model::build(&m, s, Default::default(), &dev).unwrap();
+        let model = Model::build(&m, s, Default::default()).unwrap();
+        let params = vec![0.01; model.layout().total];
         let x = burn::tensor::Tensor::<4>::ones([2, s.channels, s.side, s.side], &dev);
-        model.forward(fedrun::data::Input::Images(x)).dims()
+        let net = fedrun::model::copies::Stacked::frozen(&model, &[&params], &dev);
+        let [_, b, c] = net.logits(fedrun::data::Input::Images(x)).dims();
+        [b, c]
     };
     let tiny = ["model.head=\"global\"", "data.dataset=\"tiny-imagenet\""];
     assert_eq!(logits("resnet18", &tiny, shape(3, 64, 200)), [2, 200]);

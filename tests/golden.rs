@@ -392,3 +392,64 @@ fn check_of_every_config_matches_the_golden_file() {
     }
     assert_eq!(golden, now, "check.txt: the number of lines changed");
 }
+
+/// Every model's layout: the order, path, owners and shape of each parameter tensor (the
+/// initialisation reads the paths and owners; a checkpoint's vector is in this order). Pinned
+/// from the burn modules the models were first written as, byte for byte.
+#[test]
+fn every_models_layout_matches_the_golden_file() {
+    use ModelKind::*;
+    use fedrun::config::{ModelKind, ModelSpec};
+    use fedrun::kernels::Kernels;
+    use fedrun::model::{Model, Shape};
+    let cases = [
+        (Cnn, 3, 32, 10, 0),
+        (Cnn, 3, 32, 10, 256),
+        (TinyCnn, 3, 32, 10, 0),
+        (Resnet18, 3, 32, 10, 0),
+        (Resnet18, 3, 32, 100, 64),
+        (MnistCnn, 1, 28, 10, 0),
+        (EmnistCnn, 1, 28, 62, 0),
+        (FemnistCnn, 1, 28, 62, 0),
+        (CelebaCnn, 3, 84, 2, 0),
+        (Mlp, 1, 28, 10, 0),
+        (Linear, 1, 28, 10, 0),
+        (Transformer, 0, 0, 80, 0),
+        (Lstm, 0, 0, 80, 0),
+        (LstmSmall, 0, 0, 80, 0),
+    ];
+    let mut now = String::new();
+    for (kind, channels, side, classes, projection) in cases {
+        let spec = ModelSpec {
+            kind,
+            projection,
+            layers: 2,
+            ..ModelSpec::default()
+        };
+        let shape = Shape {
+            channels,
+            side,
+            classes,
+        };
+        let l = Model::build(&spec, shape, Kernels::Fedrun)
+            .unwrap()
+            .layout()
+            .clone();
+        now += &format!("# {kind} proj {projection} total {}\n", l.total);
+        for t in &l.tensors {
+            now += &format!(
+                "{} | {} | {:?} | {} {}\n",
+                t.names.join("."),
+                t.containers.join(","),
+                t.shape,
+                t.offset,
+                t.len
+            );
+        }
+    }
+    let path = golden_path("layouts.txt");
+    if std::env::var_os("FEDRUN_BLESS").is_some() {
+        std::fs::write(&path, &now).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), now);
+}

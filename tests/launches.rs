@@ -5,24 +5,38 @@
 
 /// The kernels one forward and backward of the character LSTM launch on a GPU backend, counted
 /// on lavapipe: with fedrun's layer each further time step of each layer costs four (two each
-/// way), and the whole pass at least ten times fewer than burn's gate-by-gate ops
-/// (`run.kernels = "burn"`). A layer that fell back to burn's ops, or a step that launched a
-/// kernel per gate, fails it.
+/// way), and the whole pass several times fewer than the step-by-step form on burn's ops
+/// (`run.kernels = "burn"`: a product and the gates' activations per step). A layer that fell
+/// back to burn's ops, or a step that launched a kernel per gate, fails it.
 #[test]
 fn the_gpu_lstm_launches_two_kernels_a_step_each_way() {
     use burn::tensor::{Distribution, Tensor};
+    use fedrun::config::{ModelKind, ModelSpec};
     use fedrun::fl::engine::launches::count;
     use fedrun::kernels::Kernels;
-    use fedrun::model::lstm::CharLstm;
+    use fedrun::model::copies::Stacked;
+    use fedrun::model::{Model, Shape};
     let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
         .unwrap()
         .0;
     let layers = 2;
     let launches = |kernels, len: usize| {
         let x = Tensor::<2>::random([4, len], Distribution::Uniform(0.0, 80.0), &dev).int();
-        let m = CharLstm::new(8, 16, layers, 80, kernels, &dev);
+        let spec = ModelSpec {
+            kind: ModelKind::Lstm,
+            hidden: 16,
+            ..ModelSpec::default()
+        };
+        let shape = Shape {
+            channels: 0,
+            side: 0,
+            classes: 80,
+        };
+        let model = Model::build(&spec, shape, kernels).unwrap();
+        let params = vec![0.05f32; model.layout().total];
+        let m = Stacked::new(&model, &[&params], &dev);
         let (_, n) = count(&dev, || {
-            let y = m.forward(x.clone());
+            let y = m.logits(fedrun::data::Input::Tokens(x.clone()));
             let _ = (y.clone() * y).sum().backward();
         });
         n.expect("wgpu counts its launches")
@@ -35,5 +49,5 @@ fn the_gpu_lstm_launches_two_kernels_a_step_each_way() {
         long - short
     );
     let burns = launches(Kernels::Burn, 40);
-    assert!(10 * long <= burns, "{long} launches against burn's {burns}");
+    assert!(3 * long <= burns, "{long} launches against burn's {burns}");
 }

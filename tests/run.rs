@@ -176,9 +176,7 @@ fn quickstart_runs_two_rounds_on_the_embedded_plays() {
 
 #[test]
 fn parameter_counts_of_the_models() {
-    use fedrun::model::params::Layout;
     use fedrun::model::{Model, Shape};
-    let dev = burn::tensor::Device::flex();
     let img = Shape {
         channels: 3,
         side: 32,
@@ -203,7 +201,10 @@ fn parameter_counts_of_the_models() {
         fedrun::schema::parse("", "t", &sets).unwrap().model
     };
     let count = |kind: &str, shape| {
-        Layout::of(&Model::build(&spec(kind), shape, Default::default(), &dev).unwrap()).total
+        Model::build(&spec(kind), shape, Default::default())
+            .unwrap()
+            .layout()
+            .total
     };
     assert_eq!(count("cnn", img), 744_330);
     assert_eq!(count("resnet18", img), 11_173_962);
@@ -239,7 +240,10 @@ fn parameter_counts_of_the_models() {
     .unwrap()
     .model;
     assert_eq!(
-        Layout::of(&Model::build(&proj, img, Default::default(), &dev).unwrap()).total,
+        Model::build(&proj, img, Default::default())
+            .unwrap()
+            .layout()
+            .total,
         11_173_962 - 5130 + (512 * 512 + 512) + (512 * 256 + 256) + (256 * 10 + 10)
     );
 }
@@ -270,9 +274,7 @@ fn init_seed_fixes_the_initial_model_across_seeds() {
 #[test]
 fn transformer_layers_start_identical_when_asked() {
     use fedrun::config::Init;
-    use fedrun::model::params::Layout;
     use fedrun::model::{Model, Shape, init};
-    let dev = burn::tensor::Device::flex();
     let spec = fedrun::schema::parse(
         "",
         "t",
@@ -292,10 +294,9 @@ fn transformer_layers_start_identical_when_asked() {
             classes: 80,
         },
         Default::default(),
-        &dev,
     )
     .unwrap();
-    let layout = Layout::of(&m);
+    let layout = m.layout().clone();
     let layer = |x: &[f32], i: usize| -> Vec<f32> {
         layout
             .tensors
@@ -327,9 +328,7 @@ fn transformer_layers_start_identical_when_asked() {
 #[test]
 fn leaf_init_is_glorot_uniform_with_zero_biases() {
     use fedrun::config::Init;
-    use fedrun::model::params::Layout;
     use fedrun::model::{Model, Shape, init};
-    let dev = burn::tensor::Device::flex();
     let sets = [
         "model.kind=\"femnist-cnn\"".into(),
         "data.dataset=\"femnist\"".into(),
@@ -340,8 +339,8 @@ fn leaf_init_is_glorot_uniform_with_zero_biases() {
         side: 28,
         classes: 62,
     };
-    let m = Model::build(&spec, shape, Default::default(), &dev).unwrap();
-    let layout = Layout::of(&m);
+    let m = Model::build(&spec, shape, Default::default()).unwrap();
+    let layout = m.layout().clone();
     let x = init::init_flat(
         &layout,
         &mut fedrun::rng::Rng::from_seed(0),

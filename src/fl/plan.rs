@@ -5,7 +5,8 @@
 use burn::tensor::{Int, Tensor};
 
 use super::term::Term;
-use crate::model::{Model, Outputs};
+use crate::model::Outputs;
+use crate::model::copies::Stacked;
 use crate::optim::{Moments, Transform};
 
 /// A model that a client's loss reads without training it.
@@ -25,9 +26,10 @@ pub struct LossInput<'a> {
     /// The frozen models' outputs on the batch, in the plan's order (no gradient; empty when
     /// the plan asks for none).
     pub frozen: &'a [Outputs],
-    /// The frozen models themselves (their parameters take no gradient; a forward through them
-    /// from the trained model's activations passes the gradient to those: FedMLB).
-    pub frozen_models: &'a [&'a Model],
+    /// The frozen models themselves, one copy each (their parameters take no gradient; a
+    /// forward through them from the trained model's activations passes the gradient to those:
+    /// FedMLB).
+    pub frozen_models: &'a [Stacked<'a>],
 }
 
 /// A local objective other than cross-entropy (FedLC, FedNTD, FedDecorr, MOON, FedMLB).

@@ -55,6 +55,12 @@ wide! {
     }
 }
 
+/// The mask of `n` elements as values: `scale` where kept, else 0 (for the backends without
+/// fedrun's kernel, so that every backend draws the same masks).
+pub fn values(n: usize, m: Mask) -> Vec<f32> {
+    forward(&vec![1.0; n], m)
+}
+
 /// `x` with the mask applied: the forward pass on the input, and the backward pass on the
 /// output's gradient (the same mask and scale, so the same call).
 pub fn forward(x: &[f32], m: Mask) -> Vec<f32> {

@@ -336,6 +336,55 @@ pub fn dropout<const D: usize>(d: &Dropout, x: Tensor<D>, kernels: Kernels) -> T
     ))
 }
 
+/// Dropout of probability `prob` on `x` with the mask of `seed` ([`dropout::Mask`]: a pure
+/// function of the seed and the element's index): fedrun's kernel on flex (the mask recomputed
+/// in the backward pass), the same mask uploaded and multiplied elsewhere.
+pub fn dropout_seeded<const D: usize>(
+    x: Tensor<D>,
+    seed: u64,
+    prob: f64,
+    kernels: Kernels,
+) -> Tensor<D> {
+    if prob <= 0.0 {
+        return x;
+    }
+    let mask = dropout::Mask::new(seed, prob);
+    if kernels == Kernels::Fedrun && is_flex(&x.device()) {
+        return Tensor::from_dispatch(<burn::backend::Dispatch as CpuActivations>::fr_dropout(
+            x.into_dispatch(),
+            seed,
+            prob,
+        ));
+    }
+    let (shape, device) = (x.shape(), x.device());
+    let values = dropout::values(shape.num_elements(), mask);
+    x * Tensor::<D>::from_data(burn::tensor::TensorData::new(values, shape), &device)
+}
+
+/// `x·w + b` (`x` `[m, k]`, `w` `[k, n]`, `b` `[n]`): on fedrun's dense kernel for a large
+/// weight (a million values or more) and few rows on flex ([`linear`]'s reason), burn's
+/// `linear` elsewhere.
+pub fn linear_of(x: Tensor<2>, w: Tensor<2>, b: Tensor<1>, kernels: Kernels) -> Tensor<2> {
+    let big = w.shape().num_elements() >= 1 << 20 && x.dims()[0] <= linear::MAX_ROWS;
+    if !(big && kernels == Kernels::Fedrun && is_flex(&x.device())) {
+        return burn::tensor::module::linear(x, w, Some(b));
+    }
+    Tensor::from_dispatch(<burn::backend::Dispatch as CpuLinear>::fr_linear(
+        x.into_dispatch(),
+        w.into_dispatch(),
+        b.into_dispatch(),
+    ))
+}
+
+/// A max-pool of `size`×`size` windows, stride `size`, floor or `ceil` mode, then a ReLU if
+/// `relu` (see [`max_pool2d`]).
+pub fn max_pool2d_of(x: Tensor<4>, size: usize, ceil: bool, relu: bool, k: Kernels) -> Tensor<4> {
+    let pool = burn::nn::pool::MaxPool2dConfig::new([size, size])
+        .with_ceil_mode(ceil)
+        .init();
+    max_pool2d(&pool, x, relu, k)
+}
+
 /// `lin.forward(x)` for a batch of `x` `[m, k]`, on fedrun's dense kernel where it applies (a
 /// layer with a bias, at most [`linear::MAX_ROWS`] rows, on flex): the same products, with the
 /// weight read in place instead of repacked per call.

@@ -11,18 +11,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::data::{self, Augment, Split};
 use crate::model::Model;
-use crate::model::params::write_params;
+use crate::model::copies::Stacked;
 
 pub struct Evaluator {
-    model: Option<Model>,
+    model: Model,
     device: Device,
     batch: usize,
 }
 
 /// (correct, summed loss) of one batch.
-fn eval_batch(model: &Model, split: &Split, chunk: &[usize], device: &Device) -> (usize, f64) {
+fn eval_batch(model: &Stacked, split: &Split, chunk: &[usize], device: &Device) -> (usize, f64) {
     let (x, _) = data::batch(split, chunk, Augment::None, None, device);
-    let logits = model.forward(x);
+    let logits = logits(model, x);
     let [b, k] = logits.dims();
     let data = logits.into_data().convert::<f32>();
     let v = data.as_slice::<f32>().expect("f32");
@@ -50,14 +50,26 @@ fn eval_batch(model: &Model, split: &Split, chunk: &[usize], device: &Device) ->
 }
 
 /// One batch's `[correct, summed loss]` on the device (f32; a GPU backend's evaluation).
-fn eval_batch_device(model: &Model, split: &Split, chunk: &[usize], device: &Device) -> Tensor<1> {
+fn eval_batch_device(
+    model: &Stacked,
+    split: &Split,
+    chunk: &[usize],
+    device: &Device,
+) -> Tensor<1> {
     let (x, y) = data::batch(split, chunk, Augment::None, None, device);
-    let logits = model.forward(x);
+    let logits = logits(model, x);
     let b = chunk.len();
     let correct = logits.clone().argmax(1).reshape([b]).equal(y.clone());
     let correct = correct.int().sum().float();
     let picked = log_softmax(logits, 1).gather(1, y.reshape([b, 1]));
     Tensor::cat(vec![correct, picked.sum().neg()], 0)
+}
+
+/// One model's logits `[b, classes]`.
+fn logits(model: &Stacked, x: data::Input) -> Tensor<2> {
+    let l = model.logits(x);
+    let [_, b, c] = l.dims();
+    l.reshape([b, c])
 }
 
 /// The batches' `[correct, summed loss]` pairs read once, summed in batch order.
@@ -76,10 +88,10 @@ fn read_sums(parts: Vec<Tensor<1>>) -> (usize, f64) {
 }
 
 impl Evaluator {
-    /// `model` must live on `device`, a device without autodiff.
+    /// `model` evaluated on `device`, a device without autodiff.
     pub fn new(model: Model, device: Device, batch: usize) -> Self {
         Evaluator {
-            model: Some(model),
+            model,
             device,
             batch,
         }
@@ -100,7 +112,7 @@ impl Evaluator {
         stop: Option<&AtomicBool>,
     ) -> Option<(f64, f64)> {
         let n = split.len();
-        let model = write_params(self.model.take().expect("model"), params);
+        let model = Stacked::frozen(&self.model, &[params], &self.device);
         let idx: Vec<usize> = (0..n).collect();
         let (mut correct, mut loss) = (0usize, 0f64);
         let on_device = !crate::kernels::is_flex(&self.device);
@@ -121,7 +133,6 @@ impl Evaluator {
         if on_device && !stopped {
             (correct, loss) = read_sums(parts);
         }
-        self.model = Some(model);
         let result = (
             100.0 * correct as f64 / n.max(1) as f64,
             loss / n.max(1) as f64,

@@ -1,99 +1,62 @@
-//! The models of the three papers, behind one [`Model`] enum so the engine handles one type.
-//! Every model's parameters are read and written as one flat vector (see [`params`]), and are
-//! initialised by fedrun itself (PyTorch's defaults, [`init`]) from the run seed, so the
-//! initial model is the same on every backend.
+//! The models of the three papers, each written once as a computation over its parameters
+//! with a leading copies axis (K ≥ 1; after HFTA's fused models, Wang et al., MLSys 2021, and
+//! `torch.func.functional_call` over stacked state): one client's training is K = 1, a cohort's
+//! (`run.cohort`) K clients at once, the evaluation K = 1 without autodiff. The parameters are
+//! the model's flat vector ([`params::Layout`]), initialised by fedrun itself (PyTorch's
+//! defaults, [`init`]) from the run seed, so the initial model is the same on every backend.
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | [`Model`]: which network, its layout and kernels; the input checks |
+//! | `copies.rs` | [`copies::Stacked`]: K copies' parameters as tensors, their outputs, losses and gradients |
+//! | `outputs.rs` | what a forward gives: logits, features, ResNet's levels |
+//! | `cursor.rs` | the layers of K copies at once, reading the parameters in the layout's order |
+//! | `convnet.rs` | the plain CNNs, the MLP and softmax regression |
+//! | `resnet.rs` | ResNet-18 with GroupNorm |
+//! | `transformer.rs`, `lstm.rs` | the character models |
+//! | `params.rs` | the flat layout |
+//! | `init.rs`, `size.rs`, `unread.rs` | initialisation, size estimates, the keys a model reads |
 
-pub mod cnn;
-pub mod emnist_cnn;
+mod convnet;
+pub mod copies;
+mod cursor;
 pub mod init;
-pub mod leaf_cnn;
 pub mod lstm;
-pub mod mnist_cnn;
+mod outputs;
 pub mod params;
-pub mod projection;
-pub mod resnet;
+mod resnet;
 pub mod size;
-pub mod stacked;
-pub mod transformer;
+mod transformer;
 mod unread;
 
+pub use outputs::{Outputs, Outputs3};
 pub use unread::unread_keys;
 
-use burn::module::Module;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Tensor;
 
 use crate::config::{DataSpec, Head, ModelKind, ModelSpec, Spec};
 use crate::data::{Input, Sample};
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
+use params::Layout;
 
-#[derive(Module, Debug)]
-pub enum Model {
-    Cnn(cnn::Cnn),
-    MnistCnn(mnist_cnn::MnistCnn),
-    EmnistCnn(emnist_cnn::EmnistCnn),
-    FemnistCnn(leaf_cnn::FemnistCnn),
-    CelebaCnn(leaf_cnn::CelebaCnn),
-    Mlp(cnn::Mlp),
-    /// Softmax regression on the flattened input (closed-form tests).
-    Linear(burn::nn::Linear),
-    ResNet(resnet::ResNet18),
-    Transformer(transformer::CharTransformer),
-    Lstm(lstm::CharLstm),
-}
-
-/// What a model computes on a batch, for the local objectives that read more than the logits.
+/// A model: which network (its sizes), its parameters' layout and the kernels its layers run
+/// on. Its parameters are not here: [`copies::Stacked`] holds K copies of them.
 #[derive(Clone, Debug)]
-pub struct Outputs {
-    /// `[batch, classes]`.
-    pub logits: Tensor<2>,
-    /// The representation the classifier reads `[batch, d]`: the CNN's last hidden layer
-    /// (192), ResNet-18's pooled features (512), the MLP's hidden layer; the logits for the
-    /// sequence models.
-    pub features: Tensor<2>,
-    /// ResNet-18's activations after the stem and after each stage (FedMLB); empty for the
-    /// other models.
-    pub levels: Vec<Tensor<4>>,
+pub struct Model {
+    net: Net,
+    layout: Layout,
+    kernels: Kernels,
 }
 
-impl Outputs {
-    /// The same outputs cut from the autodiff graph.
-    pub fn detach(self) -> Outputs {
-        Outputs {
-            logits: self.logits.detach(),
-            features: self.features.detach(),
-            levels: self.levels.into_iter().map(|l| l.detach()).collect(),
-        }
-    }
+/// The networks.
+#[derive(Clone, Debug)]
+enum Net {
+    Plain(convnet::ConvNet),
+    ResNet(resnet::ResNet),
+    Transformer(transformer::Transformer),
+    Lstm(lstm::Lstm),
 }
-
-/// An image model as a representation of its input and a classifier on that representation.
-pub trait Classifier {
-    fn features(&self, x: Tensor<4>) -> Tensor<2>;
-    fn classify(&self, features: Tensor<2>) -> Tensor<2>;
-}
-
-/// `Classifier` from the models' own `features` and `classify`.
-macro_rules! classifier {
-    ($($t:ty),*) => {$(
-        impl Classifier for $t {
-            fn features(&self, x: Tensor<4>) -> Tensor<2> {
-                <$t>::features(self, x)
-            }
-            fn classify(&self, features: Tensor<2>) -> Tensor<2> {
-                <$t>::classify(self, features)
-            }
-        }
-    )*};
-}
-
-classifier!(
-    cnn::Cnn,
-    mnist_cnn::MnistCnn,
-    emnist_cnn::EmnistCnn,
-    leaf_cnn::FemnistCnn,
-    leaf_cnn::CelebaCnn
-);
 
 /// What the data set tells the model: input kind and number of classes.
 #[derive(Clone, Copy, Debug)]
@@ -162,7 +125,7 @@ fn needs_images(kind: ModelKind, shape: Shape, channels: usize, side: usize) -> 
 }
 
 /// The models' check of a whole spec (part of the schema), before anything loads: the model
-/// takes the data set's input, and clients train in parallel only without dropout.
+/// takes the data set's input.
 pub fn check_spec(s: &Spec) -> Result<()> {
     check_input(s.model.kind, &s.data)?;
     if s.model.kind == ModelKind::Resnet18
@@ -174,189 +137,89 @@ pub fn check_spec(s: &Spec) -> Result<()> {
             s.data.dataset
         )));
     }
-    if s.run.client_workers > 1 && Model::has_dropout(&s.model) {
-        return Err(Error::Config(format!(
-            "key `run.client_workers` = {}: parallel clients need `model.dropout` = 0 (dropout draws from the backend's global generator, so parallel clients would not be reproducible)",
-            s.run.client_workers
-        )));
-    }
     Ok(())
 }
 
 impl Model {
     /// The model of `spec` for data of `shape`, its hot ops run by `kernels`.
-    pub fn build(
-        spec: &ModelSpec,
-        shape: Shape,
-        kernels: Kernels,
-        device: &Device,
-    ) -> Result<Model> {
+    pub fn build(spec: &ModelSpec, shape: Shape, kernels: Kernels) -> Result<Model> {
         let k = spec.kind;
         let flat = shape.channels * shape.side * shape.side;
-        if let Some((c, sides)) = takes(k).filter(|t| t.0 > 0)
-            && !sides.contains(&shape.side)
-        {
-            needs_images(k, shape, c, sides[0])?;
+        if let Some((c, sides)) = takes(k).filter(|t| t.0 > 0) {
+            let side = if sides.contains(&shape.side) {
+                shape.side
+            } else {
+                sides[0]
+            };
+            needs_images(k, shape, c, side)?;
         }
-        let classes = shape.classes;
-        Ok(match k {
-            ModelKind::Cnn | ModelKind::TinyCnn | ModelKind::Resnet18 => {
-                needs_images(k, shape, 3, shape.side)?;
-                Self::cifar(spec, classes, kernels, device)
-            }
-            ModelKind::EmnistCnn => {
-                needs_images(k, shape, 1, 28)?;
-                Model::EmnistCnn(emnist_cnn::EmnistCnn::new(classes, kernels, device))
-            }
-            ModelKind::FemnistCnn => {
-                needs_images(k, shape, 1, 28)?;
-                Model::FemnistCnn(leaf_cnn::FemnistCnn::new(classes, kernels, device))
-            }
-            ModelKind::CelebaCnn => {
-                needs_images(k, shape, 3, 84)?;
-                Model::CelebaCnn(leaf_cnn::CelebaCnn::new(classes, kernels, device))
-            }
-            ModelKind::MnistCnn => {
-                needs_images(k, shape, 1, 28)?;
-                Model::MnistCnn(mnist_cnn::MnistCnn::new(
-                    shape.classes,
-                    spec.dropout,
-                    kernels,
-                    device,
-                ))
-            }
-            ModelKind::Linear => {
-                Model::Linear(burn::nn::LinearConfig::new(flat, shape.classes).init(device))
-            }
-            ModelKind::Mlp => {
-                Model::Mlp(cnn::Mlp::new(flat, spec.mlp_hidden, shape.classes, device))
-            }
+        let net = match k {
+            ModelKind::Resnet18 => Net::ResNet(resnet::ResNet::new(
+                shape.classes,
+                spec.head == Head::Fednar,
+                spec.projection,
+            )),
             ModelKind::Transformer | ModelKind::Lstm | ModelKind::LstmSmall => {
                 if shape.side != 0 {
                     return Err(Error::Config(format!(
                         "model.kind = \"{k}\" needs a character data set (shakespeare, leaf), not images"
                     )));
                 }
-                Self::sequence(spec, shape.classes, kernels, device)
+                match k {
+                    ModelKind::Transformer => {
+                        Net::Transformer(transformer::Transformer::new(spec, shape.classes))
+                    }
+                    ModelKind::LstmSmall => Net::Lstm(lstm::Lstm::new(100, 2, shape.classes)),
+                    _ => Net::Lstm(lstm::Lstm::new(spec.hidden, 2, shape.classes)),
+                }
             }
-        })
-    }
-
-    /// The CIFAR models: the FedExP CNN, its tiny test twin, ResNet-18.
-    fn cifar(spec: &ModelSpec, classes: usize, kernels: Kernels, device: &Device) -> Model {
-        let p = spec.projection;
-        match spec.kind {
-            ModelKind::TinyCnn => Model::Cnn(cnn::Cnn::tiny(classes, p, kernels, device)),
-            ModelKind::Resnet18 => Model::ResNet(resnet::ResNet18::new(
-                classes,
-                spec.head == Head::Fednar,
-                p,
-                kernels,
-                device,
-            )),
-            _ => Model::Cnn(cnn::Cnn::fedexp(classes, p, kernels, device)),
-        }
-    }
-
-    /// The character models: the transformer and the LSTMs.
-    fn sequence(spec: &ModelSpec, classes: usize, kernels: Kernels, device: &Device) -> Model {
-        match spec.kind {
-            ModelKind::Transformer => Model::Transformer(transformer::CharTransformer::new(
-                spec, classes, kernels, device,
-            )),
-            ModelKind::LstmSmall => {
-                Model::Lstm(lstm::CharLstm::new(8, 100, 2, classes, kernels, device))
-            }
-            _ => Model::Lstm(lstm::CharLstm::new(
-                8,
-                spec.hidden,
-                2,
-                classes,
-                kernels,
-                device,
-            )),
-        }
-    }
-
-    /// Whether a model of this spec draws dropout masks in training (from the backend's
-    /// global generator: such runs train one client at a time).
-    pub fn has_dropout(spec: &ModelSpec) -> bool {
-        spec.kind == ModelKind::EmnistCnn
-            || spec.dropout > 0.0
-                && matches!(spec.kind, ModelKind::Transformer | ModelKind::MnistCnn)
-    }
-
-    /// The image models read as a representation and a classifier on it.
-    fn classifier(&self) -> Option<&dyn Classifier> {
-        Some(match self {
-            Model::Cnn(m) => m,
-            Model::MnistCnn(m) => m,
-            Model::EmnistCnn(m) => m,
-            Model::FemnistCnn(m) => m,
-            Model::CelebaCnn(m) => m,
-            _ => return None,
-        })
-    }
-
-    /// Logits and features of a batch (see [`Outputs`]).
-    pub fn outputs(&self, input: Input) -> Outputs {
-        let (features, logits) = match (self.classifier(), self, input) {
-            (Some(c), _, Input::Images(x)) => {
-                let f = c.features(x);
-                (f.clone(), c.classify(f))
-            }
-            (_, Model::Mlp(m), Input::Images(x)) => {
-                let f = m.features(x.flatten(1, 3));
-                (f.clone(), m.classify(f))
-            }
-            (_, Model::ResNet(m), Input::Images(x)) => {
-                let (levels, f) = m.levels(x);
-                let logits = m.classify(f.clone());
-                return Outputs {
-                    logits,
-                    features: f,
-                    levels,
-                };
-            }
-            (_, _, input) => {
-                let l = self.forward(input);
-                (l.clone(), l)
-            }
+            _ => Net::Plain(convnet::ConvNet::of(spec, flat, shape.classes)),
         };
-        Outputs {
-            logits,
-            features,
-            levels: Vec::new(),
+        let layout = match &net {
+            Net::Plain(n) => n.layout(),
+            Net::ResNet(n) => n.layout(),
+            Net::Transformer(n) => n.layout(),
+            Net::Lstm(n) => n.layout(),
         }
+        .finish();
+        Ok(Model {
+            net,
+            layout,
+            kernels,
+        })
     }
 
-    /// Logits from an intermediate activation (see [`resnet::ResNet18::forward_from`]); None
-    /// for models without levels.
-    pub fn forward_from(&self, level: usize, x: Tensor<4>) -> Option<Tensor<2>> {
-        match self {
-            Model::ResNet(m) => Some(m.forward_from(level, x)),
-            _ => None,
-        }
+    /// Where each parameter tensor lives in the flat vector.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
     }
 
-    /// Logits `[batch, classes]`.
-    pub fn forward(&self, input: Input) -> Tensor<2> {
-        match (self, input) {
-            (Model::Cnn(m), Input::Images(x)) => m.forward(x),
-            (Model::MnistCnn(m), Input::Images(x)) => m.forward(x),
-            (
-                Model::EmnistCnn(_) | Model::FemnistCnn(_) | Model::CelebaCnn(_),
-                Input::Images(x),
-            ) => {
-                let c = self.classifier().expect("a classifier");
-                c.classify(c.features(x))
-            }
-            (Model::Mlp(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
-            (Model::Linear(m), Input::Images(x)) => m.forward(x.flatten(1, 3)),
-            (Model::ResNet(m), Input::Images(x)) => m.forward(x),
-            (Model::Transformer(m), Input::Tokens(x)) => m.forward(x),
-            (Model::Lstm(m), Input::Tokens(x)) => m.forward(x),
+    pub fn kernels(&self) -> Kernels {
+        self.kernels
+    }
+
+    /// The K copies' outputs on `input` (the K batches one after another), their parameters
+    /// read by `c`.
+    fn outputs(&self, input: Input, c: &mut cursor::Cursor) -> Outputs3 {
+        match (&self.net, input) {
+            (Net::Plain(n), Input::Images(x)) => n.outputs(x, c),
+            (Net::ResNet(n), Input::Images(x)) => n.outputs(x, c),
+            (Net::Transformer(n), Input::Tokens(x)) => Outputs3::logits_only(n.logits(x, c)),
+            (Net::Lstm(n), Input::Tokens(x)) => Outputs3::logits_only(n.logits(x, c)),
             _ => panic!("model and input kind do not match"),
+        }
+    }
+
+    /// The copies' logits from an activation at `level` (ResNet-18's; None for the others).
+    fn forward_from(
+        &self,
+        level: usize,
+        x: Tensor<4>,
+        c: &mut cursor::Cursor,
+    ) -> Option<Tensor<3>> {
+        match &self.net {
+            Net::ResNet(n) => Some(n.forward_from(level, x, c)),
+            _ => None,
         }
     }
 }

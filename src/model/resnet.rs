@@ -1,170 +1,204 @@
 //! CIFAR ResNet-18 with GroupNorm(2) (§7.1): 3×3 stride-1 stem, no max-pool, BasicBlocks
 //! [2, 2, 2, 2] of widths 64/128/256/512, 1×1 conv shortcut. Head: the FedNAR/FedExP code's
 //! `avg_pool2d(kernel 3)` on the 4×4 map (top-left 3×3 window only), or a global average pool
-//! (FedACG). 11,173,962 parameters for 10 classes.
+//! (FedACG); MOON's projection head before the classifier when `model.projection > 0`.
+//! 11,173,962 parameters for 10 classes.
+//!
+//! The K copies' maps run side by side in the channels (`[b, K·c, h, w]`): every convolution
+//! one grouped convolution (a group per copy; on flex each copy's own), every GroupNorm(2) one
+//! GroupNorm(2K) (a copy's two groups are its own channels, so its statistics are its own), the
+//! head's pooling per channel, the linear layers batched products.
 
-use burn::module::Module;
-use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, AvgPool2d, AvgPool2dConfig};
-use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::backend::ops::ConvOptions;
+use burn::nn::pool::{AdaptiveAvgPool2dConfig, AvgPool2dConfig};
+use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
-use burn::tensor::{Device, Tensor};
 
-use super::projection::{Projection, project};
-use crate::kernels::{Kernels, conv2d, group_norm};
+use super::cursor::{Cursor, copies_conv, from_channels, to_channels};
+use super::outputs::Outputs3;
+use super::params::Builder;
+use crate::kernels::group_norm_of;
 
 pub const GROUPS: usize = 2;
+const GN_EPS: f64 = 1e-5;
 
-fn conv3x3(cin: usize, cout: usize, stride: usize, device: &Device) -> Conv2d {
-    Conv2dConfig::new([cin, cout], [3, 3])
-        .with_stride([stride, stride])
-        .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
-        .with_bias(false)
-        .init(device)
-}
-
-fn gn(c: usize, device: &Device) -> GroupNorm {
-    GroupNormConfig::new(GROUPS, c).init(device)
-}
-
-#[derive(Module, Debug)]
-pub struct Block {
-    pub(crate) conv1: Conv2d,
-    pub(crate) gn1: GroupNorm,
-    pub(crate) conv2: Conv2d,
-    pub(crate) gn2: GroupNorm,
-    pub(crate) shortcut: Option<(Conv2d, GroupNorm)>,
+/// A BasicBlock's sizes.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    cin: usize,
+    cout: usize,
+    stride: usize,
 }
 
 impl Block {
-    fn new(cin: usize, cout: usize, stride: usize, device: &Device) -> Self {
-        let shortcut = (stride != 1 || cin != cout).then(|| {
-            (
-                Conv2dConfig::new([cin, cout], [1, 1])
-                    .with_stride([stride, stride])
-                    .with_bias(false)
-                    .init(device),
-                gn(cout, device),
-            )
-        });
-        Block {
-            conv1: conv3x3(cin, cout, stride, device),
-            gn1: gn(cout, device),
-            conv2: conv3x3(cout, cout, 1, device),
-            gn2: gn(cout, device),
-            shortcut,
-        }
-    }
-
-    fn forward(&self, x: Tensor<4>, k: Kernels) -> Tensor<4> {
-        let idt = match &self.shortcut {
-            Some((c, n)) => group_norm(n, conv2d(c, x.clone(), k), false, k),
-            None => x.clone(),
-        };
-        let y = group_norm(&self.gn1, conv2d(&self.conv1, x, k), true, k);
-        let y = group_norm(&self.gn2, conv2d(&self.conv2, y, k), false, k);
-        relu(y + idt)
+    fn shortcut(&self) -> bool {
+        self.stride != 1 || self.cin != self.cout
     }
 }
 
-#[derive(Module, Debug)]
-pub enum Head {
-    /// avg_pool2d(kernel 3, stride 3) on the 4×4 map: the FedNAR/FedExP code.
-    FedNar(AvgPool2d),
-    /// Global average pool: FedACG.
-    Global(AdaptiveAvgPool2d),
+#[derive(Clone, Debug)]
+pub struct ResNet {
+    blocks: Vec<Block>,
+    fednar_head: bool,
+    projection: usize,
+    classes: usize,
+    /// The index of each block's first tensor in the layout, and of the head's.
+    starts: Vec<usize>,
+    head_at: usize,
 }
 
-#[derive(Module, Debug)]
-pub struct ResNet18 {
-    pub(crate) stem: Conv2d,
-    pub(crate) stem_gn: GroupNorm,
-    pub(crate) blocks: Vec<Block>,
-    pub(crate) head: Head,
-    /// MOON's projection head before the classifier (`model.projection > 0`).
-    pub(crate) proj: Option<Projection>,
-    fc: Linear,
-    #[module(skip)]
-    pub(crate) kernels: Kernels,
-}
-
-impl ResNet18 {
-    pub fn new(
-        classes: usize,
-        fednar_head: bool,
-        projection: usize,
-        kernels: Kernels,
-        device: &Device,
-    ) -> Self {
+impl ResNet {
+    pub fn new(classes: usize, fednar_head: bool, projection: usize) -> ResNet {
         let mut blocks = Vec::new();
         let mut cin = 64;
         for (i, &w) in [64usize, 128, 256, 512].iter().enumerate() {
-            blocks.push(Block::new(cin, w, if i == 0 { 1 } else { 2 }, device));
-            blocks.push(Block::new(w, w, 1, device));
+            let stride = if i == 0 { 1 } else { 2 };
+            blocks.push(Block {
+                cin,
+                cout: w,
+                stride,
+            });
+            blocks.push(Block {
+                cin: w,
+                cout: w,
+                stride: 1,
+            });
             cin = w;
         }
-        let head = if fednar_head {
-            Head::FedNar(AvgPool2dConfig::new([3, 3]).with_strides([3, 3]).init())
-        } else {
-            Head::Global(AdaptiveAvgPool2dConfig::new([1, 1]).init())
-        };
-        ResNet18 {
-            stem: conv3x3(3, 64, 1, device),
-            stem_gn: gn(64, device),
+        let mut starts = Vec::new();
+        let mut at = 3;
+        for b in &blocks {
+            starts.push(at);
+            at += if b.shortcut() { 9 } else { 6 };
+        }
+        ResNet {
             blocks,
-            head,
-            proj: (projection > 0).then(|| Projection::new(512, projection, device)),
-            fc: LinearConfig::new(if projection > 0 { projection } else { 512 }, classes)
-                .init(device),
-            kernels,
+            fednar_head,
+            projection,
+            classes,
+            starts,
+            head_at: at,
         }
     }
 
-    pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        self.fc.forward(self.features(x))
+    /// The parameters in the order of the layout.
+    pub fn layout(&self) -> Builder {
+        let mut b = Builder::new("ResNet");
+        let r = "ResNet18";
+        b.conv("stem", r, [64, 3, 3, 3], false);
+        b.norm("stem_gn", r, "GroupNorm", 64);
+        b.scope("blocks", r, |b| {
+            for (i, k) in self.blocks.iter().enumerate() {
+                b.scope(&i.to_string(), "Vec", |b| {
+                    let c = k.cout;
+                    b.conv("conv1", "Block", [c, k.cin, 3, 3], false);
+                    b.norm("gn1", "Block", "GroupNorm", c);
+                    b.conv("conv2", "Block", [c, c, 3, 3], false);
+                    b.norm("gn2", "Block", "GroupNorm", c);
+                    if k.shortcut() {
+                        b.scope("shortcut", "Block", |b| {
+                            b.conv("0", "Tuple", [c, k.cin, 1, 1], false);
+                            b.norm("1", "Tuple", "GroupNorm", c);
+                        });
+                    }
+                });
+            }
+        });
+        if self.projection > 0 {
+            b.scope("proj", r, |b| {
+                b.linear("l1", "Projection", 512, 512);
+                b.linear("l2", "Projection", 512, self.projection);
+            });
+        }
+        let d = if self.projection > 0 {
+            self.projection
+        } else {
+            512
+        };
+        b.linear("fc", r, d, self.classes);
+        b
     }
 
-    /// The representation the classifier reads: the pooled 512-d features, or their projection.
-    pub fn features(&self, x: Tensor<4>) -> Tensor<2> {
-        self.levels(x).1
-    }
-
-    /// The activations after the stem (level 0) and after each stage (levels 1–4), and the
-    /// features.
-    pub fn levels(&self, x: Tensor<4>) -> (Vec<Tensor<4>>, Tensor<2>) {
-        let k = self.kernels;
-        let mut x = group_norm(&self.stem_gn, conv2d(&self.stem, x, k), true, k);
-        let mut levels = vec![x.clone()];
+    /// The K copies' outputs on their batches `[K·b, 3, h, w]`: the logits, the features the
+    /// classifier reads and the activations after the stem and after each stage (FedMLB), the
+    /// copies side by side in the channels.
+    pub fn outputs(&self, x: Tensor<4>, c: &mut Cursor) -> Outputs3 {
+        let k = c.copies;
+        let h = conv(to_channels(x, k), 1, c);
+        let mut h = norm(h, true, c);
+        let mut levels = vec![h.clone()];
         for pair in self.blocks.chunks(2) {
             for b in pair {
-                x = b.forward(x, k);
+                h = block(b, h, c);
             }
-            levels.push(x.clone());
+            levels.push(h.clone());
         }
-        let f = self.pool(x);
-        (levels, f)
+        let (logits, features) = self.head(h, c);
+        Outputs3 {
+            logits,
+            features,
+            levels,
+        }
     }
 
-    fn pool(&self, x: Tensor<4>) -> Tensor<2> {
-        let x = match &self.head {
-            Head::FedNar(p) => p.forward(x),
-            Head::Global(p) => p.forward(x),
+    /// The logits from an activation at `level` (0: after the stem, 1–4: after that stage),
+    /// the copies side by side in the channels: the stages after it, the pool and the
+    /// classifier (FedMLB's hybrid branches).
+    pub fn forward_from(&self, level: usize, x: Tensor<4>, c: &mut Cursor) -> Tensor<3> {
+        let first = 2 * level.min(4);
+        c.at = self.starts.get(first).copied().unwrap_or(self.head_at);
+        let mut h = x;
+        for b in &self.blocks[first..] {
+            h = block(b, h, c);
+        }
+        self.head(h, c).0
+    }
+
+    /// The pool, MOON's projection and the classifier: the logits and the features.
+    fn head(&self, h: Tensor<4>, c: &mut Cursor) -> (Tensor<3>, Tensor<3>) {
+        let pooled = if self.fednar_head {
+            let pool = AvgPool2dConfig::new([3, 3]).with_strides([3, 3]).init();
+            pool.forward(h)
+        } else {
+            AdaptiveAvgPool2dConfig::new([1, 1]).init().forward(h)
         };
-        project(&self.proj, x.flatten(1, 3))
-    }
-
-    /// Logits from an activation at `level` (0 = after the stem, 1–4 = after that stage):
-    /// the stages after it, the pool and the classifier (FedMLB's hybrid branches).
-    pub fn forward_from(&self, level: usize, x: Tensor<4>) -> Tensor<2> {
-        let k = self.kernels;
-        let mut x = x;
-        for b in &self.blocks[2 * level.min(4)..] {
-            x = b.forward(x, k);
+        let mut f = from_channels(pooled, c.copies);
+        if self.projection > 0 {
+            let z = relu(c.linear(f));
+            f = c.linear(z);
         }
-        self.fc.forward(self.pool(x))
+        (c.linear(f.clone()), f)
     }
+}
 
-    pub fn classify(&self, features: Tensor<2>) -> Tensor<2> {
-        self.fc.forward(features)
-    }
+/// A BasicBlock of the K copies: its parameters in the layout's order (conv1, gn1, conv2, gn2,
+/// the shortcut's conv and norm).
+fn block(b: &Block, x: Tensor<4>, c: &mut Cursor) -> Tensor<4> {
+    let y = conv(x.clone(), b.stride, c);
+    let y = norm(y, true, c);
+    let y = conv(y, 1, c);
+    let y = norm(y, false, c);
+    let idt = match b.shortcut() {
+        true => {
+            let s = conv(x, b.stride, c);
+            norm(s, false, c)
+        }
+        false => x,
+    };
+    relu(y + idt)
+}
+
+/// The copies' next convolution (no bias: ResNet's have none; 3×3 padded by 1, or 1×1), one
+/// group per copy.
+fn conv(x: Tensor<4>, stride: usize, c: &mut Cursor) -> Tensor<4> {
+    let w = c.conv();
+    let pad = w.dims()[2] / 2;
+    let o = ConvOptions::new([stride, stride], [pad, pad], [1, 1], c.copies);
+    copies_conv(x, w, None, o, c.kernels)
+}
+
+/// The copies' next GroupNorm(2) as one of 2K groups, then a ReLU if `relu`.
+fn norm(x: Tensor<4>, relu: bool, c: &mut Cursor) -> Tensor<4> {
+    let (gamma, beta) = (c.vector(), c.vector());
+    group_norm_of(x, gamma, beta, GROUPS * c.copies, GN_EPS, relu, c.kernels)
 }

@@ -1,172 +1,152 @@
 //! The FedNAR Shakespeare transformer (§7.2): token embedding ×√d plus a learned positional
-//! embedding, post-LN encoder layers (ReLU FFN, dropout), prediction from the last position.
-//! With d = 128, 4 heads, FFN 512 and 6 layers it has 1,220,432 parameters.
+//! embedding, post-LN encoder layers (ReLU feed-forward, dropout `model.dropout` after the
+//! attention weights, on each residual branch and inside the feed-forward, as PyTorch's and
+//! burn's encoder layers place it), prediction from the last position. With d = 128, 4 heads,
+//! FFN 512 and 6 layers it has 1,220,432 parameters.
+//!
+//! The K copies: each copy's token and position tables stacked (a copy's indices offset into
+//! its own), every linear layer a batched product `[K, b·T, in]·[K, in, out]`, the attention of
+//! all copies' sequences one `[K·b, heads, T, T]` product, each LayerNorm normalising per copy
+//! before its own γ and β.
 
-use burn::module::Module;
-use burn::nn::attention::MultiHeadAttention;
-use burn::nn::transformer::{
-    PositionWiseFeedForward, TransformerEncoder, TransformerEncoderConfig, TransformerEncoderInput,
-    TransformerEncoderLayer,
-};
-use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::activation::relu;
+use burn::tensor::module::{embedding, layer_norm};
+use burn::tensor::{Int, Tensor};
 
+use super::cursor::Cursor;
+use super::params::Builder;
 use crate::config::ModelSpec;
 use crate::data::shakespeare::SEQ_LEN;
-use crate::kernels::{Kernels, dropout, softmax_last};
+use crate::kernels::softmax_last;
 
-#[derive(Module, Debug)]
-pub struct CharTransformer {
-    tok: Embedding,
-    pos: Embedding,
-    pub(crate) encoder: TransformerEncoder,
-    out: Linear,
-    #[module(skip)]
-    pub(crate) scale: f32,
-    #[module(skip)]
-    pub(crate) kernels: Kernels,
+/// The ε of the encoder's LayerNorms (PyTorch's and burn's default).
+const LN_EPS: f64 = 1e-5;
+
+#[derive(Clone, Debug)]
+pub struct Transformer {
+    d: usize,
+    d_ff: usize,
+    heads: usize,
+    layers: usize,
+    vocab: usize,
+    dropout: f64,
 }
 
-impl CharTransformer {
-    pub fn new(spec: &ModelSpec, vocab: usize, kernels: Kernels, device: &Device) -> Self {
-        let d = spec.d_model;
-        let encoder = TransformerEncoderConfig::new(d, spec.d_ff, spec.heads, spec.layers)
-            .with_dropout(spec.dropout)
-            .with_norm_first(false)
-            .with_activation(burn::nn::activation::ActivationConfig::Relu)
-            .init(device);
-        CharTransformer {
-            tok: EmbeddingConfig::new(vocab, d).init(device),
-            pos: EmbeddingConfig::new(SEQ_LEN, d).init(device),
-            encoder,
-            out: LinearConfig::new(d, vocab).init(device),
-            scale: (d as f32).sqrt(),
-            kernels,
+impl Transformer {
+    pub fn new(spec: &ModelSpec, vocab: usize) -> Transformer {
+        Transformer {
+            d: spec.d_model,
+            d_ff: spec.d_ff,
+            heads: spec.heads,
+            layers: spec.layers,
+            vocab,
+            dropout: spec.dropout,
         }
     }
 
-    pub fn forward(&self, x: Tensor<2, Int>) -> Tensor<2> {
-        let h = self.embed(x);
-        let h = if self.kernels == Kernels::Burn {
-            self.encoder.forward(TransformerEncoderInput::new(h))
-        } else {
-            self.layers(h, self.kernels)
-        };
-        self.last(h)
+    /// The parameters in the order of the layout.
+    pub fn layout(&self) -> Builder {
+        let (d, ff) = (self.d, self.d_ff);
+        let mut b = Builder::new("Transformer");
+        let root = "CharTransformer";
+        b.scope("tok", root, |b| {
+            b.tensor("weight", "Embedding", &[self.vocab, d])
+        });
+        b.scope("pos", root, |b| {
+            b.tensor("weight", "Embedding", &[SEQ_LEN, d])
+        });
+        b.scope("encoder", root, |b| {
+            b.scope("layers", "TransformerEncoder", |b| {
+                for i in 0..self.layers {
+                    b.scope(&i.to_string(), "Vec", |b| {
+                        let l = "TransformerEncoderLayer";
+                        b.scope("mha", l, |b| {
+                            for name in ["query", "key", "value", "output"] {
+                                b.linear(name, "MultiHeadAttention", d, d);
+                            }
+                        });
+                        b.scope("pwff", l, |b| {
+                            b.linear("linear_inner", "PositionWiseFeedForward", d, ff);
+                            b.linear("linear_outer", "PositionWiseFeedForward", ff, d);
+                        });
+                        b.norm("norm_1", l, "LayerNorm", d);
+                        b.norm("norm_2", l, "LayerNorm", d);
+                    });
+                }
+            });
+        });
+        b.linear("out", root, d, self.vocab);
+        b
     }
 
-    /// Token embedding ×√d plus the learned positional embedding.
-    fn embed(&self, x: Tensor<2, Int>) -> Tensor<3> {
-        let [b, len] = x.dims();
-        let positions = Tensor::<1, Int>::arange(0..len as i64, &x.device())
-            .reshape([1, len])
-            .repeat_dim(0, b);
-        self.tok.forward(x) * self.scale + self.pos.forward(positions)
+    /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`.
+    pub fn logits(&self, x: Tensor<2, Int>, p: &mut Cursor) -> Tensor<3> {
+        let k = p.copies;
+        let [n, len] = x.dims();
+        let b = n / k;
+        let device = x.device();
+        let (tok, [vocab, d]) = p.matrix();
+        let (pos, [positions, _]) = p.matrix();
+        let copy = Tensor::<1, Int>::arange(0..k as i64, &device).reshape([k, 1, 1]);
+        let tokens: Tensor<3, Int> = x.reshape([k, b, len]) + copy.clone().mul_scalar(vocab as i64);
+        let at = Tensor::<1, Int>::arange(0..len as i64, &device).reshape([1, 1, len]);
+        let at: Tensor<3, Int> = at.repeat_dim(1, b) + copy.mul_scalar(positions as i64);
+        let scale = (self.d as f32).sqrt();
+        let h =
+            embedding(tok, tokens.reshape([n, len])) * scale + embedding(pos, at.reshape([n, len]));
+        let mut h: Tensor<3> = h.reshape([k, b * len, d]);
+        for _ in 0..self.layers {
+            h = self.layer(h, len, p);
+        }
+        let h4: Tensor<4> = h.reshape([k, b, len, d]);
+        let last: Tensor<3> = h4.narrow(2, len - 1, 1).reshape([k, b, d]);
+        p.linear(last)
     }
 
-    /// The encoder layers through [`encoder_layer`].
-    fn layers(&self, h: Tensor<3>, kernels: Kernels) -> Tensor<3> {
-        let layers = self.encoder.layers.iter();
-        layers.fold(h, |h, l| encoder_layer(l, h, kernels))
-    }
-
-    /// The logits from the last position.
-    fn last(&self, h: Tensor<3>) -> Tensor<2> {
-        let [b, len, d] = h.dims();
-        self.out
-            .forward(h.slice([0..b, len - 1..len, 0..d]).reshape([b, d]))
-    }
-}
-
-/// burn's `TransformerEncoderLayer::forward` without masks, the same ops in the same order (with
-/// `run.kernels = "burn"` the same dropout masks too), with the attention softmax and the
-/// dropouts on fedrun's kernels.
-fn encoder_layer(l: &TransformerEncoderLayer, x: Tensor<3>, kernels: Kernels) -> Tensor<3> {
-    if l.norm_first || l.mha.quiet_softmax {
-        return l.forward(x, None, None);
-    }
-    let r = dropout(&l.dropout, attention(&l.mha, x.clone(), kernels), kernels);
-    let x = l.norm_1.forward(x + r);
-    let r = dropout(
-        &l.dropout,
-        feed_forward(&l.pwff, x.clone(), kernels),
-        kernels,
-    );
-    l.norm_2.forward(x + r)
-}
-
-/// burn's `PositionWiseFeedForward::forward`, with its dropout on fedrun's kernel.
-fn feed_forward(f: &PositionWiseFeedForward, x: Tensor<3>, kernels: Kernels) -> Tensor<3> {
-    let h = f.activation.forward(f.linear_inner.forward(x));
-    f.linear_outer.forward(dropout(&f.dropout, h, kernels))
-}
-
-/// burn's `MultiHeadAttention::forward` for self-attention without masks: the context.
-fn attention(mha: &MultiHeadAttention, x: Tensor<3>, kernels: Kernels) -> Tensor<3> {
-    let [b, t, d] = x.dims();
-    let heads = |lin: &Linear| {
-        lin.forward(x.clone())
-            .reshape([b, t, mha.n_heads, mha.d_k])
-            .swap_dims(1, 2)
-    };
-    let (q, k, v) = (heads(&mha.query), heads(&mha.key), heads(&mha.value));
-    let scores = q.matmul(k.transpose()).div_scalar((mha.d_k as f32).sqrt());
-    let weights = dropout(&mha.dropout, softmax_last(scores, kernels), kernels);
-    let context = weights.matmul(v).swap_dims(1, 2).reshape([b, t, d]);
-    mha.output.forward(context)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use burn::tensor::Distribution;
-
-    fn model(kernels: Kernels, dropout: f64, device: &Device) -> CharTransformer {
-        let spec = ModelSpec {
-            layers: 2,
-            d_model: 32,
-            heads: 4,
-            d_ff: 64,
-            dropout,
-            ..ModelSpec::default()
-        };
-        CharTransformer::new(&spec, 80, kernels, device)
-    }
-
-    fn max_diff(a: Tensor<2>, b: Tensor<2>) -> f32 {
-        (a - b).abs().max().into_scalar::<f32>()
-    }
-
-    /// With burn's kernels the layer loop is burn's encoder bit for bit; with fedrun's softmax
-    /// it agrees to float rounding, gradients too.
-    #[test]
-    fn encoder_is_burns() {
-        let device = Device::flex().autodiff();
-        let x = Tensor::<2>::random([6, SEQ_LEN], Distribution::Uniform(0.0, 80.0), &device).int();
-        let burn_model = model(Kernels::Burn, 0.0, &device);
-        let bits = |t: &Tensor<2>| t.to_data().try_to_vec::<f32>().unwrap();
-        let r = burn_model.forward(x.clone());
-        let m = &burn_model;
-        let loop_burn = m.last(m.layers(m.embed(x.clone()), Kernels::Burn));
-        assert_eq!(
-            bits(&loop_burn),
-            bits(&r),
-            "the layer loop with burn's softmax"
+    /// One encoder layer of the copies on `x` (`[K, b·T, d]`), its parameters in the layout's
+    /// order: the attention's query, key, value and output, the feed-forward's two layers, the
+    /// two norms (the first after the attention).
+    fn layer(&self, x: Tensor<3>, len: usize, p: &mut Cursor) -> Tensor<3> {
+        let k = p.copies;
+        let [_, bt, d] = x.dims();
+        let (h, dk) = (self.heads, self.d / self.heads);
+        // [K, b·T, d] → [K·b, heads, T, d_k]
+        let split =
+            |t: Tensor<3>| -> Tensor<4> { t.reshape([k * (bt / len), len, h, dk]).swap_dims(1, 2) };
+        let (qh, kh, vh) = (
+            split(p.linear(x.clone())),
+            split(p.linear(x.clone())),
+            split(p.linear(x.clone())),
         );
-        let mut ours = burn_model.clone();
-        ours.kernels = Kernels::Fedrun;
-        let o = ours.forward(x);
-        assert!(max_diff(o.clone(), r.clone()) < 1e-4, "fedrun's softmax");
-        let (go, gr) = (
-            (o.clone() * o).sum().backward(),
-            (r.clone() * r).sum().backward(),
-        );
-        let w = &burn_model.encoder.layers[0].mha.query.weight;
-        let (a, b) = (w.grad(&go).unwrap(), w.grad(&gr).unwrap());
-        let scale = b.clone().abs().max().into_scalar::<f32>();
-        assert!(
-            scale > 0.0 && max_diff(a, b) < 1e-3 * scale,
-            "a query weight's gradient"
-        );
+        let scores = qh.matmul(kh.transpose()).div_scalar((dk as f32).sqrt());
+        let weights = p.dropout(softmax_last(scores, p.kernels), self.dropout, 0);
+        let context = weights.matmul(vh).swap_dims(1, 2).reshape([k, bt, d]);
+        let r = p.linear(context);
+        let r = p.dropout(r, self.dropout, 0);
+        let (inner, outer) = (p.at, p.at + 2);
+        p.at += 4;
+        let n1 = (p.vector(), p.vector());
+        let n2 = (p.vector(), p.vector());
+        let after = p.at;
+        let x = norm(x + r, n1, k);
+        p.at = inner;
+        let f = relu(p.linear(x.clone()));
+        let f = p.dropout(f, self.dropout, 0);
+        p.at = outer;
+        let f = p.linear(f);
+        let f = p.dropout(f, self.dropout, 0);
+        p.at = after;
+        norm(x + f, n2, k)
     }
+}
+
+/// LayerNorm over the last axis of each copy's rows with the copy's own γ and β (`[K·d]`).
+fn norm(x: Tensor<3>, (gamma, beta): (Tensor<1>, Tensor<1>), k: usize) -> Tensor<3> {
+    if k == 1 {
+        return layer_norm(x, gamma, Some(beta), LN_EPS);
+    }
+    let d = x.dims()[2];
+    let ones = Tensor::<1>::ones([d], &x.device());
+    let y = layer_norm(x, ones, None, LN_EPS);
+    y * gamma.reshape([k, 1, d]) + beta.reshape([k, 1, d])
 }

@@ -1,7 +1,7 @@
 //! The cohort step (`run.cohort = K`): up to K clients of a round trained as one computation.
 //! Each local step draws every client's batch from its own stream (as when it trains alone),
 //! runs the K forwards and backwards as one on the model's stacked form
-//! ([`crate::model::stacked`]), and then steps each client's parameters with its own chain
+//! ([`crate::model::Stacked`]), and then steps each client's parameters with its own chain
 //! (its term, clip and decay, rule and moments) on its flat vectors. Clients whose batches differ
 //! in size at a step (a short last batch) are stacked in groups of one size; a client past its
 //! last step (`local.epochs` over unequal partitions) takes no part in the step.
@@ -15,12 +15,12 @@ use super::chain::{ClipDecay, DeviceChain, HostChain};
 use super::cohort_batches::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
 use super::cohort_device::Resident;
 use super::cohort_loss::{self, Objectives};
-use super::trainer::{LocalStats, Work};
+use super::trainer::{LocalStats, Work, step_masks};
 use crate::data::FedData;
 use crate::fl::plan::ClientPlan;
 use crate::model::Model;
+use crate::model::copies::Stacked;
 use crate::model::params::Layout;
-use crate::model::stacked::Stacked;
 use crate::rng::Rng;
 
 /// Why a client's plan cannot train in a cohort; None when it can. A plan stacks when its step
@@ -57,7 +57,7 @@ pub struct Cohort {
 impl Cohort {
     pub fn new(model: Model, device: Device, base: ClipDecay, device_step: bool) -> Self {
         keep_freed_memory();
-        let layout = Layout::of(&model);
+        let layout = model.layout().clone();
         Cohort {
             model,
             layout,
@@ -102,7 +102,9 @@ impl Cohort {
     ) -> Vec<LocalStats> {
         let n = works.len();
         self.xs.resize(n, Vec::new());
-        let objectives = Objectives::new(&plans, &self.model, works[0].anchor);
+        // the objectives read the model while the steps write the buffers
+        let model = self.model.clone();
+        let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device);
         if let Some(chain) = self.device_chain(&plans, works) {
             let resident = Resident {
                 model: &self.model,
@@ -130,7 +132,11 @@ impl Cohort {
             }
             let drawn = draw(data, works, &mut batches, rngs, step, &self.device);
             for group in groups(drawn) {
-                let losses = self.forward_backward(&group, &objectives);
+                let masks: Vec<u64> = group
+                    .iter()
+                    .map(|d| step_masks(&works[d.k], step))
+                    .collect();
+                let losses = self.forward_backward(&group, &objectives, &masks);
                 for (d, loss) in group.iter().zip(losses) {
                     let ctx = ctx_at(data, &works[d.k], step);
                     let log = chains[d.k].step(&mut self.xs[d.k], &mut self.gs[d.k], &ctx);
@@ -162,12 +168,17 @@ impl Cohort {
 
     /// One forward and backward of the clients `group` (batches of one size) on the stacked
     /// model: their gradients land in `gs`; returns each one's batch loss.
-    fn forward_backward(&mut self, group: &[Drawn], objectives: &Objectives) -> Vec<f64> {
+    fn forward_backward(
+        &mut self,
+        group: &[Drawn],
+        objectives: &Objectives,
+        masks: &[u64],
+    ) -> Vec<f64> {
         let ks: Vec<usize> = group.iter().map(|d| d.k).collect();
         let xs: Vec<&[f32]> = ks.iter().map(|&k| self.xs[k].as_slice()).collect();
-        let stacked = Stacked::new(&self.model, &self.layout, &xs, &self.device);
+        let stacked = Stacked::new(&self.model, &xs, &self.device);
         let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
-        let out = stacked.outputs(input_of(group));
+        let out = stacked.outputs(input_of(group), Some(masks));
         let per = objectives.losses(out, group, Tensor::cat(ys, 0));
         let values = per.clone().into_data().convert::<f32>();
         let values: Vec<f64> = values
@@ -187,7 +198,7 @@ impl Cohort {
             rest = tail;
             at = k + 1;
         }
-        stacked.read_grads(&mut grads, &mut out, &self.layout);
+        stacked.read_grads(&mut grads, &mut out);
         values
     }
 }

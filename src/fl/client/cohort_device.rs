@@ -16,11 +16,11 @@ use super::chain::DeviceChain;
 use super::cohort_batches::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
 use super::cohort_loss::Objectives;
 use super::deferred::{Deferred, read_f32};
-use super::trainer::{LocalStats, Work};
+use super::trainer::{LocalStats, Work, step_masks};
 use crate::data::FedData;
 use crate::model::Model;
+use crate::model::copies::Stacked;
 use crate::model::params::Layout;
-use crate::model::stacked::Stacked;
 use crate::optim::{Ctx, RowFactor, upload_rows};
 use crate::rng::Rng;
 
@@ -58,7 +58,8 @@ impl Resident<'_> {
             let groups = groups(drawn);
             let who: Vec<(usize, usize)> = groups.iter().flatten().map(|d| (d.k, d.len)).collect();
             let numbers;
-            (x, numbers) = self.step(x, groups, chain, &ctx);
+            let masks: Vec<u64> = works.iter().map(|w| step_masks(w, step)).collect();
+            (x, numbers) = self.step(x, groups, chain, &ctx, &masks);
             if let Some(t) = numbers {
                 pending.push(t);
                 trained.push((step, who));
@@ -78,6 +79,7 @@ impl Resident<'_> {
         groups: Vec<Vec<Drawn>>,
         chain: &DeviceChain,
         ctx: &[Ctx],
+        masks: &[u64],
     ) -> (Vec<Tensor<2>>, Option<Tensor<1>>) {
         let n = ctx.len();
         let leaves: Vec<Tensor<2>> = x
@@ -87,7 +89,7 @@ impl Resident<'_> {
         let mut losses = Vec::with_capacity(groups.len());
         let mut total: Option<Tensor<1>> = None;
         for g in &groups {
-            let per = self.group_losses(&leaves, g, n);
+            let per = self.group_losses(&leaves, g, n, masks);
             losses.push(per.clone().inner());
             let s = per.sum();
             total = Some(match total {
@@ -120,7 +122,13 @@ impl Resident<'_> {
 
     /// Each client's loss `[k]` on its batch, for the clients of `group` (batches of one size),
     /// their rows taken from `leaves` (all `n` rows when the group is every client).
-    fn group_losses(&self, leaves: &[Tensor<2>], group: &[Drawn], n: usize) -> Tensor<1> {
+    fn group_losses(
+        &self,
+        leaves: &[Tensor<2>],
+        group: &[Drawn],
+        n: usize,
+        masks: &[u64],
+    ) -> Tensor<1> {
         let k = group.len();
         // the group's rows: all of them, or gathered (one index upload)
         let idx = (k < n).then(|| {
@@ -138,9 +146,10 @@ impl Resident<'_> {
                 rows.reshape([k * len])
             })
             .collect();
-        let stacked = Stacked::of(self.model, self.layout, params, k);
+        let stacked = Stacked::of(self.model, params, k);
         let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
-        let out = stacked.outputs(input_of(group));
+        let own: Vec<u64> = group.iter().map(|d| masks[d.k]).collect();
+        let out = stacked.outputs(input_of(group), Some(&own));
         self.objectives.losses(out, group, Tensor::cat(ys, 0))
     }
 

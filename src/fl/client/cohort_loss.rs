@@ -3,14 +3,13 @@
 //! trained model's logits and features and the starting model's outputs: FedLC, FedNTD,
 //! FedDecorr), with the starting model's outputs on the client's batch as when it trains alone.
 
-use burn::tensor::{Int, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 
 use super::cohort_batches::Drawn;
 use crate::fl::losses::cross_entropy;
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
-use crate::model::params::write_params;
-use crate::model::stacked::{Outputs3, Stacked};
-use crate::model::{Model, Outputs};
+use crate::model::copies::Stacked;
+use crate::model::{Model, Outputs, Outputs3};
 
 /// Why a client's loss cannot be computed in a cohort; None when it can.
 pub fn why_not(plan: &ClientPlan) -> Option<&'static str> {
@@ -29,17 +28,22 @@ pub fn why_not(plan: &ClientPlan) -> Option<&'static str> {
 pub struct Objectives<'a> {
     losses: Vec<Option<&'a dyn LocalLoss>>,
     /// The starting model, when a client's loss reads its outputs.
-    frozen: Option<Model>,
+    frozen: Option<Stacked<'a>>,
 }
 
 impl<'a> Objectives<'a> {
     /// The objectives of `plans` (one per client), whose starting model is `anchor` (of
-    /// `model`'s layout).
-    pub fn new(plans: &[ClientPlan<'a>], model: &Model, anchor: &[f32]) -> Self {
+    /// `model`'s layout), on `device`.
+    pub fn new(
+        plans: &[ClientPlan<'a>],
+        model: &'a Model,
+        anchor: &[f32],
+        device: &Device,
+    ) -> Self {
         let reads = plans.iter().any(|p| !p.frozen.is_empty());
         Objectives {
             losses: plans.iter().map(|p| p.loss).collect(),
-            frozen: reads.then(|| write_params(model.clone(), anchor)),
+            frozen: reads.then(|| Stacked::frozen(model, &[anchor], device)),
         }
     }
 
@@ -49,14 +53,9 @@ impl<'a> Objectives<'a> {
         if group.iter().all(|d| self.losses[d.k].is_none()) {
             return Stacked::losses(out.logits, ys);
         }
-        let [_, b, classes] = out.logits.dims();
-        let d_f = out.features.dims()[2];
+        let b = out.logits.dims()[1];
         let per = group.iter().enumerate().map(|(i, d)| {
-            let own = Outputs {
-                logits: out.logits.clone().narrow(0, i, 1).reshape([b, classes]),
-                features: out.features.clone().narrow(0, i, 1).reshape([b, d_f]),
-                levels: Vec::new(),
-            };
+            let own = out.copy(i);
             let y = ys.clone().narrow(0, i * b, b);
             let Some(loss) = self.losses[d.k] else {
                 return cross_entropy(own.logits, y);
@@ -64,14 +63,13 @@ impl<'a> Objectives<'a> {
             let frozen: Vec<Outputs> = self
                 .frozen
                 .iter()
-                .map(|m| m.outputs(d.input.clone()).detach())
+                .map(|m| m.outputs(d.input.clone(), None).copy(0).detach())
                 .collect();
-            let models: Vec<&Model> = self.frozen.iter().collect();
             loss.loss(&LossInput {
                 out: &own,
                 targets: &y,
                 frozen: &frozen,
-                frozen_models: &models,
+                frozen_models: self.frozen.as_slice(),
             })
         });
         Tensor::cat(per.collect(), 0)

@@ -2,7 +2,6 @@
 
 use std::ops::Range;
 
-use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
 
 use super::batches::Batches;
@@ -13,7 +12,7 @@ use crate::data::{self, FedData, Input};
 use crate::fl::losses::cross_entropy;
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput, Uplink};
 use crate::fl::schedule::Schedule;
-use crate::model::params::{Layout, read_grads, with_training, write_params};
+use crate::model::copies::Stacked;
 use crate::model::{Model, Outputs};
 use crate::optim::{Ctx, Log, Moments};
 use crate::rng::{Rng, Stream};
@@ -64,21 +63,18 @@ pub struct Work<'a> {
     pub steps: usize,
     pub batch_size: usize,
     pub schedule: &'a Schedule,
-    /// Seeds the dropout masks of each step that also takes the anchor's batch gradient, so
-    /// that both forwards draw the same masks (SVRG's correction then cancels exactly at x =
-    /// anchor).
+    /// The client's dropout stream in this round: a step's masks are a pure function of it,
+    /// the step and the layer, the same alone and in a cohort, and the same for the forward at
+    /// the anchor that a term reads (SVRG's correction then cancels exactly at x = anchor).
     pub dropout_seed: u64,
     /// Set from outside (a signal): the steps end before the next one (the caller discards
     /// the round).
     pub stop: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
-/// The models a trainer reuses: the trained one, the frozen ones a plan's loss reads, and the
-/// anchor's copy for a term that reads the anchor's gradient (each made when first needed).
-struct Models {
-    model: Option<Model>,
-    frozen: Vec<Option<Model>>,
-    anchor: Option<Model>,
+/// The seed of `w`'s masks at `step` (see [`Work::dropout_seed`]).
+pub fn step_masks(w: &Work, step: usize) -> u64 {
+    Rng::derive(w.dropout_seed, Stream::Dropout, &[step as u64]).next_u64()
 }
 
 /// The flat vectors a trainer reuses: the parameters x, the gradient g and the anchor's
@@ -92,41 +88,37 @@ struct Buffers {
 /// The loss of a step: the plan's objective and the models it reads.
 struct Objective<'p> {
     loss: Option<&'p dyn LocalLoss>,
-    frozen: Vec<&'p Model>,
+    frozen: Vec<Stacked<'p>>,
     frozen_outputs: bool,
-    anchor: Option<&'p Model>,
+    /// The model at the anchor, for a term that reads the anchor's gradient.
+    anchor: Option<Stacked<'p>>,
 }
 
 impl Objective<'_> {
-    /// The batch loss of `model`; with an anchor, its batch gradient lands in `g_anchor` first,
-    /// and both forwards draw the same dropout masks, seeded from `masks` = (the client's
-    /// dropout seed, the step, the device).
+    /// The batch loss of `model` (one copy); with an anchor, the anchor's batch gradient lands
+    /// in `g_anchor` first. Both forwards draw the step's masks (`mask`).
     fn loss(
         &self,
-        model: &Model,
+        model: &Stacked,
         input: Input,
         y: Tensor<1, Int>,
         g_anchor: &mut [f32],
-        masks: (u64, usize, &Device),
+        mask: u64,
     ) -> Tensor<1> {
-        let frozen: Vec<Outputs> = if self.frozen_outputs {
-            self.frozen
+        let frozen: Vec<Outputs> = match self.frozen_outputs {
+            true => self
+                .frozen
                 .iter()
-                .map(|m| m.outputs(input.clone()).detach())
-                .collect()
-        } else {
-            Vec::new()
+                .map(|m| m.outputs(input.clone(), None).copy(0).detach())
+                .collect(),
+            false => Vec::new(),
         };
-        if let Some(am) = self.anchor {
-            let (seed, step, device) = masks;
-            let seed = Rng::derive(seed, Stream::Dropout, &[step as u64]).next_u64();
-            device.seed(seed);
-            let la = cross_entropy(am.forward(input.clone()), y.clone());
-            let mut grads = la.backward();
-            read_grads(am, &mut grads, g_anchor);
-            device.seed(seed);
+        if let Some(am) = &self.anchor {
+            let logits = am.outputs(input.clone(), Some(&[mask])).copy(0).logits;
+            let mut grads = cross_entropy(logits, y.clone()).backward();
+            am.read_grads(&mut grads, &mut [g_anchor]);
         }
-        let out = model.outputs(input);
+        let out = model.outputs(input, Some(&[mask])).copy(0);
         match self.loss {
             Some(l) => l.loss(&LossInput {
                 out: &out,
@@ -153,7 +145,7 @@ enum Stepper<'a> {
 }
 
 pub struct Trainer {
-    models: Models,
+    model: Model,
     buf: Buffers,
     device: Device,
     /// The chain's clip and weight decay.
@@ -166,24 +158,12 @@ pub struct Trainer {
 }
 
 impl Trainer {
-    pub fn new(
-        model: Model,
-        device: Device,
-        dim: usize,
-        base: ClipDecay,
-        device_step: bool,
-    ) -> Self {
-        let ranges = Layout::of(&model)
-            .tensors
-            .iter()
-            .map(|t| t.range())
-            .collect();
+    pub fn new(model: Model, device: Device, base: ClipDecay, device_step: bool) -> Self {
+        let layout = model.layout();
+        let ranges = layout.tensors.iter().map(|t| t.range()).collect();
+        let dim = layout.total;
         Trainer {
-            models: Models {
-                model: Some(model),
-                frozen: Vec::new(),
-                anchor: None,
-            },
+            model,
             buf: Buffers {
                 x: vec![0.0; dim],
                 g: vec![0.0; dim],
@@ -196,37 +176,6 @@ impl Trainer {
         }
     }
 
-    /// Load the frozen models a plan names; how many.
-    fn load_frozen(&mut self, frozen: &[Frozen], anchor: &[f32]) -> usize {
-        let m = &mut self.models;
-        for (k, f) in frozen.iter().enumerate() {
-            if m.frozen.len() <= k {
-                m.frozen.push(None);
-            }
-            let copy = m.frozen[k]
-                .take()
-                .or_else(|| m.model.clone())
-                .expect("the trainer's model");
-            let params = match f {
-                Frozen::Anchor => anchor,
-                Frozen::Params(p) => p,
-            };
-            m.frozen[k] = Some(write_params(copy, params).no_grad());
-        }
-        frozen.len()
-    }
-
-    /// A copy of the model at `anchor`, for a term that reads the anchor's gradient.
-    fn anchor_model(&mut self, anchor: &[f32]) -> Option<Model> {
-        self.buf.g_anchor.resize(self.buf.g.len(), 0.0);
-        let m = self
-            .models
-            .anchor
-            .take()
-            .or_else(|| self.models.model.clone())?;
-        Some(write_params(m, anchor))
-    }
-
     /// Train `w.client` from `w.anchor` as `plan` says. On return [`Trainer::delta`] holds
     /// Δ_i = x_i − anchor.
     pub fn train(
@@ -237,41 +186,43 @@ impl Trainer {
         rng: &mut Rng,
     ) -> LocalStats {
         let idx = &data.clients[w.client];
-        let n_frozen = self.load_frozen(&plan.frozen, w.anchor);
         let mut stats = LocalStats::default();
         if plan.full_gradient {
             let g = self.full_gradient(data, idx, w.anchor, w.batch_size);
             stats.uplink.full_gradient = Some(g);
         }
         self.buf.x.copy_from_slice(w.anchor);
-        let anchor = (plan.term.anchor_grad != 0.0)
-            .then(|| self.anchor_model(w.anchor))
-            .flatten();
+        let (model, device) = (&self.model, &self.device);
+        let anchor = (plan.term.anchor_grad != 0.0).then(|| {
+            self.buf.g_anchor.resize(self.buf.g.len(), 0.0);
+            Stacked::new(model, &[w.anchor], device)
+        });
+        let frozen = plan.frozen.iter().map(|f| {
+            let params = match f {
+                Frozen::Anchor => w.anchor,
+                Frozen::Params(p) => p,
+            };
+            Stacked::frozen(model, &[params], device)
+        });
         let device_chain = self
             .device_step
             .then(|| {
                 let plans = [(&plan.term, &plan.rule)];
-                DeviceChain::new(&plans, &[w.anchor], self.base, &self.ranges, &self.device)
+                DeviceChain::new(&plans, &[w.anchor], self.base, &self.ranges, device)
             })
             .flatten();
         let stepper = match device_chain {
             Some(d) => Stepper::Device(Box::new(d)),
             None => Stepper::Host(HostChain::new(plan.term, w.anchor, self.base, plan.rule)),
         };
-        let frozen = &self.models.frozen[..n_frozen];
         let objective = Objective {
             loss: plan.loss,
-            frozen: frozen.iter().flatten().collect(),
+            frozen: frozen.collect(),
             frozen_outputs: plan.frozen_outputs,
-            anchor: anchor.as_ref(),
+            anchor,
         };
-        let model = self.models.model.take().expect("the trainer's model");
-        let job = Job {
-            data,
-            w,
-            device: &self.device,
-        };
-        let (model, moments) = run_steps(
+        let job = Job { data, w, device };
+        let moments = run_steps(
             model,
             stepper,
             &objective,
@@ -280,9 +231,6 @@ impl Trainer {
             &job,
             rng,
         );
-        drop(objective);
-        self.models.model = Some(model);
-        self.models.anchor = anchor;
         stats.uplink.moments = moments;
         // Δ_i = x_i − anchor, in place
         self.buf
@@ -293,11 +241,10 @@ impl Trainer {
         stats
     }
 
-    /// The mean loss gradient over the client's whole data at `at`, in evaluation mode (no
-    /// dropout: the gradient of the point, not of random masks), in batches of
-    /// `batch_size` in data order without augmentation, each batch weighted by its size (so
-    /// the short last batch counts for what it holds): the gradient of the whole data set in
-    /// one batch, up to float rounding.
+    /// The mean loss gradient over the client's whole data at `at`, without dropout (the
+    /// gradient of the point, not of random masks), in batches of `batch_size` in data order
+    /// without augmentation, each batch weighted by its size (so the short last batch counts for
+    /// what it holds): the gradient of the whole data set in one batch, up to float rounding.
     pub fn full_gradient(
         &mut self,
         data: &FedData,
@@ -305,22 +252,19 @@ impl Trainer {
         at: &[f32],
         batch_size: usize,
     ) -> Vec<f32> {
-        let mut model = self.models.model.take().expect("the trainer's model");
-        // a full gradient is a property of the point: evaluation mode, no dropout masks
-        model = with_training(write_params(model, at), false);
+        let model = Stacked::new(&self.model, &[at], &self.device);
         let mut acc = vec![0f64; self.buf.g.len()];
         for chunk in idx.chunks(batch_size.max(1)) {
             let (input, y) =
                 data::batch(&data.train, chunk, data::Augment::None, None, &self.device);
-            let loss = cross_entropy(model.forward(input), y);
-            let mut grads = loss.backward();
-            read_grads(&model, &mut grads, &mut self.buf.g);
+            let logits = model.outputs(input, None).copy(0).logits;
+            let mut grads = cross_entropy(logits, y).backward();
+            model.read_grads(&mut grads, &mut [&mut self.buf.g]);
             let wgt = chunk.len() as f64 / idx.len() as f64;
             acc.iter_mut()
                 .zip(&self.buf.g)
                 .for_each(|(a, g)| *a += wgt * *g as f64);
         }
-        self.models.model = Some(with_training(model, true));
         acc.into_iter().map(|a| a as f32).collect()
     }
 
@@ -330,23 +274,24 @@ impl Trainer {
     }
 }
 
-/// The client's steps; returns the model and the moments its rule ended with.
+/// The client's steps; returns the moments its rule ended with.
 fn run_steps(
-    mut model: Model,
+    model: &Model,
     mut stepper: Stepper,
     objective: &Objective,
     buf: &mut Buffers,
     stats: &mut LocalStats,
     job: &Job,
     rng: &mut Rng,
-) -> (Model, Option<Moments>) {
+) -> Option<Moments> {
     let (data, w) = (job.data, job.w);
     let idx = &data.clients[w.client];
     let per_epoch = idx.len().div_ceil(w.batch_size).max(1);
     let mut batches = Batches::new(idx, w.batch_size);
-    if let Stepper::Device(_) = stepper {
-        model = write_params(model, w.anchor);
-    }
+    let mut rows = match stepper {
+        Stepper::Device(_) => device::upload(model, w.anchor, job.device),
+        Stepper::Host(_) => Vec::new(),
+    };
     let (mut pending, mut samples) = (Deferred::default(), Vec::new());
     for step in 0..w.steps {
         if w.stop
@@ -357,11 +302,15 @@ fn run_steps(
         let bidx = batches.next_batch(rng);
         let lr = w.schedule.lr(w.round, step / per_epoch);
         let (input, y) = data::batch(&data.train, bidx, data.augment, Some(rng), job.device);
-        if let Stepper::Host(_) = stepper {
-            model = write_params(model, &buf.x);
-        }
-        let masks = (w.dropout_seed, step, job.device);
-        let loss = objective.loss(&model, input, y, &mut buf.g_anchor, masks);
+        let mask = step_masks(w, step);
+        let (stacked, leaves) = match &stepper {
+            Stepper::Device(_) => {
+                let leaves = device::leaves(&rows);
+                (Stacked::of(model, leaves.clone(), 1), leaves)
+            }
+            Stepper::Host(_) => (Stacked::new(model, &[&buf.x], job.device), Vec::new()),
+        };
+        let loss = objective.loss(&stacked, input, y, &mut buf.g_anchor, mask);
         let ctx = Ctx {
             round: w.round,
             lr,
@@ -371,15 +320,15 @@ fn run_steps(
         };
         match &mut stepper {
             Stepper::Device(chain) => {
-                let (m, numbers) = device::step(chain, model, loss, &ctx);
-                model = m;
+                let numbers;
+                (rows, numbers) = device::step(chain, rows, &leaves, loss, &ctx);
                 pending.push(numbers);
                 samples.push(bidx.len());
             }
             Stepper::Host(chain) => {
                 let loss_v = loss.clone().into_scalar::<f32>() as f64;
                 let mut grads = loss.backward();
-                read_grads(&model, &mut grads, &mut buf.g);
+                stacked.read_grads(&mut grads, &mut [&mut buf.g]);
                 drop(grads);
                 let log = chain.step(&mut buf.x, &mut buf.g, &ctx);
                 stats.record(step, loss_v, bidx.len(), &log);
@@ -393,9 +342,9 @@ fn run_steps(
                 let (loss_v, log) = device::read(&chain, numbers);
                 stats.record(step, loss_v, n, &log);
             }
-            device::read_params(&model, &mut buf.x);
-            (model, None)
+            device::read_params(rows, &mut buf.x);
+            None
         }
-        Stepper::Host(chain) => (model, chain.into_moments()),
+        Stepper::Host(chain) => chain.into_moments(),
     }
 }

@@ -18,30 +18,14 @@ use crate::fl::strategy::{Setup, Strategy};
 use crate::kernels::Kernels;
 use crate::metrics::csv::Row;
 use crate::metrics::eval::Evaluator;
-use crate::model::params::{Layout, write_params};
+use crate::model::params::Layout;
 use crate::model::{Model, init};
 use crate::rng::{Rng, Stream};
 
-/// The cohort step's trainer when `run.cohort` > 1 and the model has a stacked form; else None,
-/// saying why the run trains its clients one at a time.
-fn cohort_of(
-    spec: &Spec,
-    build: impl FnOnce() -> Result<Model>,
-    device: &Device,
-    base: ClipDecay,
-) -> Result<Option<Cohort>> {
-    if spec.run.cohort <= 1 {
-        return Ok(None);
-    }
-    if let Some(why) = crate::model::stacked::why_not(&spec.model) {
-        eprintln!(
-            "note: run.cohort = {}: {why}; the clients train one at a time",
-            spec.run.cohort
-        );
-        return Ok(None);
-    }
-    let step = device_step(spec);
-    Ok(Some(Cohort::new(build()?, device.clone(), base, step)))
+/// The cohort step's trainer when `run.cohort` > 1; else None.
+fn cohort_of(spec: &Spec, model: &Model, device: &Device, base: ClipDecay) -> Option<Cohort> {
+    (spec.run.cohort > 1)
+        .then(|| Cohort::new(model.clone(), device.clone(), base, device_step(spec)))
 }
 
 /// Everything built before the first round; also used by `bench`.
@@ -57,7 +41,7 @@ pub struct Experiment {
     pub trainers: Vec<Trainer>,
     /// One single-thread pool per worker when there are several.
     pub pools: Vec<rayon::ThreadPool>,
-    /// The cohort step's trainer (`run.cohort` > 1 and a model with a stacked form).
+    /// The cohort step's trainer (`run.cohort` > 1).
     pub cohort: Option<Cohort>,
     pub evaluator: Evaluator,
     pub device: Device,
@@ -75,8 +59,8 @@ impl Experiment {
             KernelChoice::Fedrun => Kernels::Fedrun,
             KernelChoice::Burn => Kernels::Burn,
         };
-        let model = Model::build(&spec.model, shape, kernels, &device)?;
-        let layout = Layout::of(&model);
+        let model = Model::build(&spec.model, shape, kernels)?;
+        let layout = model.layout().clone();
         let init_seed = u64::try_from(spec.run.init_seed).unwrap_or(spec.run.seed);
         let mut init_rng = Rng::derive(init_seed, Stream::Init, &[]);
         let global = init::init_flat(
@@ -101,16 +85,10 @@ impl Experiment {
         alg.state().check_names()?;
         let workers = client_workers(spec, layout.total);
         let base = ClipDecay::of(&spec.local);
-        let build = || Model::build(&spec.model, shape, kernels, &device);
-        let mut first = Some(model);
         let trainers = (0..workers)
-            .map(|_| {
-                let m = write_params(first.take().map_or_else(build, Ok)?, &global);
-                let step = device_step(spec);
-                Ok(Trainer::new(m, device.clone(), layout.total, base, step))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let cohort = cohort_of(spec, build, &device, base)?;
+            .map(|_| Trainer::new(model.clone(), device.clone(), base, device_step(spec)))
+            .collect();
+        let cohort = cohort_of(spec, &model, &device, base);
         let pools = if workers > 1 {
             (0..workers)
                 .map(|_| {
@@ -122,13 +100,12 @@ impl Experiment {
         } else {
             Vec::new()
         };
-        let eval_model = Model::build(&spec.model, shape, kernels, &eval_device)?;
         Ok(Experiment {
             spec: spec.clone(),
             trainers,
             pools,
             cohort,
-            evaluator: Evaluator::new(eval_model, eval_device, spec.fl.eval_batch_size),
+            evaluator: Evaluator::new(model, eval_device, spec.fl.eval_batch_size),
             data,
             layout,
             global,

@@ -173,8 +173,7 @@ pub fn shape_of(data: &FedData) -> Shape {
 }
 
 /// Client workers for a run: `run.client_workers`, or with 0 (auto) one per core for models of
-/// up to 2M parameters without dropout (they gain from it: the CNN), else 1 (ResNet-18 is
-/// memory-bound; dropout draws from the backend's global generator).
+/// up to 2M parameters (they gain from it: the CNN), else 1 (ResNet-18 is memory-bound).
 pub fn client_workers(spec: &Spec, params: usize) -> usize {
     let cores = std::env::var("RAYON_NUM_THREADS")
         .ok()
@@ -184,11 +183,10 @@ pub fn client_workers(spec: &Spec, params: usize) -> usize {
                 .map(|n| n.get())
                 .unwrap_or(1)
         });
-    let has_dropout = crate::model::Model::has_dropout(&spec.model);
     let w = match spec.run.client_workers {
-        // a cohort trains on every core; without a stacked form the run trains one at a time
-        0 if spec.run.cohort > 1 && crate::model::stacked::why_not(&spec.model).is_none() => 1,
-        0 if has_dropout || params > 2_000_000 => 1,
+        // a cohort trains on every core
+        0 if spec.run.cohort > 1 => 1,
+        0 if params > 2_000_000 => 1,
         0 => cores,
         w => w,
     };

@@ -34,7 +34,6 @@ struct Shared<'a> {
     data: &'a FedData,
     spec: &'a Spec,
     stop: Option<&'a AtomicBool>,
-    device: &'a Device,
 }
 
 /// Client `c`'s work in round `t` and its stream: its local steps, batches and augmentation are
@@ -107,8 +106,6 @@ fn train_cohort(
     let mut out = Vec::with_capacity(clients.len());
     for (k, (&c, plan)) in clients.iter().zip(plans).enumerate() {
         // dropout draws from the backend's global generator: seed it per client
-        let mut seed = Rng::derive(job.spec.run.seed, Stream::Dropout, &[t as u64, c as u64]);
-        job.device.seed(seed.next_u64());
         out.push(train_client(trainer, job, t, c, anchor, plan));
         let slot = cohort.delta_mut(k);
         slot.clear();
@@ -137,7 +134,6 @@ impl LocalTrainer for BurnClients<'_> {
             data,
             spec,
             stop: self.stop,
-            device: self.device,
         };
         if let Some((cohort, _)) = &mut self.cohort {
             let trainer = &mut self.trainers[0];

@@ -1,0 +1,135 @@
+//! K copies of a model as one computation: every parameter tensor of the K copies is one
+//! tensor, client after client, and each layer of the K copies is one batched op. K = 1 is one
+//! model. The loss of a cohort is the sum of its clients' batch losses, so the gradient in each
+//! client's block is that client's own.
+
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Gradients, Int, Tensor, TensorData};
+
+use super::Model;
+use super::cursor::Cursor;
+use super::outputs::Outputs3;
+use crate::data::Input;
+
+/// The parameters of K copies of a model, each tensor flat and client-major.
+pub struct Stacked<'m> {
+    model: &'m Model,
+    params: Vec<Tensor<1>>,
+    shapes: Vec<Vec<usize>>,
+    copies: usize,
+}
+
+impl<'m> Stacked<'m> {
+    /// The copies whose parameters are `xs` (one flat vector of the model's layout per copy),
+    /// on `device`, with gradient.
+    pub fn new(model: &'m Model, xs: &[&[f32]], device: &Device) -> Stacked<'m> {
+        let s = Self::frozen(model, xs, device);
+        let params = s.params.into_iter().map(|p| p.require_grad()).collect();
+        Self::of(model, params, xs.len())
+    }
+
+    /// As [`Stacked::new`], without gradient (the models a loss reads, the evaluation's).
+    pub fn frozen(model: &'m Model, xs: &[&[f32]], device: &Device) -> Stacked<'m> {
+        let copies = xs.len();
+        let params = model
+            .layout
+            .tensors
+            .iter()
+            .map(|t| {
+                let mut v = Vec::with_capacity(copies * t.len);
+                xs.iter().for_each(|x| v.extend_from_slice(&x[t.range()]));
+                Tensor::<1>::from_data(TensorData::new(v, [copies * t.len]), device)
+            })
+            .collect();
+        Self::of(model, params, copies)
+    }
+
+    /// The copies whose parameters are `params`: each tensor of the layout, flat and
+    /// client-major (`copies` × its size). Their gradients are the caller's to read.
+    pub fn of(model: &'m Model, params: Vec<Tensor<1>>, copies: usize) -> Stacked<'m> {
+        let shapes = model
+            .layout
+            .tensors
+            .iter()
+            .map(|t| t.shape.clone())
+            .collect();
+        Stacked {
+            model,
+            params,
+            shapes,
+            copies,
+        }
+    }
+
+    /// The parameter tensors.
+    pub fn params(&self) -> &[Tensor<1>] {
+        &self.params
+    }
+
+    fn cursor<'a>(&'a self, masks: Option<&'a [u64]>) -> Cursor<'a> {
+        Cursor {
+            params: &self.params,
+            shapes: &self.shapes,
+            at: 0,
+            copies: self.copies,
+            kernels: self.model.kernels,
+            masks,
+            site: 0,
+        }
+    }
+
+    /// The K copies' outputs on `input`, the K clients' batches of b samples one after another
+    /// (`[K·b, …]`). `masks`: each copy's dropout seed for this step (training), or None (no
+    /// dropout).
+    pub fn outputs(&self, input: Input, masks: Option<&[u64]>) -> Outputs3 {
+        self.model.outputs(input, &mut self.cursor(masks))
+    }
+
+    /// The logits `[K, b, classes]` (evaluation: no dropout).
+    pub fn logits(&self, input: Input) -> Tensor<3> {
+        self.outputs(input, None).logits
+    }
+
+    /// The copies' logits `[b, classes]` from an activation at `level` of one copy (FedMLB's
+    /// hybrid branches; ResNet-18 only, None for the other models).
+    pub fn forward_from(&self, level: usize, x: Tensor<4>) -> Option<Tensor<2>> {
+        let l = self.model.forward_from(level, x, &mut self.cursor(None))?;
+        let [_, b, c] = l.dims();
+        Some(l.reshape([b, c]))
+    }
+
+    /// Each client's mean cross-entropy on its batch `[K]`, from the logits `[K, b, classes]`
+    /// and the targets `[K·b]`. On flex each client's is computed as one client's is (its
+    /// logits' log-softmax, the targets picked, their `mean`), so that a cohort's losses, and the
+    /// `train_loss` column, are one at a time's to the bit: `mean_dim` over the cohort sums the
+    /// b values in another order than `mean` does.
+    pub fn losses(logits: Tensor<3>, targets: Tensor<1, Int>) -> Tensor<1> {
+        let [k, b, c] = logits.dims();
+        if k == 1 || crate::kernels::is_flex(&logits.device()) {
+            let each = (0..k).map(|i| {
+                let own: Tensor<2> = logits.clone().narrow(0, i, 1).reshape([b, c]);
+                let y = targets.clone().narrow(0, i * b, b).reshape([b, 1]);
+                log_softmax(own, 1).gather(1, y).reshape([b]).mean().neg()
+            });
+            return Tensor::cat(each.collect(), 0);
+        }
+        let picked = log_softmax(logits, 2).gather(2, targets.reshape([k, b, 1]));
+        picked.mean_dim(1).reshape([k]).neg()
+    }
+
+    /// Move each copy's gradient out of `grads` into its flat vector `out[k]` (zero where a
+    /// parameter has none).
+    pub fn read_grads(&self, grads: &mut Gradients, out: &mut [&mut [f32]]) {
+        for (p, t) in self.params.iter().zip(&self.model.layout.tensors) {
+            let Some(g) = p.grad_remove(grads) else {
+                out.iter_mut().for_each(|o| o[t.range()].fill(0.0));
+                continue;
+            };
+            let data = g.into_data().convert::<f32>();
+            let all = data.as_slice::<f32>().expect("f32");
+            for (o, chunk) in out.iter_mut().zip(all.chunks(t.len)) {
+                o[t.range()].copy_from_slice(chunk);
+            }
+        }
+    }
+}

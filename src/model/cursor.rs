@@ -1,0 +1,194 @@
+//! The pieces every model is written with: a cursor over the K copies' parameters in the
+//! layout's order, and the layers of K copies at once (a linear layer, a convolution, dropout).
+//! With K = 1 each layer is the op one model alone runs.
+
+use burn::backend::ops::ConvOptions;
+use burn::tensor::Tensor;
+
+use crate::kernels::{Kernels, conv2d_of, dropout_seeded, is_flex, linear_of};
+use crate::rng::{Rng, Stream};
+
+/// The K copies' parameters in the layout's order, taken one tensor at a time as a model's
+/// forward reads them, with the run's kernels and the copies' dropout streams.
+pub struct Cursor<'a> {
+    pub params: &'a [Tensor<1>],
+    pub shapes: &'a [Vec<usize>],
+    pub at: usize,
+    /// K, the number of copies.
+    pub copies: usize,
+    pub kernels: Kernels,
+    /// Each copy's dropout seed for this step; None: no dropout (evaluation).
+    pub masks: Option<&'a [u64]>,
+    /// The dropout sites met so far in this forward.
+    pub site: u64,
+}
+
+impl<'a> Cursor<'a> {
+    /// Whether every tensor has been taken.
+    pub fn done(&self) -> bool {
+        self.at >= self.params.len()
+    }
+
+    /// Whether each copy runs on its own batch with fedrun's CPU kernels (flex), rather than
+    /// the copies side by side in one grouped op.
+    pub fn per_copy(&self, x: &Tensor<4>) -> bool {
+        self.copies > 1 && self.kernels == Kernels::Fedrun && is_flex(&x.device())
+    }
+
+    /// Copy `i`'s own part of the tensors from `from` to `to` (views), and a cursor of one copy
+    /// over them, its dropout stream its own; `run` gets that cursor. Returns what `run` did and
+    /// the dropout sites after it.
+    pub fn each<T>(
+        &self,
+        i: usize,
+        from: usize,
+        to: usize,
+        run: impl FnOnce(&mut Cursor) -> T,
+    ) -> (T, u64) {
+        let own: Vec<Tensor<1>> = (from..to)
+            .map(|j| {
+                let len: usize = self.shapes[j].iter().product();
+                self.params[j].clone().narrow(0, i * len, len)
+            })
+            .collect();
+        let seeds = self.masks.map(|m| [m[i]]);
+        let mut one = Cursor {
+            params: &own,
+            shapes: &self.shapes[from..to],
+            at: 0,
+            copies: 1,
+            kernels: self.kernels,
+            masks: seeds.as_ref().map(|s| &s[..]),
+            site: self.site,
+        };
+        let out = run(&mut one);
+        (out, one.site)
+    }
+
+    fn next(&mut self) -> (Tensor<1>, &[usize]) {
+        let i = self.at;
+        self.at += 1;
+        (self.params[i].clone(), &self.shapes[i])
+    }
+
+    /// The next tensor, a convolution's weight: the copies' `[K·out, in, kh, kw]`.
+    pub fn conv(&mut self) -> Tensor<4> {
+        let k = self.copies;
+        let (p, s) = self.next();
+        assert_eq!(s.len(), 4, "a convolution's weight");
+        p.reshape([k * s[0], s[1], s[2], s[3]])
+    }
+
+    /// The next tensor, a vector: the copies' `[K·n]`.
+    pub fn vector(&mut self) -> Tensor<1> {
+        let (p, s) = self.next();
+        assert_eq!(s.len(), 1, "a vector");
+        p
+    }
+
+    /// The next tensor, a matrix (an embedding table): the copies' `[K·rows, cols]` and the
+    /// one copy's `[rows, cols]`.
+    pub fn matrix(&mut self) -> (Tensor<2>, [usize; 2]) {
+        let k = self.copies;
+        let (p, s) = self.next();
+        assert_eq!(s.len(), 2, "a matrix");
+        let (rows, cols) = (s[0], s[1]);
+        (p.reshape([k * rows, cols]), [rows, cols])
+    }
+
+    /// The next two tensors, a linear layer's weight and bias: `[K, in, out]` and `[K, 1, out]`.
+    pub fn weights(&mut self) -> (Tensor<3>, Tensor<3>) {
+        let k = self.copies;
+        let (w, s) = self.next();
+        assert_eq!(s.len(), 2, "a linear layer's weight");
+        let (din, dout) = (s[0], s[1]);
+        let b = self.vector();
+        (w.reshape([k, din, dout]), b.reshape([k, 1, dout]))
+    }
+
+    /// The next linear layer on `x` (`[K, rows, in]`): one batched product, or with one copy
+    /// burn's (or fedrun's, [`linear_of`]) linear layer on the rows.
+    pub fn linear(&mut self, x: Tensor<3>) -> Tensor<3> {
+        let (w, b) = self.weights();
+        if self.copies > 1 {
+            return x.matmul(w) + b;
+        }
+        let [_, rows, din] = x.dims();
+        let dout = w.dims()[2];
+        let y = linear_of(
+            x.reshape([rows, din]),
+            w.reshape([din, dout]),
+            b.reshape([dout]),
+            self.kernels,
+        );
+        y.reshape([1, rows, dout])
+    }
+
+    /// Dropout of probability `p` on `x`, whose axis `axis` holds the copies one after another:
+    /// each copy's mask drawn from its own stream, a pure function of its seed and the site
+    /// (the same whether the copy runs alone or beside others). None in evaluation.
+    pub fn dropout<const D: usize>(&mut self, x: Tensor<D>, p: f64, axis: usize) -> Tensor<D> {
+        let Some(seeds) = self.masks.filter(|_| p > 0.0) else {
+            return x;
+        };
+        let site = self.site;
+        self.site += 1;
+        let seed = |s: u64| Rng::derive(s, Stream::Dropout, &[site]).next_u64();
+        if seeds.len() == 1 {
+            return dropout_seeded(x, seed(seeds[0]), p, self.kernels);
+        }
+        let n = x.dims()[axis] / seeds.len();
+        let parts = seeds.iter().enumerate().map(|(i, &s)| {
+            dropout_seeded(x.clone().narrow(axis, i * n, n), seed(s), p, self.kernels)
+        });
+        Tensor::cat(parts.collect(), axis)
+    }
+}
+
+/// The K copies' batches `[K·b, c, h, w]` side by side in the channels: `[b, K·c, h, w]` (the
+/// grouped convolutions' layout: group i is copy i).
+pub fn to_channels(x: Tensor<4>, k: usize) -> Tensor<4> {
+    if k == 1 {
+        return x;
+    }
+    let [n, c, h, w] = x.dims();
+    let x5: Tensor<5> = x.reshape([k, n / k, c, h, w]);
+    x5.swap_dims(0, 1).reshape([n / k, k * c, h, w])
+}
+
+/// The copies' maps side by side in the channels (`[b, K·c, h, w]`) as `[K, b, c·h·w]`.
+pub fn from_channels(x: Tensor<4>, k: usize) -> Tensor<3> {
+    let [b, kc, h, w] = x.dims();
+    x.reshape([b, k, kc / k * h * w]).swap_dims(0, 1)
+}
+
+/// The K copies' convolution on their maps side by side in the channels (`[b, K·c, h, w]`,
+/// weights `[K·o, c, kh, kw]`, bias `[K·o]`): one grouped convolution, or on flex with fedrun's
+/// kernels each copy's own (burn's grouped convolution takes a slower direct path there, and
+/// rounds unlike fedrun's kernels that one client at a time uses).
+pub fn copies_conv(
+    x: Tensor<4>,
+    w: Tensor<4>,
+    b: Option<Tensor<1>>,
+    o: ConvOptions<2>,
+    kernels: Kernels,
+) -> Tensor<4> {
+    let k = o.groups;
+    if !(kernels == Kernels::Fedrun && is_flex(&x.device())) || k == 1 {
+        return conv2d_of(x, w, b, o, kernels);
+    }
+    let (c, out) = (x.dims()[1] / k, w.dims()[0] / k);
+    let one = ConvOptions {
+        groups: 1,
+        ..o.clone()
+    };
+    let per: Vec<Tensor<4>> = (0..k)
+        .map(|i| {
+            let xi = x.clone().narrow(1, i * c, c);
+            let wi = w.clone().narrow(0, i * out, out);
+            let bi = b.clone().map(|b| b.narrow(0, i * out, out));
+            conv2d_of(xi, wi, bi, one.clone(), kernels)
+        })
+        .collect();
+    Tensor::cat(per, 1)
+}
