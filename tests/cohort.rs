@@ -34,11 +34,7 @@ fn deltas_on(
     let s = fedrun::schema::parse(base, "cohort", &set).unwrap();
     let d = data::load(&s, None).unwrap();
     let mut ex = Experiment::new(&s, d).unwrap();
-    assert_eq!(
-        ex.cohort.is_some(),
-        cohort > 1,
-        "a cohort trainer for {sets:?}"
-    );
+    assert_eq!(ex.cohort, cohort, "a cohort trainer for {sets:?}");
     let anchor = ex.global.clone();
     let mut bc = BurnClients {
         trainers: &mut ex.trainers,
@@ -47,7 +43,7 @@ fn deltas_on(
         spec: &ex.spec,
         device: &ex.device,
         stop: None,
-        cohort: ex.cohort.as_mut().map(|c| (c, cohort)),
+        cohort: ex.cohort,
     };
     // as the round gives them: `width` clients at a time
     let (mut ds, mut stats) = (Vec::new(), Vec::new());
@@ -191,14 +187,69 @@ fn a_cohort_gives_the_same_bits_run_to_run() {
     assert_eq!(a, b);
 }
 
+/// The global model after `rounds` rounds of the synthetic spec with `sets` at `run.cohort`
+/// = `cohort`, and each round's `train_loss`.
+fn rounds(sets: &[&str], cohort: usize, rounds: usize) -> (Vec<f32>, Vec<f64>) {
+    let mut set: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    set.push(format!("run.cohort={cohort}"));
+    set.push("run.client_workers=1".into());
+    let s = fedrun::schema::parse(&common::synthetic_spec(""), "cohort", &set).unwrap();
+    let mut ex = Experiment::new(&s, data::load(&s, None).unwrap()).unwrap();
+    let losses = (0..rounds)
+        .map(|t| {
+            ex.round(t)
+                .unwrap_or_else(|_| panic!("round {t}"))
+                .train_loss
+        })
+        .collect();
+    (ex.global.clone(), losses)
+}
+
+/// The plans that read more than the logits train in a cohort too, each client as alone over
+/// two rounds: Mime's gradient of the starting model (SVRG's correction), MOON's previous local
+/// model and projection head, FedMLB's hybrid branches through the global model's stages.
 #[test]
-fn a_plan_that_does_not_stack_trains_one_at_a_time_bit_for_bit() {
-    // Mime's step reads the starting model's gradient on each batch: no stacked form, the
-    // cohort trains its clients one by one
-    let sets = [MLP, "fl.algorithm=\"mime\""];
-    let (alone, _) = deltas(&sets, 1, &[0, 1, 2]);
-    let (cohort, _) = deltas(&sets, 3, &[0, 1, 2]);
-    assert_eq!(alone, cohort);
+fn mime_moon_and_fedmlb_train_in_a_cohort_as_alone() {
+    let cases: [&[&str]; 4] = [
+        &[MLP, "fl.algorithm=\"mime\""],
+        &[MLP, "fl.algorithm=\"mimelamb\""],
+        &[
+            "model.kind=\"tiny-cnn\"",
+            "fl.algorithm=\"moon\"",
+            "model.projection=8",
+        ],
+        &[
+            "model.kind=\"resnet18\"",
+            "fl.algorithm=\"fedmlb\"",
+            "local.steps=2",
+        ],
+    ];
+    for sets in cases {
+        let (alone, la) = rounds(sets, 1, 2);
+        let (together, lk) = rounds(sets, 4, 2);
+        let d = rel_diff(&together, &alone);
+        assert!(d < 1e-4, "{sets:?}: the global models differ by {d:e}");
+        for (a, b) in la.iter().zip(&lk) {
+            assert!(
+                (a - b).abs() <= 1e-4 * a.abs(),
+                "{sets:?}: train_loss {a} {b}"
+            );
+        }
+    }
+}
+
+/// A cohort's `train_loss` column is one at a time's to the bit on flex: each client's losses
+/// are computed and summed as alone (the CIFAR CNN's shape, five clients, three rounds).
+#[test]
+fn a_cohorts_train_loss_is_one_at_a_times_to_the_bit() {
+    for alg in ["fedacg", "feddyn", "fedlamb", "scaffold"] {
+        let a = format!("fl.algorithm=\"{alg}\"");
+        let sets = ["model.kind=\"tiny-cnn\"", &a, "fl.clients_per_round=4"];
+        let (_, one) = rounds(&sets, 1, 3);
+        let (_, five) = rounds(&sets, 4, 3);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&one), bits(&five), "{alg}: {one:?} against {five:?}");
+    }
 }
 
 #[test]
@@ -253,7 +304,7 @@ fn every_model_trains_in_a_cohort_the_projection_head_included() {
     .unwrap();
     let d = data::load(&s, None).unwrap();
     let ex = Experiment::new(&s, d).unwrap();
-    assert!(ex.cohort.is_some(), "MOON's projection head stacks");
+    assert_eq!(ex.cohort, 4, "MOON's projection head stacks");
     // with the head, a cohort's clients train as each alone
     agree(
         &[
@@ -283,8 +334,6 @@ fn cohort_keys_are_checked() {
     assert!(parse(&["run.cohort=4", "run.client_workers=1"]).is_ok());
 }
 
-/// Which algorithms' client plans stack (README, "The cohort step"): all but those whose step
-/// reads more than the logits' cross-entropy, checked on each algorithm's plan.
 /// The local losses that read the logits, the features and the starting model's outputs
 /// (FedLC's calibrated cross-entropy, FedNTD's not-true distillation, FedDecorr's
 /// decorrelation) computed on each client's slice of the stacked outputs: each client as alone,
@@ -301,34 +350,9 @@ fn the_local_losses_that_stack_train_each_client_as_alone() {
     }
 }
 
-#[test]
-fn the_algorithms_whose_plans_stack_are_the_documented_ones() {
-    let alone = ["moon", "fedmlb", "mime", "mimelamb"];
-    for name in fedrun::fl::algorithms::NAMES {
-        // FedMLB's hybrid branches run ResNet-18's stages
-        let model = match *name {
-            "fedmlb" => "model.kind=\"resnet18\"",
-            _ => MLP,
-        };
-        let set = vec![format!("fl.algorithm=\"{name}\""), model.into()];
-        let s = fedrun::schema::parse(&common::synthetic_spec(""), "cohort", &set).unwrap();
-        let d = data::load(&s, None).unwrap();
-        let mut ex = Experiment::new(&s, d).unwrap();
-        // after a round, as the plans of a run's later rounds are (MOON's first has no
-        // previous model)
-        assert!(ex.round_stats(0).is_ok(), "{name}: a round");
-        let why = fedrun::fl::client::cohort_why_not(&ex.alg.plan(0));
-        assert_eq!(
-            why.is_some(),
-            alone.contains(name),
-            "{name}: {why:?} (README's list of algorithms that train one at a time)"
-        );
-    }
-}
-
-/// The quickstart's transformer (no dropout) and the LSTM as one computation on the
-/// quickstart's Shakespeare clients (sequences of 80 characters), with the host and the device
-/// step, with fedrun's kernels and burn's ops (the LSTM's two stacked forms).
+/// The quickstart's transformer (with and without dropout) and the LSTM as one computation on
+/// the quickstart's Shakespeare clients (sequences of 80 characters), with the host and the
+/// device step, with fedrun's kernels and burn's ops (the LSTM's two stacked forms).
 #[test]
 fn cohorts_of_character_models_train_each_client_as_alone() {
     let base = std::fs::read_to_string(
@@ -338,14 +362,17 @@ fn cohorts_of_character_models_train_each_client_as_alone() {
     // fedrun's kernels: each copy on the fused LSTM kernel; burn's: the GPU backends' form,
     // every step's gates as batched products
     for (step, kernels) in [("host", "fedrun"), ("device", "fedrun"), ("device", "burn")] {
-        let sets = [
-            "model.kind=\"transformer\"",
-            "local.steps=2",
-            "local.batch_size=4",
-            &format!("run.local_step=\"{step}\""),
-            &format!("run.kernels=\"{kernels}\""),
-        ];
-        agree_on(&base, &sets, &[0, 3, 1]);
+        for dropout in ["model.dropout=0", "model.dropout=0.1"] {
+            let sets = [
+                "model.kind=\"transformer\"",
+                dropout,
+                "local.steps=2",
+                "local.batch_size=4",
+                &format!("run.local_step=\"{step}\""),
+                &format!("run.kernels=\"{kernels}\""),
+            ];
+            agree_on(&base, &sets, &[0, 3, 1]);
+        }
         let sets = [
             "model.kind=\"lstm-small\"",
             "local.steps=2",
@@ -384,7 +411,7 @@ fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
     // a small transformer: 2 layers of width 32, 4 heads
     let spec = ModelSpec {
         kind,
-        dropout: 0.0,
+        dropout: 0.5,
         layers: 2,
         d_model: 32,
         heads: 4,
@@ -424,7 +451,9 @@ fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
     let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [k * b]), &dev);
     let refs: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
     let stacked = Stacked::new(&model, &refs, &dev);
-    let logits = stacked.logits(x.clone());
+    // each copy's dropout stream (the models with dropout draw their masks from it)
+    let seeds = [11u64, 22, 33];
+    let logits = stacked.outputs(x.clone(), Some(&seeds)).logits;
     let mut grads = Stacked::losses(logits.clone(), y.clone()).sum().backward();
     let mut gs = vec![vec![0f32; layout.total]; k];
     let mut outs: Vec<&mut [f32]> = gs.iter_mut().map(Vec::as_mut_slice).collect();
@@ -432,10 +461,14 @@ fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
     let flat = |t: Tensor<3>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
     for (i, (xi, gi)) in xs.iter().zip(&gs).enumerate() {
         let m = Stacked::new(&model, &[xi], &dev);
-        let own = m.logits(match &x {
+        let xi = match &x {
             Input::Images(t) => Input::Images(t.clone().narrow(0, i * b, b)),
             Input::Tokens(t) => Input::Tokens(t.clone().narrow(0, i * b, b)),
-        });
+        };
+        let own = m.outputs(xi.clone(), Some(&[seeds[i]])).logits;
+        if matches!(kind, "mnist-cnn" | "emnist-cnn" | "transformer") {
+            masks_matter(&m, xi, seeds[i], &format!("{kind} ({kernels}), copy {i}"));
+        }
         let d = rel_diff(&flat(logits.clone().narrow(0, i, 1)), &flat(own.clone()));
         assert!(
             d < 1e-5,
@@ -453,13 +486,27 @@ fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
     }
 }
 
+/// A copy's dropout masks are its seed's: another seed, or none, gives other logits.
+fn masks_matter(m: &Stacked, x: Input, seed: u64, what: &str) {
+    let flat = |t: Tensor<3>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+    let own = flat(m.outputs(x.clone(), Some(&[seed])).logits);
+    let other = flat(m.outputs(x.clone(), Some(&[seed + 1])).logits);
+    let none = flat(m.logits(x));
+    for t in [other, none] {
+        let d = rel_diff(&t, &own);
+        assert!(d > 1e-3, "{what}: its masks change nothing ({d:e})");
+    }
+}
+
 /// Every model computes each of its copies' logits and gradient as one copy alone, with
-/// fedrun's kernels and with burn's ops (the GPU backends' grouped form).
+/// fedrun's kernels and with burn's ops (the GPU backends' grouped form), the dropout models
+/// with each copy's masks its own stream's, the same alone and beside the others.
 #[test]
 fn every_stacked_form_computes_each_copy_as_the_model() {
     for kernels in ["fedrun", "burn"] {
         stacked_agrees(ModelKind::FemnistCnn, 1, 28, 62, kernels);
         stacked_agrees(ModelKind::MnistCnn, 1, 28, 10, kernels);
+        stacked_agrees(ModelKind::EmnistCnn, 1, 28, 62, kernels);
         stacked_agrees(ModelKind::CelebaCnn, 3, 84, 2, kernels);
         stacked_agrees(ModelKind::TinyCnn, 3, 32, 10, kernels);
         stacked_agrees(ModelKind::Mlp, 1, 28, 10, kernels);

@@ -261,7 +261,7 @@ fn fedlamb_with_trust_off_beta1_zero_and_unit_vhat_is_sgd() {
 fn full_data_gradient_is_the_one_batch_gradient() {
     let s = spec(&["data.augmentation=\"none\"", "model.kind=\"linear\""]);
     let d = data::load(&s, None).unwrap();
-    let mut ex = Experiment::new(&s, d).unwrap();
+    let ex = Experiment::new(&s, d).unwrap();
     let idx = ex.data.clients[0].clone();
     assert_eq!(idx.len() % 7, 3, "a short last batch");
     let global = ex.global.clone();
@@ -284,14 +284,14 @@ fn full_data_gradient_is_taken_in_evaluation_mode() {
         fedrun::schema::parse(fedrun::config::QUICKSTART, "q", &[dropout.to_string()]).unwrap()
     };
     let s = quickstart("model.dropout=0.5");
-    let mut ex = Experiment::new(&s, data::load(&s, None).unwrap()).unwrap();
+    let ex = Experiment::new(&s, data::load(&s, None).unwrap()).unwrap();
     let idx: Vec<usize> = ex.data.clients[0][..40].to_vec();
     let at = ex.global.clone();
     let a = ex.trainers[0].full_gradient(&ex.data, &idx, &at, 16);
     let b = ex.trainers[0].full_gradient(&ex.data, &idx, &at, 16);
     assert!(a == b, "no dropout masks drawn");
     let s0 = quickstart("model.dropout=0");
-    let mut ex0 = Experiment::new(&s0, data::load(&s0, None).unwrap()).unwrap();
+    let ex0 = Experiment::new(&s0, data::load(&s0, None).unwrap()).unwrap();
     let c = ex0.trainers[0].full_gradient(&ex0.data, &idx, &at, 16);
     assert!(a == c, "the gradient of the weights without dropout");
     assert!(global_norm(&a) > 0.0);

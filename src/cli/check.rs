@@ -124,7 +124,5 @@ fn annotated(toml: &str, unread: &[crate::config::Unread]) -> String {
 /// What `run.cohort` will do with this spec.
 fn cohort_line(spec: &crate::config::Spec) -> String {
     let k = spec.run.cohort;
-    format!(
-        "run.cohort = {k}: up to {k} clients train as one computation; a round whose clients' step reads more than the model's logits and features and the starting model's outputs (MOON's previous model, FedMLB's branches, Mime's gradient of the starting model) trains them one at a time, and the run says so"
-    )
+    format!("run.cohort = {k}: up to {k} clients train as one computation")
 }

@@ -84,8 +84,8 @@ pub fn estimate(spec: &Spec, mut data: FedData) -> Result<String> {
     let mut ex = Experiment::new(&probe, data)?;
     // the clients the run trains at once: its cohort, or its client workers
     let width = match ex.cohort {
-        Some(_) => spec.run.cohort,
-        None => ex.trainers.len(),
+        1 => ex.trainers.len(),
+        k => k,
     }
     .clamp(1, fl.clients_per_round.max(1));
     ex.spec.fl.clients_per_round = width;

@@ -371,14 +371,14 @@ pub struct RunSpec {
     /// last one (0 = off): a bound in time on what a kill or a scheduler's time limit loses,
     /// whatever a round lasts. Checkpoints change no number.
     pub checkpoint_minutes: f64,
-    /// Clients trained at once, each on one core; 0 = auto (one per core for small models
-    /// without dropout, else 1). Results are identical whatever the value.
+    /// Clients trained at once, each on one core; 0 = auto (one per core for models of up to
+    /// 2M parameters, else 1). Results are identical whatever the value.
     pub client_workers: usize,
     /// The cohort step: up to this many of a round's clients train as one batched computation
     /// (every parameter with a leading client dimension). 1 trains them one at a time. A
     /// cohort rounds its batched products differently, so its numbers agree with 1's to float
-    /// rounding, not bit for bit; at a fixed value a run is reproducible. Plans and models
-    /// without a stacked form train one at a time, and the run says why.
+    /// rounding, not bit for bit; at a fixed value a run is reproducible. Every model and
+    /// algorithm trains in a cohort.
     pub cohort: usize,
     /// Per-client state (SCAFFOLD's c_i, FedDyn's g_i, …) kept in memory, in MB (10⁶ bytes),
     /// at least the clients trained at once; the rest is spilled to `client_state_*.bin` in the

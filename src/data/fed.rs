@@ -102,6 +102,29 @@ pub enum Input {
     Tokens(Tensor<2, Int>),
 }
 
+impl Input {
+    /// The batches `parts` (of one kind) one after another.
+    pub fn cat(parts: Vec<&Input>) -> Input {
+        let tokens = |i: &Input| match i {
+            Input::Tokens(x) => x.clone(),
+            Input::Images(_) => panic!("one data set's batches"),
+        };
+        match parts.first() {
+            Some(Input::Images(_)) => Input::Images(Tensor::cat(
+                parts
+                    .iter()
+                    .map(|i| match i {
+                        Input::Images(x) => x.clone(),
+                        Input::Tokens(_) => panic!("one data set's batches"),
+                    })
+                    .collect(),
+                0,
+            )),
+            _ => Input::Tokens(Tensor::cat(parts.into_iter().map(tokens).collect(), 0)),
+        }
+    }
+}
+
 /// A federated data set: the training pool, the test set, each client's indices into the pool,
 /// and how a training batch is augmented.
 #[derive(Clone, Debug)]

@@ -29,20 +29,13 @@ pub struct LossInput<'a> {
     /// The frozen models themselves, one copy each (their parameters take no gradient; a
     /// forward through them from the trained model's activations passes the gradient to those:
     /// FedMLB).
-    pub frozen_models: &'a [Stacked<'a>],
+    pub frozen_models: &'a [&'a Stacked<'a>],
 }
 
 /// A local objective other than cross-entropy (FedLC, FedNTD, FedDecorr, MOON, FedMLB).
 pub trait LocalLoss: Sync {
     /// The loss of one batch, a one-element tensor.
     fn loss(&self, input: &LossInput) -> Tensor<1>;
-
-    /// Whether it reads only the trained model's logits and features and the frozen models'
-    /// outputs, so that a cohort (`run.cohort`) can compute it on each client's slice of the
-    /// stacked outputs (default: no).
-    fn stacks(&self) -> bool {
-        false
-    }
 }
 
 /// The links after the chain's clip and weight decay: none (plain SGD) by default; the Fed-LAMB

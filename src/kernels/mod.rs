@@ -336,6 +336,52 @@ pub fn dropout<const D: usize>(d: &Dropout, x: Tensor<D>, kernels: Kernels) -> T
     ))
 }
 
+/// The K copies' convolution on their maps side by side in the channels (`[b, K·c, h, w]`,
+/// weights `[K·o, c, kh, kw]`, bias `[K·o]`): one grouped convolution, or on flex with fedrun's
+/// kernels each copy's own (burn's grouped convolution takes a slower direct path there, and
+/// rounds unlike fedrun's kernels that one client at a time uses).
+pub fn conv2d_copies(
+    x: Tensor<4>,
+    w: Tensor<4>,
+    b: Option<Tensor<1>>,
+    o: ConvOptions<2>,
+    kernels: Kernels,
+) -> Tensor<4> {
+    let k = o.groups;
+    if !(kernels == Kernels::Fedrun && is_flex(&x.device())) || k == 1 {
+        return conv2d_of(x, w, b, o, kernels);
+    }
+    let (c, out) = (x.dims()[1] / k, w.dims()[0] / k);
+    let one = ConvOptions {
+        groups: 1,
+        ..o.clone()
+    };
+    let per: Vec<Tensor<4>> = (0..k)
+        .map(|i| {
+            let xi = x.clone().narrow(1, i * c, c);
+            let wi = w.clone().narrow(0, i * out, out);
+            let bi = b.clone().map(|b| b.narrow(0, i * out, out));
+            conv2d_of(xi, wi, bi, one.clone(), kernels)
+        })
+        .collect();
+    Tensor::cat(per, 1)
+}
+
+/// The norm with the batch's own statistics (mean and biased variance per channel over the
+/// batch and the map) and the per-channel affine `gamma`, `beta` (the copies' `[K·c]` for maps
+/// side by side in the channels).
+pub fn batch_stat_norm(x: Tensor<4>, gamma: Tensor<1>, beta: Tensor<1>, eps: f64) -> Tensor<4> {
+    let c = x.dims()[1];
+    let mean = x.clone().mean_dim(0).mean_dim(2).mean_dim(3);
+    let centred = x - mean;
+    let var = (centred.clone() * centred.clone())
+        .mean_dim(0)
+        .mean_dim(2)
+        .mean_dim(3);
+    let y = centred / (var + eps).sqrt();
+    y * gamma.reshape([1, c, 1, 1]) + beta.reshape([1, c, 1, 1])
+}
+
 /// Dropout of probability `prob` on `x` with the mask of `seed` ([`dropout::Mask`]: a pure
 /// function of the seed and the element's index): fedrun's kernel on flex (the mask recomputed
 /// in the backward pass), the same mask uploaded and multiplied elsewhere.

@@ -32,11 +32,13 @@ use burn::backend::ops::ConvOptions;
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 
-use super::cursor::{Cursor, copies_conv, from_channels, to_channels};
+use super::cursor::{Cursor, from_channels, to_channels};
+use super::network::Network;
 use super::outputs::Outputs3;
 use super::params::Builder;
 use crate::config::{ModelKind, ModelSpec};
-use crate::kernels::max_pool2d_of;
+use crate::data::Input;
+use crate::kernels::{batch_stat_norm, conv2d_copies, max_pool2d_of};
 
 /// TensorFlow's default ε of `tf.layers.batch_normalization` (LEAF's CelebA CNN).
 pub const BN_EPS: f64 = 1e-3;
@@ -192,11 +194,11 @@ impl ConvNet {
         }
         net
     }
+}
 
-    /// The parameters in the order of the layout.
-    pub fn layout(&self) -> Builder {
-        let mut b = Builder::new(self.root);
-        let ty = self.type_name();
+impl Network for ConvNet {
+    fn layout(&self) -> Builder {
+        let (mut b, ty) = (Builder::new(self.root), self.root);
         for s in &self.stages {
             if s.norm {
                 // LEAF's CelebA blocks: `blocks.i.conv`, `blocks.i.norm`
@@ -230,15 +232,11 @@ impl ConvNet {
         b
     }
 
-    fn type_name(&self) -> &'static str {
-        match self.root {
-            "Linear" => "Linear",
-            r => r,
-        }
-    }
-
     /// The K copies' outputs on their batches `[K·b, c, h, w]`.
-    pub fn outputs(&self, x: Tensor<4>, all: &mut Cursor) -> Outputs3 {
+    fn outputs(&self, input: Input, all: &mut Cursor) -> Outputs3 {
+        let Input::Images(x) = input else {
+            panic!("a CNN reads images")
+        };
         let k = all.copies;
         let n_conv: usize = self.stages.iter().map(|s| if s.norm { 4 } else { 2 }).sum();
         let h: Tensor<3> = if self.stages.is_empty() {
@@ -247,24 +245,19 @@ impl ConvNet {
             flat.reshape([k, n / k, d])
         } else if all.per_copy(&x) {
             let b = x.dims()[0] / k;
-            let mut site = all.site;
-            let per: Vec<Tensor<2>> = (0..k)
-                .map(|i| {
-                    let own = x.clone().narrow(0, i * b, b);
-                    let (y, s) = all.each(i, 0, n_conv, |one| self.stages(own, one));
-                    site = s;
-                    y.flatten(1, 3)
-                })
-                .collect();
-            all.site = site;
-            all.at = n_conv;
+            let per = all.each_copy(n_conv, |i, one| {
+                let y: Tensor<4> = self.stages(x.clone().narrow(0, i * b, b), one);
+                y.flatten::<2>(1, 3)
+            });
             Tensor::stack(per, 0)
         } else {
             from_channels(self.stages(to_channels(x, k), all), k)
         };
         self.dense(h, all)
     }
+}
 
+impl ConvNet {
     /// The stages on `x`, `cursor.copies` copies side by side in the channels.
     fn stages(&self, mut x: Tensor<4>, c: &mut Cursor) -> Tensor<4> {
         let k = c.copies;
@@ -272,7 +265,7 @@ impl ConvNet {
             let (w, bias) = (c.conv(), c.vector());
             let pad = if st.same { st.shape[2] / 2 } else { 0 };
             let o = ConvOptions::new([1, 1], [pad, pad], [1, 1], k);
-            let mut y = copies_conv(x, w, Some(bias), o, c.kernels);
+            let mut y = conv2d_copies(x, w, Some(bias), o, c.kernels);
             if st.norm {
                 y = batch_stat_norm(y, c.vector(), c.vector(), BN_EPS);
             }
@@ -314,19 +307,4 @@ impl ConvNet {
             levels: Vec::new(),
         }
     }
-}
-
-/// The norm with the batch's own statistics (mean and biased variance per channel over the
-/// batch and the map) and the per-channel affine `gamma`, `beta` (the copies' `[K·c]` for maps
-/// side by side in the channels).
-pub fn batch_stat_norm(x: Tensor<4>, gamma: Tensor<1>, beta: Tensor<1>, eps: f64) -> Tensor<4> {
-    let c = x.dims()[1];
-    let mean = x.clone().mean_dim(0).mean_dim(2).mean_dim(3);
-    let centred = x - mean;
-    let var = (centred.clone() * centred.clone())
-        .mean_dim(0)
-        .mean_dim(2)
-        .mean_dim(3);
-    let y = centred / (var + eps).sqrt();
-    y * gamma.reshape([1, c, 1, 1]) + beta.reshape([1, c, 1, 1])
 }

@@ -61,11 +61,6 @@ impl<'m> Stacked<'m> {
         }
     }
 
-    /// The parameter tensors.
-    pub fn params(&self) -> &[Tensor<1>] {
-        &self.params
-    }
-
     fn cursor<'a>(&'a self, masks: Option<&'a [u64]>) -> Cursor<'a> {
         Cursor {
             params: &self.params,
@@ -82,7 +77,7 @@ impl<'m> Stacked<'m> {
     /// (`[K·b, …]`). `masks`: each copy's dropout seed for this step (training), or None (no
     /// dropout).
     pub fn outputs(&self, input: Input, masks: Option<&[u64]>) -> Outputs3 {
-        self.model.outputs(input, &mut self.cursor(masks))
+        self.model.net.outputs(input, &mut self.cursor(masks))
     }
 
     /// The logits `[K, b, classes]` (evaluation: no dropout).
@@ -93,7 +88,10 @@ impl<'m> Stacked<'m> {
     /// The copies' logits `[b, classes]` from an activation at `level` of one copy (FedMLB's
     /// hybrid branches; ResNet-18 only, None for the other models).
     pub fn forward_from(&self, level: usize, x: Tensor<4>) -> Option<Tensor<2>> {
-        let l = self.model.forward_from(level, x, &mut self.cursor(None))?;
+        let l = self
+            .model
+            .net
+            .forward_from(level, x, &mut self.cursor(None))?;
         let [_, b, c] = l.dims();
         Some(l.reshape([b, c]))
     }

@@ -2,10 +2,9 @@
 //! layout's order, and the layers of K copies at once (a linear layer, a convolution, dropout).
 //! With K = 1 each layer is the op one model alone runs.
 
-use burn::backend::ops::ConvOptions;
 use burn::tensor::Tensor;
 
-use crate::kernels::{Kernels, conv2d_of, dropout_seeded, is_flex, linear_of};
+use crate::kernels::{Kernels, dropout_seeded, is_flex, linear_of};
 use crate::rng::{Rng, Stream};
 
 /// The K copies' parameters in the layout's order, taken one tensor at a time as a model's
@@ -24,45 +23,41 @@ pub struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    /// Whether every tensor has been taken.
-    pub fn done(&self) -> bool {
-        self.at >= self.params.len()
-    }
-
     /// Whether each copy runs on its own batch with fedrun's CPU kernels (flex), rather than
     /// the copies side by side in one grouped op.
     pub fn per_copy(&self, x: &Tensor<4>) -> bool {
         self.copies > 1 && self.kernels == Kernels::Fedrun && is_flex(&x.device())
     }
 
-    /// Copy `i`'s own part of the tensors from `from` to `to` (views), and a cursor of one copy
-    /// over them, its dropout stream its own; `run` gets that cursor. Returns what `run` did and
-    /// the dropout sites after it.
-    pub fn each<T>(
-        &self,
-        i: usize,
-        from: usize,
-        to: usize,
-        run: impl FnOnce(&mut Cursor) -> T,
-    ) -> (T, u64) {
-        let own: Vec<Tensor<1>> = (from..to)
-            .map(|j| {
-                let len: usize = self.shapes[j].iter().product();
-                self.params[j].clone().narrow(0, i * len, len)
+    /// `f(i, cursor)` for each copy i, its cursor one copy's views of the next `n` tensors
+    /// (its dropout stream its own); the cursor then moves past them.
+    pub fn each_copy<T>(&mut self, n: usize, mut f: impl FnMut(usize, &mut Cursor) -> T) -> Vec<T> {
+        let (from, mut site) = (self.at, self.site);
+        let out = (0..self.copies)
+            .map(|i| {
+                let own: Vec<Tensor<1>> = (from..from + n)
+                    .map(|j| {
+                        let len: usize = self.shapes[j].iter().product();
+                        self.params[j].clone().narrow(0, i * len, len)
+                    })
+                    .collect();
+                let seeds = self.masks.map(|m| [m[i]]);
+                let mut one = Cursor {
+                    params: &own,
+                    shapes: &self.shapes[from..from + n],
+                    at: 0,
+                    copies: 1,
+                    kernels: self.kernels,
+                    masks: seeds.as_ref().map(|s| &s[..]),
+                    site: self.site,
+                };
+                let y = f(i, &mut one);
+                site = one.site;
+                y
             })
             .collect();
-        let seeds = self.masks.map(|m| [m[i]]);
-        let mut one = Cursor {
-            params: &own,
-            shapes: &self.shapes[from..to],
-            at: 0,
-            copies: 1,
-            kernels: self.kernels,
-            masks: seeds.as_ref().map(|s| &s[..]),
-            site: self.site,
-        };
-        let out = run(&mut one);
-        (out, one.site)
+        (self.at, self.site) = (from + n, site);
+        out
     }
 
     fn next(&mut self) -> (Tensor<1>, &[usize]) {
@@ -160,35 +155,4 @@ pub fn to_channels(x: Tensor<4>, k: usize) -> Tensor<4> {
 pub fn from_channels(x: Tensor<4>, k: usize) -> Tensor<3> {
     let [b, kc, h, w] = x.dims();
     x.reshape([b, k, kc / k * h * w]).swap_dims(0, 1)
-}
-
-/// The K copies' convolution on their maps side by side in the channels (`[b, K·c, h, w]`,
-/// weights `[K·o, c, kh, kw]`, bias `[K·o]`): one grouped convolution, or on flex with fedrun's
-/// kernels each copy's own (burn's grouped convolution takes a slower direct path there, and
-/// rounds unlike fedrun's kernels that one client at a time uses).
-pub fn copies_conv(
-    x: Tensor<4>,
-    w: Tensor<4>,
-    b: Option<Tensor<1>>,
-    o: ConvOptions<2>,
-    kernels: Kernels,
-) -> Tensor<4> {
-    let k = o.groups;
-    if !(kernels == Kernels::Fedrun && is_flex(&x.device())) || k == 1 {
-        return conv2d_of(x, w, b, o, kernels);
-    }
-    let (c, out) = (x.dims()[1] / k, w.dims()[0] / k);
-    let one = ConvOptions {
-        groups: 1,
-        ..o.clone()
-    };
-    let per: Vec<Tensor<4>> = (0..k)
-        .map(|i| {
-            let xi = x.clone().narrow(1, i * c, c);
-            let wi = w.clone().narrow(0, i * out, out);
-            let bi = b.clone().map(|b| b.narrow(0, i * out, out));
-            conv2d_of(xi, wi, bi, one.clone(), kernels)
-        })
-        .collect();
-    Tensor::cat(per, 1)
 }

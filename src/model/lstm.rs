@@ -14,7 +14,10 @@ use burn::tensor::module::embedding;
 use burn::tensor::{Int, Tensor};
 
 use super::cursor::Cursor;
+use super::network::Network;
+use super::outputs::Outputs3;
 use super::params::Builder;
+use crate::data::Input;
 use crate::kernels::{Kernels, is_flex, lstm_layer, lstm_layers, on_cube, sigmoid, tanh};
 
 /// The largest batch that runs through fedrun's fused layer on flex ([`lstm_layer`]). Its step
@@ -40,10 +43,12 @@ impl Lstm {
             vocab,
         }
     }
+}
 
+impl Network for Lstm {
     /// The parameters in the order of the layout: the embedding, each layer's gates (input,
     /// forget, output, cell; each an input and a hidden transform), the classifier.
-    pub fn layout(&self) -> Builder {
+    fn layout(&self) -> Builder {
         let h = self.hidden;
         let mut b = Builder::new("Lstm");
         b.scope("emb", "CharLstm", |b| {
@@ -66,22 +71,22 @@ impl Lstm {
         b
     }
 
-    /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`.
-    pub fn logits(&self, x: Tensor<2, Int>, p: &mut Cursor) -> Tensor<3> {
+    /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`
+    /// (the features are the logits).
+    fn outputs(&self, input: Input, p: &mut Cursor) -> Outputs3 {
+        let Input::Tokens(x) = input else {
+            panic!("the LSTM reads characters")
+        };
         let k = p.copies;
         let [n, len] = x.dims();
         let b = n / k;
         if p.kernels == Kernels::Fedrun && is_flex(&x.device()) && b <= FUSED_MAX_BATCH {
             // the embedding and each layer's four gates of two transforms of two tensors
             let own = 1 + 16 * self.layers;
-            let last: Vec<Tensor<2>> = (0..k)
-                .map(|i| {
-                    let xi = x.clone().narrow(0, i * b, b);
-                    p.each(i, 0, own, |one| fused(xi, self.layers, one)).0
-                })
-                .collect();
-            p.at = own;
-            return p.linear(Tensor::stack::<3>(last, 0));
+            let last = p.each_copy(own, |i, one| {
+                fused(x.clone().narrow(0, i * b, b), self.layers, one)
+            });
+            return Outputs3::logits_only(p.linear(Tensor::stack::<3>(last, 0)));
         }
         let (table, [vocab, d]) = p.matrix();
         let offsets = Tensor::<1, Int>::arange(0..k as i64, &x.device())
@@ -97,7 +102,7 @@ impl Lstm {
                 seq = states;
             }
         }
-        p.linear(h.expect("an LSTM of at least one layer"))
+        Outputs3::logits_only(p.linear(h.expect("an LSTM of at least one layer")))
     }
 }
 

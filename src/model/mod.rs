@@ -8,6 +8,7 @@
 //! | file | what |
 //! |---|---|
 //! | `mod.rs` | [`Model`]: which network, its layout and kernels; the input checks |
+//! | `network.rs` | what a model is: [`network::Network`], a layout and a forward over K copies |
 //! | `copies.rs` | [`copies::Stacked`]: K copies' parameters as tensors, their outputs, losses and gradients |
 //! | `outputs.rs` | what a forward gives: logits, features, ResNet's levels |
 //! | `cursor.rs` | the layers of K copies at once, reading the parameters in the layout's order |
@@ -22,6 +23,7 @@ pub mod copies;
 mod cursor;
 pub mod init;
 pub mod lstm;
+pub mod network;
 mod outputs;
 pub mod params;
 mod resnet;
@@ -32,30 +34,22 @@ mod unread;
 pub use outputs::{Outputs, Outputs3};
 pub use unread::unread_keys;
 
-use burn::tensor::Tensor;
+use std::sync::Arc;
 
 use crate::config::{DataSpec, Head, ModelKind, ModelSpec, Spec};
-use crate::data::{Input, Sample};
+use crate::data::Sample;
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
+use network::Network;
 use params::Layout;
 
-/// A model: which network (its sizes), its parameters' layout and the kernels its layers run
-/// on. Its parameters are not here: [`copies::Stacked`] holds K copies of them.
+/// A model: its network (its sizes and computation), its parameters' layout and the kernels its
+/// layers run on. Its parameters are not here: [`copies::Stacked`] holds K copies of them.
 #[derive(Clone, Debug)]
 pub struct Model {
-    net: Net,
+    net: Arc<dyn Network>,
     layout: Layout,
     kernels: Kernels,
-}
-
-/// The networks.
-#[derive(Clone, Debug)]
-enum Net {
-    Plain(convnet::ConvNet),
-    ResNet(resnet::ResNet),
-    Transformer(transformer::Transformer),
-    Lstm(lstm::Lstm),
 }
 
 /// What the data set tells the model: input kind and number of classes.
@@ -153,35 +147,23 @@ impl Model {
             };
             needs_images(k, shape, c, side)?;
         }
-        let net = match k {
-            ModelKind::Resnet18 => Net::ResNet(resnet::ResNet::new(
+        let net: Arc<dyn Network> = match k {
+            ModelKind::Resnet18 => Arc::new(resnet::ResNet::new(
                 shape.classes,
                 spec.head == Head::Fednar,
                 spec.projection,
             )),
-            ModelKind::Transformer | ModelKind::Lstm | ModelKind::LstmSmall => {
-                if shape.side != 0 {
-                    return Err(Error::Config(format!(
-                        "model.kind = \"{k}\" needs a character data set (shakespeare, leaf), not images"
-                    )));
-                }
-                match k {
-                    ModelKind::Transformer => {
-                        Net::Transformer(transformer::Transformer::new(spec, shape.classes))
-                    }
-                    ModelKind::LstmSmall => Net::Lstm(lstm::Lstm::new(100, 2, shape.classes)),
-                    _ => Net::Lstm(lstm::Lstm::new(spec.hidden, 2, shape.classes)),
-                }
+            ModelKind::Transformer | ModelKind::Lstm | ModelKind::LstmSmall if shape.side != 0 => {
+                return Err(Error::Config(format!(
+                    "model.kind = \"{k}\" needs a character data set (shakespeare, leaf), not images"
+                )));
             }
-            _ => Net::Plain(convnet::ConvNet::of(spec, flat, shape.classes)),
+            ModelKind::Transformer => Arc::new(transformer::Transformer::new(spec, shape.classes)),
+            ModelKind::LstmSmall => Arc::new(lstm::Lstm::new(100, 2, shape.classes)),
+            ModelKind::Lstm => Arc::new(lstm::Lstm::new(spec.hidden, 2, shape.classes)),
+            _ => Arc::new(convnet::ConvNet::of(spec, flat, shape.classes)),
         };
-        let layout = match &net {
-            Net::Plain(n) => n.layout(),
-            Net::ResNet(n) => n.layout(),
-            Net::Transformer(n) => n.layout(),
-            Net::Lstm(n) => n.layout(),
-        }
-        .finish();
+        let layout = net.layout().finish();
         Ok(Model {
             net,
             layout,
@@ -192,34 +174,5 @@ impl Model {
     /// Where each parameter tensor lives in the flat vector.
     pub fn layout(&self) -> &Layout {
         &self.layout
-    }
-
-    pub fn kernels(&self) -> Kernels {
-        self.kernels
-    }
-
-    /// The K copies' outputs on `input` (the K batches one after another), their parameters
-    /// read by `c`.
-    fn outputs(&self, input: Input, c: &mut cursor::Cursor) -> Outputs3 {
-        match (&self.net, input) {
-            (Net::Plain(n), Input::Images(x)) => n.outputs(x, c),
-            (Net::ResNet(n), Input::Images(x)) => n.outputs(x, c),
-            (Net::Transformer(n), Input::Tokens(x)) => Outputs3::logits_only(n.logits(x, c)),
-            (Net::Lstm(n), Input::Tokens(x)) => Outputs3::logits_only(n.logits(x, c)),
-            _ => panic!("model and input kind do not match"),
-        }
-    }
-
-    /// The copies' logits from an activation at `level` (ResNet-18's; None for the others).
-    fn forward_from(
-        &self,
-        level: usize,
-        x: Tensor<4>,
-        c: &mut cursor::Cursor,
-    ) -> Option<Tensor<3>> {
-        match &self.net {
-            Net::ResNet(n) => Some(n.forward_from(level, x, c)),
-            _ => None,
-        }
     }
 }

@@ -47,16 +47,23 @@ impl Outputs3 {
         }
     }
 
-    /// Copy `i`'s outputs (of K copies).
+    /// Copy `i`'s outputs (of K copies; with one copy its outputs as they are, so that the
+    /// backward sums into them in the same order).
     pub fn copy(&self, i: usize) -> Outputs {
+        let k = self.logits.dims()[0];
         let one = |t: &Tensor<3>| -> Tensor<2> {
             let [_, b, d] = t.dims();
-            t.clone().narrow(0, i, 1).reshape([b, d])
+            match k {
+                1 => t.clone().reshape([b, d]),
+                _ => t.clone().narrow(0, i, 1).reshape([b, d]),
+            }
         };
-        let k = self.logits.dims()[0];
-        let levels = self.levels.iter().map(|l| {
-            let c = l.dims()[1] / k;
-            l.clone().narrow(1, i * c, c)
+        let levels = self.levels.iter().map(|l| match k {
+            1 => l.clone(),
+            _ => {
+                let c = l.dims()[1] / k;
+                l.clone().narrow(1, i * c, c)
+            }
         });
         Outputs {
             logits: one(&self.logits),

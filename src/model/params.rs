@@ -43,6 +43,13 @@ pub struct Layout {
     pub total: usize,
 }
 
+impl Layout {
+    /// Where each tensor lives in the flat vector, in order.
+    pub fn ranges(&self) -> Vec<std::ops::Range<usize>> {
+        self.tensors.iter().map(TensorInfo::range).collect()
+    }
+}
+
 /// A layout written in a model's order: scopes (a field name in the part that holds it) and
 /// tensors.
 pub struct Builder {

@@ -14,10 +14,12 @@ use burn::nn::pool::{AdaptiveAvgPool2dConfig, AvgPool2dConfig};
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 
-use super::cursor::{Cursor, copies_conv, from_channels, to_channels};
+use super::cursor::{Cursor, from_channels, to_channels};
+use super::network::Network;
 use super::outputs::Outputs3;
 use super::params::Builder;
-use crate::kernels::group_norm_of;
+use crate::data::Input;
+use crate::kernels::{conv2d_copies, group_norm_of};
 
 pub const GROUPS: usize = 2;
 const GN_EPS: f64 = 1e-5;
@@ -80,9 +82,10 @@ impl ResNet {
             head_at: at,
         }
     }
+}
 
-    /// The parameters in the order of the layout.
-    pub fn layout(&self) -> Builder {
+impl Network for ResNet {
+    fn layout(&self) -> Builder {
         let mut b = Builder::new("ResNet");
         let r = "ResNet18";
         b.conv("stem", r, [64, 3, 3, 3], false);
@@ -122,7 +125,10 @@ impl ResNet {
     /// The K copies' outputs on their batches `[K·b, 3, h, w]`: the logits, the features the
     /// classifier reads and the activations after the stem and after each stage (FedMLB), the
     /// copies side by side in the channels.
-    pub fn outputs(&self, x: Tensor<4>, c: &mut Cursor) -> Outputs3 {
+    fn outputs(&self, input: Input, c: &mut Cursor) -> Outputs3 {
+        let Input::Images(x) = input else {
+            panic!("ResNet-18 reads images")
+        };
         let k = c.copies;
         let h = conv(to_channels(x, k), 1, c);
         let mut h = norm(h, true, c);
@@ -144,16 +150,18 @@ impl ResNet {
     /// The logits from an activation at `level` (0: after the stem, 1–4: after that stage),
     /// the copies side by side in the channels: the stages after it, the pool and the
     /// classifier (FedMLB's hybrid branches).
-    pub fn forward_from(&self, level: usize, x: Tensor<4>, c: &mut Cursor) -> Tensor<3> {
+    fn forward_from(&self, level: usize, x: Tensor<4>, c: &mut Cursor) -> Option<Tensor<3>> {
         let first = 2 * level.min(4);
         c.at = self.starts.get(first).copied().unwrap_or(self.head_at);
         let mut h = x;
         for b in &self.blocks[first..] {
             h = block(b, h, c);
         }
-        self.head(h, c).0
+        Some(self.head(h, c).0)
     }
+}
 
+impl ResNet {
     /// The pool, MOON's projection and the classifier: the logits and the features.
     fn head(&self, h: Tensor<4>, c: &mut Cursor) -> (Tensor<3>, Tensor<3>) {
         let pooled = if self.fednar_head {
@@ -194,7 +202,7 @@ fn conv(x: Tensor<4>, stride: usize, c: &mut Cursor) -> Tensor<4> {
     let w = c.conv();
     let pad = w.dims()[2] / 2;
     let o = ConvOptions::new([stride, stride], [pad, pad], [1, 1], c.copies);
-    copies_conv(x, w, None, o, c.kernels)
+    conv2d_copies(x, w, None, o, c.kernels)
 }
 
 /// The copies' next GroupNorm(2) as one of 2K groups, then a ReLU if `relu`.

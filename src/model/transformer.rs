@@ -14,8 +14,11 @@ use burn::tensor::module::{embedding, layer_norm};
 use burn::tensor::{Int, Tensor};
 
 use super::cursor::Cursor;
+use super::network::Network;
+use super::outputs::Outputs3;
 use super::params::Builder;
 use crate::config::ModelSpec;
+use crate::data::Input;
 use crate::data::shakespeare::SEQ_LEN;
 use crate::kernels::softmax_last;
 
@@ -43,9 +46,10 @@ impl Transformer {
             dropout: spec.dropout,
         }
     }
+}
 
-    /// The parameters in the order of the layout.
-    pub fn layout(&self) -> Builder {
+impl Network for Transformer {
+    fn layout(&self) -> Builder {
         let (d, ff) = (self.d, self.d_ff);
         let mut b = Builder::new("Transformer");
         let root = "CharTransformer";
@@ -79,8 +83,12 @@ impl Transformer {
         b
     }
 
-    /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`.
-    pub fn logits(&self, x: Tensor<2, Int>, p: &mut Cursor) -> Tensor<3> {
+    /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`
+    /// (the features are the logits).
+    fn outputs(&self, input: Input, p: &mut Cursor) -> Outputs3 {
+        let Input::Tokens(x) = input else {
+            panic!("the transformer reads characters")
+        };
         let k = p.copies;
         let [n, len] = x.dims();
         let b = n / k;
@@ -100,9 +108,11 @@ impl Transformer {
         }
         let h4: Tensor<4> = h.reshape([k, b, len, d]);
         let last: Tensor<3> = h4.narrow(2, len - 1, 1).reshape([k, b, d]);
-        p.linear(last)
+        Outputs3::logits_only(p.linear(last))
     }
+}
 
+impl Transformer {
     /// One encoder layer of the copies on `x` (`[K, b·T, d]`), its parameters in the layout's
     /// order: the attention's query, key, value and output, the feed-forward's two layers, the
     /// two norms (the first after the attention).

@@ -28,10 +28,6 @@ impl LocalLoss for FedDecorr {
         let dec = decorrelation(input.out.features.clone());
         ce + dec.mul_scalar(self.beta as f32)
     }
-
-    fn stacks(&self) -> bool {
-        true
-    }
 }
 
 impl FromSetup for FedDecorr {

@@ -48,10 +48,6 @@ impl LocalLoss for Calibrated {
         );
         calibrated_cross_entropy(logits, offsets, input.targets.clone())
     }
-
-    fn stacks(&self) -> bool {
-        true
-    }
 }
 
 pub struct FedLc {

@@ -36,7 +36,7 @@ impl FedMlb {
     /// `Σ_l CE(b_l)` and `Σ_l KL(softmax(b_l/T) ‖ softmax(z/T))` over the hybrid branches.
     fn branches(&self, input: &LossInput) -> (Tensor<1>, Tensor<1>) {
         let z = input.out.logits.clone();
-        let global = &input.frozen_models[0];
+        let global = input.frozen_models[0];
         let mut ce_b: Option<Tensor<1>> = None;
         let mut kl_b: Option<Tensor<1>> = None;
         for (level, act) in input.out.levels.iter().enumerate() {

@@ -37,10 +37,6 @@ impl LocalLoss for FedNtd {
         );
         ce.mul_scalar((1.0 - self.beta) as f32) + kl.mul_scalar(self.beta as f32)
     }
-
-    fn stacks(&self) -> bool {
-        true
-    }
 }
 
 impl FromSetup for FedNtd {

@@ -11,7 +11,7 @@ use crate::config::{Aggregation, KernelChoice, Spec, UplinkScope};
 use crate::data::FedData;
 use crate::error::{Error, Result};
 use crate::fl::algorithms;
-use crate::fl::client::{ClipDecay, Cohort, Trainer};
+use crate::fl::client::{ClipDecay, Trainer};
 use crate::fl::per_client::Budget;
 use crate::fl::schedule::Schedule;
 use crate::fl::strategy::{Setup, Strategy};
@@ -22,12 +22,6 @@ use crate::model::params::Layout;
 use crate::model::{Model, init};
 use crate::rng::{Rng, Stream};
 
-/// The cohort step's trainer when `run.cohort` > 1; else None.
-fn cohort_of(spec: &Spec, model: &Model, device: &Device, base: ClipDecay) -> Option<Cohort> {
-    (spec.run.cohort > 1)
-        .then(|| Cohort::new(model.clone(), device.clone(), base, device_step(spec)))
-}
-
 /// Everything built before the first round; also used by `bench`.
 pub struct Experiment {
     pub spec: Spec,
@@ -37,12 +31,12 @@ pub struct Experiment {
     pub alg: Box<dyn Strategy>,
     /// The clients in the federation (all, or a dynamic active set).
     pub members: Membership,
-    /// One trainer per client worker (`run.client_workers`).
+    /// One trainer per client worker (`run.client_workers`), or one for a cohort.
     pub trainers: Vec<Trainer>,
     /// One single-thread pool per worker when there are several.
     pub pools: Vec<rayon::ThreadPool>,
-    /// The cohort step's trainer (`run.cohort` > 1).
-    pub cohort: Option<Cohort>,
+    /// How many clients the trainer trains as one computation (`run.cohort`).
+    pub cohort: usize,
     pub evaluator: Evaluator,
     pub device: Device,
     /// Set from outside (SIGINT, SIGTERM): clients stop before their next local step, the
@@ -71,8 +65,7 @@ impl Experiment {
         );
         let sizes = data.client_sizes();
         let counts = data.class_counts();
-        let tensors: Vec<std::ops::Range<usize>> =
-            layout.tensors.iter().map(|t| t.range()).collect();
+        let tensors: Vec<std::ops::Range<usize>> = layout.ranges();
         let members = Membership::new(spec, sizes.len());
         let mut alg = algorithms::build(&Setup {
             spec,
@@ -88,7 +81,6 @@ impl Experiment {
         let trainers = (0..workers)
             .map(|_| Trainer::new(model.clone(), device.clone(), base, device_step(spec)))
             .collect();
-        let cohort = cohort_of(spec, &model, &device, base);
         let pools = if workers > 1 {
             (0..workers)
                 .map(|_| {
@@ -104,7 +96,7 @@ impl Experiment {
             spec: spec.clone(),
             trainers,
             pools,
-            cohort,
+            cohort: spec.run.cohort,
             evaluator: Evaluator::new(model, eval_device, spec.fl.eval_batch_size),
             data,
             layout,
@@ -124,7 +116,7 @@ impl Experiment {
             levels: fl.uplink_levels,
             parts: match fl.uplink_scope {
                 UplinkScope::Vector => std::iter::once(0..self.layout.total).collect(),
-                UplinkScope::Tensor => self.layout.tensors.iter().map(|t| t.range()).collect(),
+                UplinkScope::Tensor => self.layout.ranges(),
             },
         })
     }
@@ -183,7 +175,7 @@ impl Experiment {
         let mut client = BurnClients {
             trainers: &mut self.trainers,
             pools: &self.pools,
-            cohort: self.cohort.as_mut().map(|c| (c, self.spec.run.cohort)),
+            cohort: self.cohort,
             data: &self.data,
             spec: &self.spec,
             device: &self.device,

@@ -1,12 +1,12 @@
 //! [`LocalTrainer`] over burn models: one trainer per client worker, each on its own one-thread
-//! pool, or the cohort trainer (`run.cohort`).
+//! pool training one client at a time, or one trainer given `run.cohort` clients at a time.
 
 use burn::tensor::Device;
 use std::sync::atomic::AtomicBool;
 
 use crate::config::Spec;
 use crate::data::FedData;
-use crate::fl::client::{Cohort, LocalStats, Trainer, Work, cohort_why_not, local_steps};
+use crate::fl::client::{LocalStats, Trainer, Work, local_steps};
 use crate::fl::plan::ClientPlan;
 use crate::fl::schedule::Schedule;
 use crate::rng::{Rng, Stream};
@@ -23,9 +23,9 @@ pub struct BurnClients<'a> {
     /// Set from outside (a signal): each client stops before its next local step, and the
     /// round in flight is discarded by the caller.
     pub stop: Option<&'a AtomicBool>,
-    /// The cohort step's trainer and its width (`run.cohort`): clients are then given `width`
-    /// at a time, and every Δ is left in the cohort's slots.
-    pub cohort: Option<(&'a mut Cohort, usize)>,
+    /// How many clients the first trainer trains as one computation (`run.cohort`; 1: one per
+    /// worker).
+    pub cohort: usize,
 }
 
 /// What every client of a round reads.
@@ -77,13 +77,11 @@ fn train_client(
 ) -> LocalStats {
     let schedule = Schedule::new(&job.spec.local);
     let (work, mut rng) = work_of(job, &schedule, t, c, anchor);
-    trainer.train(job.data, plan, &work, &mut rng)
+    trainer.train_one(job.data, plan, &work, &mut rng)
 }
 
-/// Train `clients` as one cohort when every plan stacks; else one at a time on `trainer`
-/// (saying why, once), each Δ copied into the cohort's slots.
+/// Train `clients` as one computation on `trainer`.
 fn train_cohort(
-    cohort: &mut Cohort,
     trainer: &mut Trainer,
     job: Shared,
     t: usize,
@@ -91,34 +89,19 @@ fn train_cohort(
     anchor: &[f32],
     plans: Vec<ClientPlan>,
 ) -> Vec<LocalStats> {
-    let why = plans.iter().find_map(cohort_why_not);
-    if clients.len() > 1 && why.is_none() {
-        let schedule = Schedule::new(&job.spec.local);
-        let (works, mut rngs): (Vec<Work>, Vec<Rng>) = clients
-            .iter()
-            .map(|&c| work_of(job, &schedule, t, c, anchor))
-            .unzip();
-        return cohort.train(job.data, plans, &works, &mut rngs);
-    }
-    if let Some(why) = why {
-        cohort.note_once(why);
-    }
-    let mut out = Vec::with_capacity(clients.len());
-    for (k, (&c, plan)) in clients.iter().zip(plans).enumerate() {
-        // dropout draws from the backend's global generator: seed it per client
-        out.push(train_client(trainer, job, t, c, anchor, plan));
-        let slot = cohort.delta_mut(k);
-        slot.clear();
-        slot.extend_from_slice(trainer.delta());
-    }
-    out
+    let schedule = Schedule::new(&job.spec.local);
+    let (works, mut rngs): (Vec<Work>, Vec<Rng>) = clients
+        .iter()
+        .map(|&c| work_of(job, &schedule, t, c, anchor))
+        .unzip();
+    trainer.train(job.data, plans, &works, &mut rngs)
 }
 
 impl LocalTrainer for BurnClients<'_> {
     fn width(&self) -> usize {
-        match &self.cohort {
-            Some((_, k)) => *k,
-            None => self.trainers.len(),
+        match self.cohort {
+            1 => self.trainers.len(),
+            k => k,
         }
     }
 
@@ -135,9 +118,8 @@ impl LocalTrainer for BurnClients<'_> {
             spec,
             stop: self.stop,
         };
-        if let Some((cohort, _)) = &mut self.cohort {
-            let trainer = &mut self.trainers[0];
-            return train_cohort(cohort, trainer, job, t, clients, anchor, plans);
+        if self.cohort > 1 {
+            return train_cohort(&mut self.trainers[0], job, t, clients, anchor, plans);
         }
         if clients.len() == 1 || self.pools.is_empty() {
             return clients
@@ -171,9 +153,9 @@ impl LocalTrainer for BurnClients<'_> {
     }
 
     fn delta(&self, k: usize) -> &[f32] {
-        match &self.cohort {
-            Some((cohort, _)) => cohort.delta(k),
-            None => self.trainers[k].delta(),
+        match self.cohort {
+            1 => self.trainers[k].delta(0),
+            _ => self.trainers[0].delta(k),
         }
     }
 

@@ -1,10 +1,10 @@
-//! A cohort's batches at a step (the host and device-resident cohort steps alike): every
-//! client's batch drawn from its own stream as when it trains alone, grouped by size.
+//! The clients' batches at a step (the host and device-resident steps alike): every client's
+//! batch drawn from its own stream as when it trains alone, grouped by size.
 
 use burn::tensor::{Device, Int, Tensor};
 
 use super::batches::Batches;
-use super::trainer::Work;
+use super::work::Work;
 use crate::data::{self, FedData, Input};
 use crate::optim::Ctx;
 use crate::rng::Rng;
@@ -74,24 +74,7 @@ pub fn ctx_at<'a>(data: &FedData, w: &Work, step: usize) -> Ctx<'a> {
 
 /// The inputs of a group's batches, one client's after another (`[K·b, …]`).
 pub fn input_of(group: &[Drawn]) -> Input {
-    let images: Option<Vec<Tensor<4>>> = group
-        .iter()
-        .map(|d| match &d.input {
-            Input::Images(x) => Some(x.clone()),
-            Input::Tokens(_) => None,
-        })
-        .collect();
-    if let Some(images) = images {
-        return Input::Images(Tensor::cat(images, 0));
-    }
-    let tokens = group
-        .iter()
-        .map(|d| match &d.input {
-            Input::Tokens(x) => x.clone(),
-            Input::Images(_) => unreachable!("one data set's batches"),
-        })
-        .collect();
-    Input::Tokens(Tensor::cat(tokens, 0))
+    Input::cat(group.iter().map(|d| &d.input).collect())
 }
 
 /// The drawn batches in groups of one size, in client order within each group.

@@ -1,5 +1,5 @@
-//! The device-resident cohort step (`run.cohort` with `run.local_step = "device"`, the default
-//! on a GPU backend): the cohort's parameters stay on the training device for all its steps,
+//! The device-resident steps (`run.local_step = "device"`, the default on a GPU backend): the
+//! clients' parameters stay on the training device for all their steps,
 //! each of the model's parameter tensors one `[K, n]` tensor with a row per client. A step
 //! draws each client's batch on the host as when it trains alone, runs the forward of every
 //! group of equal batch sizes on its rows (all rows, or the group's gathered), one backward of
@@ -13,21 +13,19 @@
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::chain::DeviceChain;
-use super::cohort_batches::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
-use super::cohort_loss::Objectives;
 use super::deferred::{Deferred, read_f32};
-use super::trainer::{LocalStats, Work, step_masks};
+use super::draw::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
+use super::objectives::Objectives;
+use super::work::{LocalStats, Work, step_masks};
 use crate::data::FedData;
 use crate::model::Model;
 use crate::model::copies::Stacked;
-use crate::model::params::Layout;
 use crate::optim::{Ctx, RowFactor, upload_rows};
 use crate::rng::Rng;
 
-/// What the cohort's device steps read: the model (its stacked form), its layout and the device.
+/// What the device steps read: the model, the device and the clients' objectives.
 pub struct Resident<'a> {
     pub model: &'a Model,
-    pub layout: &'a Layout,
     pub device: &'a Device,
     pub objectives: &'a Objectives<'a>,
 }
@@ -43,7 +41,7 @@ impl Resident<'_> {
         rngs: &mut [Rng],
         out: &mut [Vec<f32>],
     ) -> Vec<LocalStats> {
-        let ranges: Vec<_> = self.layout.tensors.iter().map(|t| t.range()).collect();
+        let ranges = self.model.layout().ranges();
         let anchors: Vec<Option<&[f32]>> = works.iter().map(|w| Some(w.anchor)).collect();
         let mut x = upload_rows(&anchors, &ranges, self.device);
         let (mut batches, steps) = batches_of(data, works);
@@ -157,7 +155,11 @@ impl Resident<'_> {
     /// side) and leave Δ_k = x_k − anchor_k in `out[k]`.
     fn read_deltas(&self, x: Vec<Tensor<2>>, works: &[Work], out: &mut [Vec<f32>]) {
         let all = read_f32(Tensor::cat(x, 1));
-        for ((o, w), row) in out.iter_mut().zip(works).zip(all.chunks(self.layout.total)) {
+        for ((o, w), row) in out
+            .iter_mut()
+            .zip(works)
+            .zip(all.chunks(self.model.layout().total))
+        {
             o.clear();
             o.extend(row.iter().zip(w.anchor).map(|(x, a)| x - a));
         }
