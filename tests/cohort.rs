@@ -6,14 +6,11 @@
 
 mod common;
 
-use burn::tensor::{Int, Tensor, TensorData};
-use fedrun::config::{ModelKind, ModelSpec};
+use common::stacked::rel_diff;
 use fedrun::data;
-use fedrun::data::Input;
 use fedrun::fl::client::LocalStats;
 use fedrun::fl::engine::{BurnClients, Experiment, LocalTrainer};
-use fedrun::model::copies::Stacked;
-use fedrun::model::{Model, Shape};
+use fedrun::kernels::Kernels;
 
 /// Δ_i and the stats of `clients` trained from the initial model in round 0 of the synthetic
 /// spec with `sets`, with `run.cohort` = `cohort`.
@@ -53,16 +50,6 @@ fn deltas_on(
         ds.extend((0..chunk.len()).map(|k| bc.delta(k).to_vec()));
     }
     (ds, stats)
-}
-
-/// Largest |a − b| over max(1e-3, max |b|): relative to the update's scale.
-fn rel_diff(a: &[f32], b: &[f32]) -> f64 {
-    let scale = b.iter().fold(1e-3f64, |m, &v| m.max(f64::from(v.abs())));
-    let d = a
-        .iter()
-        .zip(b)
-        .fold(0f64, |m, (&x, &y)| m.max(f64::from((x - y).abs())));
-    d / scale
 }
 
 /// Cohort and one-at-a-time training agree client by client, in Δ_i and in the stats.
@@ -384,138 +371,13 @@ fn cohorts_of_character_models_train_each_client_as_alone() {
     }
 }
 
-/// Three copies of `kind` (images `c`×`side`×`side`, `classes` classes, run by `kernels`)
-/// against each copy alone (K = 1): three copies with different parameters, two images each,
-/// give each copy's logits and loss gradient as the model alone (to 1e-5 of their scale).
-fn stacked_agrees(kind: ModelKind, c: usize, side: usize, classes: usize, kernels: &str) {
-    let n = 3 * 2 * c * side * side;
-    let pixels: Vec<f32> = (0..n)
-        .map(|i| ((i * 31 % 97) as f32 - 48.0) / 48.0)
-        .collect();
-    let x = Tensor::<4>::from_data(TensorData::new(pixels, [6, c, side, side]), &dev());
-    stacked_on(kind, Input::Images(x), classes, kernels);
-}
-
-/// Flex with autodiff.
-fn dev() -> burn::tensor::Device {
-    burn::tensor::Device::flex().autodiff()
-}
-
-/// [`stacked_agrees`] on an input of 6 samples (3 copies of 2).
-fn stacked_on(kind: ModelKind, x: Input, classes: usize, kernels: &str) {
-    let dev = dev();
-    let (c, side) = match &x {
-        Input::Images(t) => (t.dims()[1], t.dims()[2]),
-        Input::Tokens(_) => (0, 0),
-    };
-    // a small transformer: 2 layers of width 32, 4 heads
-    let spec = ModelSpec {
-        kind,
-        dropout: 0.5,
-        layers: 2,
-        d_model: 32,
-        heads: 4,
-        d_ff: 64,
-        ..ModelSpec::default()
-    };
-    let kind = kind.as_str();
-    let shape = Shape {
-        channels: c,
-        side,
-        classes,
-    };
-    let kernels_of = match kernels {
-        "burn" => fedrun::kernels::Kernels::Burn,
-        _ => fedrun::kernels::Kernels::Fedrun,
-    };
-    let model = Model::build(&spec, shape, kernels_of).unwrap();
-    let layout = model.layout().clone();
-    let x0 = fedrun::model::init::init_flat(
-        &layout,
-        &mut fedrun::rng::Rng::from_seed(5),
-        false,
-        fedrun::config::Init::Pytorch,
-    );
-    let (k, b) = (3, 2);
-    let xs: Vec<Vec<f32>> = (0..k)
-        .map(|i| {
-            let wobble = |j: usize| 0.01 * (((j * 7 + i * 13) % 11) as f32 - 5.0);
-            let scale = 1.0 + 0.2 * i as f32;
-            x0.iter()
-                .enumerate()
-                .map(|(j, v)| v * scale + wobble(j))
-                .collect()
-        })
-        .collect();
-    let labels: Vec<i64> = (0..k * b).map(|i| ((i * 3) % classes) as i64).collect();
-    let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [k * b]), &dev);
-    let refs: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
-    let stacked = Stacked::new(&model, &refs, &dev);
-    // each copy's dropout stream (the models with dropout draw their masks from it)
-    let seeds = [11u64, 22, 33];
-    let logits = stacked.outputs(x.clone(), Some(&seeds)).logits;
-    let mut grads = Stacked::losses(logits.clone(), y.clone()).sum().backward();
-    let mut gs = vec![vec![0f32; layout.total]; k];
-    let mut outs: Vec<&mut [f32]> = gs.iter_mut().map(Vec::as_mut_slice).collect();
-    stacked.read_grads(&mut grads, &mut outs);
-    let flat = |t: Tensor<3>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
-    for (i, (xi, gi)) in xs.iter().zip(&gs).enumerate() {
-        let m = Stacked::new(&model, &[xi], &dev);
-        let xi = match &x {
-            Input::Images(t) => Input::Images(t.clone().narrow(0, i * b, b)),
-            Input::Tokens(t) => Input::Tokens(t.clone().narrow(0, i * b, b)),
-        };
-        let own = m.outputs(xi.clone(), Some(&[seeds[i]])).logits;
-        if matches!(kind, "mnist-cnn" | "emnist-cnn" | "transformer") {
-            masks_matter(&m, xi, seeds[i], &format!("{kind} ({kernels}), copy {i}"));
-        }
-        let d = rel_diff(&flat(logits.clone().narrow(0, i, 1)), &flat(own.clone()));
-        assert!(
-            d < 1e-5,
-            "{kind} ({kernels}), copy {i}: logits differ by {d:e}"
-        );
-        let loss = Stacked::losses(own, y.clone().narrow(0, i * b, b));
-        let mut g = loss.sum().backward();
-        let mut alone = vec![0f32; layout.total];
-        m.read_grads(&mut g, &mut [&mut alone]);
-        let d = rel_diff(gi, &alone);
-        assert!(
-            d < 1e-5,
-            "{kind} ({kernels}), copy {i}: gradient differs by {d:e}"
-        );
-    }
-}
-
-/// A copy's dropout masks are its seed's: another seed, or none, gives other logits.
-fn masks_matter(m: &Stacked, x: Input, seed: u64, what: &str) {
-    let flat = |t: Tensor<3>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
-    let own = flat(m.outputs(x.clone(), Some(&[seed])).logits);
-    let other = flat(m.outputs(x.clone(), Some(&[seed + 1])).logits);
-    let none = flat(m.logits(x));
-    for t in [other, none] {
-        let d = rel_diff(&t, &own);
-        assert!(d > 1e-3, "{what}: its masks change nothing ({d:e})");
-    }
-}
-
 /// Every model computes each of its copies' logits and gradient as one copy alone, with
 /// fedrun's kernels and with burn's ops (the GPU backends' grouped form), the dropout models
 /// with each copy's masks its own stream's, the same alone and beside the others.
 #[test]
 fn every_stacked_form_computes_each_copy_as_the_model() {
-    for kernels in ["fedrun", "burn"] {
-        stacked_agrees(ModelKind::FemnistCnn, 1, 28, 62, kernels);
-        stacked_agrees(ModelKind::MnistCnn, 1, 28, 10, kernels);
-        stacked_agrees(ModelKind::EmnistCnn, 1, 28, 62, kernels);
-        stacked_agrees(ModelKind::CelebaCnn, 3, 84, 2, kernels);
-        stacked_agrees(ModelKind::TinyCnn, 3, 32, 10, kernels);
-        stacked_agrees(ModelKind::Mlp, 1, 28, 10, kernels);
-        stacked_agrees(ModelKind::Resnet18, 3, 32, 10, kernels);
-        // the LSTM on sequences of 7 characters of 80
-        let chars: Vec<i64> = (0..6 * 7).map(|i| (i * 37 % 80) as i64).collect();
-        let x = Tensor::<2, Int>::from_data(TensorData::new(chars, [6, 7]), &dev());
-        stacked_on(ModelKind::LstmSmall, Input::Tokens(x.clone()), 80, kernels);
-        stacked_on(ModelKind::Transformer, Input::Tokens(x), 80, kernels);
+    for kernels in [Kernels::Fedrun, Kernels::Burn] {
+        common::stacked::every_model(&burn::tensor::Device::flex().autodiff(), kernels, 1e-5);
     }
 }
 

@@ -638,3 +638,41 @@ fn a_cohort_counts_its_clients_copies_and_activations() {
     let e = check_spec(&spec(&["run.cohort=10"]), budget).unwrap_err();
     assert!(e.to_string().contains("run.cohort"), "{e}");
 }
+
+/// `run.cohort = "auto"`: 1 on flex; on a GPU backend the largest K up to the round's clients
+/// whose copies and a step's activations fit `run.cohort_mb`, so K grows with the budget, stops
+/// at the round's clients, and the K picked fits where K + 1 does not. `check` prints the
+/// estimate; a word other than "auto" is refused naming the key.
+#[test]
+fn an_automatic_cohort_fits_its_memory_budget() {
+    use fedrun::fl::engine::resources::{cohort, memory};
+    let spec = |sets: &[&str]| {
+        let text = "[data]\ndataset = \"synthetic\"\nnum_clients = 20\n[model]\nkind = \"mlp\"\n[fl]\nclients_per_round = 20\n[local]\nbatch_size = 50\n[run]\ncohort = \"auto\"\n";
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        fedrun::schema::parse(text, "t", &sets).unwrap()
+    };
+    assert_eq!(cohort(&spec(&[])).0, 1, "flex");
+    let on_gpu = |mb: f64| {
+        let mut s = spec(&[&format!("run.cohort_mb={mb}")]);
+        // a GPU backend, whether or not this build has one (the estimate reads the spec alone)
+        s.run.backend = fedrun::config::Backend::Wgpu;
+        let (k, why) = cohort(&s);
+        assert!(why.unwrap().contains("run.cohort_mb"));
+        (k, s)
+    };
+    let bytes = |s: &fedrun::config::Spec, k: usize| {
+        let mut s = s.clone();
+        s.run.cohort = k;
+        let m = memory(&s);
+        m.model + m.train
+    };
+    let (small, s) = on_gpu(100.0);
+    assert!(small > 1 && small < 20, "{small}");
+    assert!(bytes(&s, small) <= 100_000_000 && bytes(&s, small + 1) > 100_000_000);
+    assert!(on_gpu(200.0).0 > small);
+    assert_eq!(on_gpu(1e6).0, 20, "at most the round's clients");
+    // spec.toml keeps the word
+    assert!(spec(&[]).to_toml().contains("cohort = \"auto\""));
+    let e = fedrun::schema::parse("[run]\ncohort = \"many\"\n", "t", &[]).unwrap_err();
+    assert!(e.to_string().contains("cohort"), "{e}");
+}

@@ -121,8 +121,10 @@ fn annotated(toml: &str, unread: &[crate::config::Unread]) -> String {
     out
 }
 
-/// What `run.cohort` will do with this spec.
+/// What `run.cohort` will do with this spec (for `"auto"`, the K it picks and why).
 fn cohort_line(spec: &crate::config::Spec) -> String {
-    let k = spec.run.cohort;
-    format!("run.cohort = {k}: up to {k} clients train as one computation")
+    match crate::fl::engine::resources::cohort(spec) {
+        (_, Some(why)) => why,
+        (k, None) => format!("run.cohort = {k}: up to {k} clients train as one computation"),
+    }
 }

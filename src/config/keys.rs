@@ -53,10 +53,14 @@ fn check_table(t: &toml::Table, schema: &toml::Table, prefix: &str, origin: &str
     Ok(())
 }
 
+/// The integer keys that also take the string `"auto"`.
+const AUTO_KEYS: &[&str] = &["run.cohort"];
+
 fn check_value(v: &toml::Value, expected: &toml::Value, path: &str, origin: &str) -> Result<()> {
     use toml::Value as V;
     match (v, expected) {
         (V::Table(t), V::Table(s)) => check_table(t, s, path, origin),
+        (V::String(s), V::Integer(_)) if s == "auto" && AUTO_KEYS.contains(&path) => Ok(()),
         (V::Integer(_), V::Float(_)) => Ok(()),
         // integers are counts and sizes, never negative, except where the default is (a
         // sentinel such as `run.init_seed = -1`, whose own check says what it accepts)
@@ -80,8 +84,12 @@ fn check_value(v: &toml::Value, expected: &toml::Value, path: &str, origin: &str
             )))
         }
         (a, b) => Err(Error::Config(format!(
-            "{origin}: key `{path}` expects {}, got {} ({a})",
+            "{origin}: key `{path}` expects {}{}, got {} ({a})",
             type_name(b),
+            match AUTO_KEYS.contains(&path) {
+                true => " or \"auto\"",
+                false => "",
+            },
             type_name(a)
         ))),
     }

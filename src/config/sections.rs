@@ -378,8 +378,14 @@ pub struct RunSpec {
     /// (every parameter with a leading client dimension). 1 trains them one at a time. A
     /// cohort rounds its batched products differently, so its numbers agree with 1's to float
     /// rounding, not bit for bit; at a fixed value a run is reproducible. Every model and
-    /// algorithm trains in a cohort.
+    /// algorithm trains in a cohort. `"auto"`: 1 on flex (a CPU trains fastest one client per
+    /// core), on a GPU backend the largest K up to `fl.clients_per_round` whose model copies
+    /// and training activations fit `run.cohort_mb` (`fedrun check` prints the estimate).
+    #[serde(with = "count_or_auto")]
     pub cohort: usize,
+    /// The MB (10⁶ bytes) that `run.cohort = "auto"` lets a cohort's model copies and a
+    /// training step's activations take on the training device.
+    pub cohort_mb: f64,
     /// Per-client state (SCAFFOLD's c_i, FedDyn's g_i, …) kept in memory, in MB (10⁶ bytes),
     /// at least the clients trained at once; the rest is spilled to `client_state_*.bin` in the
     /// run folder. 0 = no limit. Results are identical whatever the value.
@@ -410,9 +416,41 @@ impl Default for RunSpec {
             checkpoint_minutes: 0.0,
             client_workers: 0,
             cohort: 1,
+            cohort_mb: 8000.0,
             client_state_mb: 0.0,
             device_data_mb: 2048.0,
             flush_subnormals: true,
+        }
+    }
+}
+
+/// `run.cohort = "auto"` as the field holds it.
+pub const COHORT_AUTO: usize = usize::MAX;
+
+/// A count, or the string `"auto"` ([`COHORT_AUTO`]).
+mod count_or_auto {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &usize, s: S) -> Result<S::Ok, S::Error> {
+        match *v {
+            super::COHORT_AUTO => s.serialize_str("auto"),
+            n => s.serialize_u64(n as u64),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Value {
+            Count(usize),
+            Word(String),
+        }
+        match Value::deserialize(d)? {
+            Value::Count(n) => Ok(n),
+            Value::Word(w) if w == "auto" => Ok(super::COHORT_AUTO),
+            Value::Word(w) => Err(serde::de::Error::custom(format!(
+                "expected a count or \"auto\", got \"{w}\""
+            ))),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! size) happen when the data is loaded.
 
 use super::schema::Schema;
-use super::sections::{Augmentation, Dataset, ModelSpec, Partition};
+use super::sections::{Augmentation, COHORT_AUTO, Dataset, ModelSpec, Partition};
 use super::spec::Spec;
 use crate::error::{Error, Result};
 
@@ -84,8 +84,11 @@ pub fn validate(s: &Spec, schema: &Schema) -> Result<()> {
     non_negative("run.client_state_mb", s.run.client_state_mb)?;
     non_negative("run.checkpoint_minutes", s.run.checkpoint_minutes)?;
     non_negative("run.device_data_mb", s.run.device_data_mb)?;
-    at_least_one("run.cohort", s.run.cohort)?;
-    if s.run.cohort > 1 && s.run.client_workers > 1 {
+    non_negative("run.cohort_mb", s.run.cohort_mb)?;
+    if s.run.cohort != COHORT_AUTO {
+        at_least_one("run.cohort", s.run.cohort)?;
+    }
+    if s.run.cohort > 1 && s.run.cohort != COHORT_AUTO && s.run.client_workers > 1 {
         return Err(Error::Config(format!(
             "keys `run.cohort` = {} and `run.client_workers` = {}: a cohort trains its clients as one computation on every core; set one of them to 1 (`run.client_workers` = 0 chooses 1 with a cohort)",
             s.run.cohort, s.run.client_workers

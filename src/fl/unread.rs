@@ -95,6 +95,10 @@ pub fn unread_keys(s: &Spec) -> Vec<Unread> {
         let why = "because `run.backend = \"flex\"` (flex gathers its batches in its own memory)";
         out.push(Unread::new("run.device_data_mb", why));
     }
+    if s.run.cohort != crate::config::COHORT_AUTO {
+        let why = "because `run.cohort` is a count, not \"auto\"";
+        out.push(Unread::new("run.cohort_mb", why));
+    }
     if !reads_key(&s.fl.algorithm, "run.client_state_mb") {
         let why = format!(
             "by `fl.algorithm = \"{}\"` (it keeps no per-client state)",

@@ -32,6 +32,9 @@ impl<'a> Cursor<'a> {
     /// `f(i, cursor)` for each copy i, its cursor one copy's views of the next `n` tensors
     /// (its dropout stream its own); the cursor then moves past them.
     pub fn each_copy<T>(&mut self, n: usize, mut f: impl FnMut(usize, &mut Cursor) -> T) -> Vec<T> {
+        if self.copies == 1 {
+            return vec![f(0, self)]; // the tensors themselves: no slice for the backward to undo
+        }
         let (from, mut site) = (self.at, self.site);
         let out = (0..self.copies)
             .map(|i| {

@@ -10,7 +10,7 @@
 //! step by step, the four gates of all copies one batched product of the inputs of all steps
 //! and one of the hidden state per step.
 
-use burn::tensor::module::embedding;
+use burn::tensor::module::{embedding, linear};
 use burn::tensor::{Int, Tensor};
 
 use super::cursor::Cursor;
@@ -80,11 +80,12 @@ impl Network for Lstm {
         let k = p.copies;
         let [n, len] = x.dims();
         let b = n / k;
-        if p.kernels == Kernels::Fedrun && is_flex(&x.device()) && b <= FUSED_MAX_BATCH {
+        if p.kernels == Kernels::Fedrun && is_flex(&x.device()) {
             // the embedding and each layer's four gates of two transforms of two tensors
             let own = 1 + 16 * self.layers;
-            let last = p.each_copy(own, |i, one| {
-                fused(x.clone().narrow(0, i * b, b), self.layers, one)
+            let last = p.each_copy(own, |i, one| match b <= FUSED_MAX_BATCH {
+                true => fused(x.clone().narrow(0, i * b, b), self.layers, one),
+                false => per_gate(x.clone().narrow(0, i * b, b), self.layers, one),
             });
             return Outputs3::logits_only(p.linear(Tensor::stack::<3>(last, 0)));
         }
@@ -123,14 +124,11 @@ fn side_by_side(
     g: &[(Tensor<3>, Tensor<3>, Tensor<3>); 4],
     order: [usize; 4],
 ) -> (Tensor<3>, Tensor<3>, Tensor<3>) {
-    let cat = |f: &dyn Fn(&(Tensor<3>, Tensor<3>, Tensor<3>)) -> Tensor<3>| {
-        Tensor::cat(order.iter().map(|&i| f(&g[i])).collect(), 2)
+    type Gate = (Tensor<3>, Tensor<3>, Tensor<3>);
+    let cat = |f: fn(&Gate) -> &Tensor<3>| {
+        Tensor::cat(order.iter().map(|&i| f(&g[i]).clone()).collect(), 2)
     };
-    (
-        cat(&|t| t.0.clone()),
-        cat(&|t| t.1.clone()),
-        cat(&|t| t.2.clone()),
-    )
+    (cat(|t| &t.0), cat(|t| &t.1), cat(|t| &t.2))
 }
 
 /// One LSTM layer of the copies on `seq` (`[K, b·T, in]`): the states of every step
@@ -194,4 +192,41 @@ fn fused(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
     }
     let h = seq.dims()[2];
     seq.narrow(1, len - 1, 1).reshape([b, h])
+}
+
+/// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) for a batch past the fused layer's
+/// on flex (an evaluation's hundreds of sequences): each step's gates as their own products
+/// (burn's `gate_product`), whose packed weights serve the whole batch.
+fn per_gate(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
+    let [b, len] = x.dims();
+    let (table, [_, d]) = one.matrix();
+    let mut seq: Vec<Tensor<2>> = (0..len)
+        .map(|t| embedding(table.clone(), x.clone().narrow(1, t, 1)).reshape([b, d]))
+        .collect();
+    let (kern, dev) = (one.kernels, x.device());
+    for _ in 0..layers {
+        let g: Vec<_> = (0..4)
+            .map(|_| (flat(one.weights()), flat(one.weights())))
+            .collect();
+        let mut h = Tensor::zeros([b, g[0].1.0.dims()[0]], &dev);
+        let mut c = h.clone();
+        for xt in seq.iter_mut() {
+            let gate = |i: usize| {
+                let ((wx, bx), (wh, bh)) = g[i].clone();
+                linear(xt.clone(), wx, Some(bx)) + linear(h.clone(), wh, Some(bh))
+            };
+            let (i, f) = (sigmoid(gate(0), kern), sigmoid(gate(1), kern));
+            let (o, cell) = (sigmoid(gate(2), kern), tanh(gate(3), kern));
+            c = f * c + i * cell;
+            h = o * tanh(c.clone(), kern);
+            *xt = h.clone();
+        }
+    }
+    seq.pop().expect("a sequence of at least one character")
+}
+
+/// One copy's linear layer (`[1, in, out]`, `[1, 1, out]`) as burn's `linear` takes it.
+fn flat((w, b): (Tensor<3>, Tensor<3>)) -> (Tensor<2>, Tensor<1>) {
+    let [_, din, dout] = w.dims();
+    (w.reshape([din, dout]), b.reshape([dout]))
 }

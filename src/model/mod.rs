@@ -36,7 +36,7 @@ pub use unread::unread_keys;
 
 use std::sync::Arc;
 
-use crate::config::{DataSpec, Head, ModelKind, ModelSpec, Spec};
+use crate::config::{Head, ModelKind, ModelSpec, Spec};
 use crate::data::Sample;
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -75,54 +75,37 @@ fn takes(k: ModelKind) -> Option<(usize, &'static [usize])> {
     }
 }
 
-/// Refuse a model whose input the data set does not give (a transformer on images, a CNN on
-/// text, the CIFAR models on MNIST's 28×28, …).
-fn check_input(k: ModelKind, d: &DataSpec) -> Result<()> {
-    let sample = crate::data::info(d).sample;
-    let msg = match (takes(k), sample) {
-        (None, Sample::Characters) | (Some((0, _)), Sample::Image { .. } | Sample::Unknown) => {
-            return Ok(());
-        }
-        // images whose shape is known only once loaded (checked then)
-        (Some(_), Sample::Unknown) => return Ok(()),
-        (None, _) => "needs a character data set (shakespeare, leaf), not images".to_string(),
-        (Some(_), Sample::Characters) => "needs images, not characters".to_string(),
+/// Why model `k` cannot take the inputs `sample` (a transformer on images, a CNN on text, the
+/// CIFAR models on MNIST's 28×28, …); None if it can, or if the images' shape is known only once
+/// loaded (checked then).
+fn refusal(k: ModelKind, sample: Sample) -> Option<String> {
+    match (takes(k), sample) {
+        (None, Sample::Characters) | (Some(_), Sample::Unknown) => None,
+        (Some((0, _)), Sample::Image { .. }) => None,
+        (None, _) => Some("needs a character data set (shakespeare, leaf), not images".into()),
+        (Some(_), Sample::Characters) => Some("needs images, not characters".into()),
         (Some((wc, sides)), Sample::Image { channels, side }) => {
-            if wc == channels && sides.contains(&side) {
-                return Ok(());
-            }
-            format!(
-                "needs {wc}×{s}×{s} images, not {channels}×{side}×{side}",
-                s = sides[0]
-            )
+            (wc != channels || !sides.contains(&side)).then(|| {
+                format!(
+                    "needs {wc}×{s}×{s} images, not {channels}×{side}×{side}",
+                    s = sides[0]
+                )
+            })
         }
-    };
-    Err(Error::Config(format!(
-        "model.kind = \"{k}\" {msg} (data.dataset = \"{}\")",
-        d.dataset
-    )))
-}
-
-/// Refuse a data set whose inputs are not `channels`×`side`×`side` images.
-fn needs_images(kind: ModelKind, shape: Shape, channels: usize, side: usize) -> Result<()> {
-    if shape.side == side && shape.channels == channels {
-        return Ok(());
     }
-    let what = match kind {
-        ModelKind::MnistCnn => " (mnist, fashion-mnist)",
-        _ => "",
-    };
-    Err(Error::Config(format!(
-        "model.kind = \"{kind}\" needs {channels}×{side}×{side} images{what}; this data set has {}×{}×{}",
-        shape.channels, shape.side, shape.side
-    )))
 }
 
 /// The models' check of a whole spec (part of the schema), before anything loads: the model
 /// takes the data set's input.
 pub fn check_spec(s: &Spec) -> Result<()> {
-    check_input(s.model.kind, &s.data)?;
-    if s.model.kind == ModelKind::Resnet18
+    let k = s.model.kind;
+    if let Some(why) = refusal(k, crate::data::info(&s.data).sample) {
+        return Err(Error::Config(format!(
+            "model.kind = \"{k}\" {why} (data.dataset = \"{}\")",
+            s.data.dataset
+        )));
+    }
+    if k == ModelKind::Resnet18
         && s.model.head == Head::Fednar
         && matches!(crate::data::info(&s.data).sample, Sample::Image { side, .. } if side != 32)
     {
@@ -139,13 +122,18 @@ impl Model {
     pub fn build(spec: &ModelSpec, shape: Shape, kernels: Kernels) -> Result<Model> {
         let k = spec.kind;
         let flat = shape.channels * shape.side * shape.side;
-        if let Some((c, sides)) = takes(k).filter(|t| t.0 > 0) {
-            let side = if sides.contains(&shape.side) {
-                shape.side
-            } else {
-                sides[0]
-            };
-            needs_images(k, shape, c, side)?;
+        let sample = match shape.side {
+            0 => Sample::Characters,
+            side => Sample::Image {
+                channels: shape.channels,
+                side,
+            },
+        };
+        // the loaded data's shape (the flat models take any input)
+        if let Some(why) = refusal(k, sample).filter(|_| takes(k).is_none_or(|t| t.0 > 0)) {
+            return Err(Error::Config(format!(
+                "model.kind = \"{k}\" {why} (this data set)"
+            )));
         }
         let net: Arc<dyn Network> = match k {
             ModelKind::Resnet18 => Arc::new(resnet::ResNet::new(
@@ -153,11 +141,6 @@ impl Model {
                 spec.head == Head::Fednar,
                 spec.projection,
             )),
-            ModelKind::Transformer | ModelKind::Lstm | ModelKind::LstmSmall if shape.side != 0 => {
-                return Err(Error::Config(format!(
-                    "model.kind = \"{k}\" needs a character data set (shakespeare, leaf), not images"
-                )));
-            }
             ModelKind::Transformer => Arc::new(transformer::Transformer::new(spec, shape.classes)),
             ModelKind::LstmSmall => Arc::new(lstm::Lstm::new(100, 2, shape.classes)),
             ModelKind::Lstm => Arc::new(lstm::Lstm::new(spec.hidden, 2, shape.classes)),

@@ -54,11 +54,10 @@ impl ResNet {
         let mut blocks = Vec::new();
         let mut cin = 64;
         for (i, &w) in [64usize, 128, 256, 512].iter().enumerate() {
-            let stride = if i == 0 { 1 } else { 2 };
             blocks.push(Block {
                 cin,
                 cout: w,
-                stride,
+                stride: if i == 0 { 1 } else { 2 },
             });
             blocks.push(Block {
                 cin: w,
@@ -113,10 +112,9 @@ impl Network for ResNet {
                 b.linear("l2", "Projection", 512, self.projection);
             });
         }
-        let d = if self.projection > 0 {
-            self.projection
-        } else {
-            512
+        let d = match self.projection {
+            0 => 512,
+            p => p,
         };
         b.linear("fc", r, d, self.classes);
         b
@@ -129,9 +127,7 @@ impl Network for ResNet {
         let Input::Images(x) = input else {
             panic!("ResNet-18 reads images")
         };
-        let k = c.copies;
-        let h = conv(to_channels(x, k), 1, c);
-        let mut h = norm(h, true, c);
+        let mut h = norm(conv(to_channels(x, c.copies), 1, c), true, c);
         let mut levels = vec![h.clone()];
         for pair in self.blocks.chunks(2) {
             for b in pair {
@@ -182,15 +178,10 @@ impl ResNet {
 /// A BasicBlock of the K copies: its parameters in the layout's order (conv1, gn1, conv2, gn2,
 /// the shortcut's conv and norm).
 fn block(b: &Block, x: Tensor<4>, c: &mut Cursor) -> Tensor<4> {
-    let y = conv(x.clone(), b.stride, c);
-    let y = norm(y, true, c);
-    let y = conv(y, 1, c);
-    let y = norm(y, false, c);
+    let y = norm(conv(x.clone(), b.stride, c), true, c);
+    let y = norm(conv(y, 1, c), false, c);
     let idt = match b.shortcut() {
-        true => {
-            let s = conv(x, b.stride, c);
-            norm(s, false, c)
-        }
+        true => norm(conv(x, b.stride, c), false, c),
         false => x,
     };
     relu(y + idt)

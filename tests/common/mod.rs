@@ -2,6 +2,8 @@
 //! formats.
 #![allow(dead_code)]
 
+pub mod stacked;
+
 use std::path::{Path, PathBuf};
 
 use fedrun::data::cifar;

@@ -79,9 +79,7 @@ impl<'a> HostChain<'a> {
         let mut chain = Chain::new(vec![Box::new(TermLink { term, anchor })]);
         base.host(&mut chain);
         let scaled = rule.links.iter().any(|l| l.applies_lr());
-        for l in rule.links {
-            chain.push(l);
-        }
+        rule.links.into_iter().for_each(|l| chain.push(l));
         if !scaled {
             chain.push(Box::new(ScaleByLearningRate));
         }

@@ -101,13 +101,9 @@ impl<'a> Objectives<'a> {
                 return cross_entropy(own.logits, y);
             };
             let models: Vec<&Stacked> = c.frozen.iter().map(|&j| &self.nets[j]).collect();
-            let frozen: Vec<Outputs> = match c.frozen_outputs {
-                true => models
-                    .iter()
-                    .map(|m| m.outputs(d.input.clone(), None).copy(0).detach())
-                    .collect(),
-                false => Vec::new(),
-            };
+            let frozen: Vec<Outputs> = (models.iter().filter(|_| c.frozen_outputs))
+                .map(|m| m.outputs(d.input.clone(), None).copy(0).detach())
+                .collect();
             loss.loss(&LossInput {
                 out: &own,
                 targets: &y,

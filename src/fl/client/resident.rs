@@ -84,21 +84,16 @@ impl Resident<'_> {
             .iter()
             .map(|t| Tensor::from_inner(t.clone()).require_grad())
             .collect();
-        let mut losses = Vec::with_capacity(groups.len());
-        let mut total: Option<Tensor<1>> = None;
-        for g in &groups {
-            let per = self.group_losses(&leaves, g, n, masks);
-            losses.push(per.clone().inner());
-            let s = per.sum();
-            total = Some(match total {
-                Some(t) => t + s,
-                None => s,
-            });
-        }
-        let Some(total) = total else {
+        let per: Vec<Tensor<1>> = (groups.iter())
+            .map(|g| self.group_losses(&leaves, g, n, masks))
+            .collect();
+        if per.is_empty() {
             return (x, None);
-        };
-        let grads = total.backward();
+        }
+        // the trained clients' losses in `groups`' order; the backward of their sum
+        let all = Tensor::cat(per, 0);
+        let mut losses = vec![all.clone().inner()];
+        let grads = all.sum().backward();
         let mut g: Vec<Tensor<2>> = leaves
             .iter()
             .zip(&x)

@@ -240,8 +240,7 @@ impl Trainer {
 /// step (half of a CPU step's time with 50 MLP clients). Results do not depend on it.
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets the allocator's parameters; it is called before the trainer
-    // allocates and is safe to call at any time.
+    // SAFETY: mallopt only sets the allocator's parameters and is safe to call at any time.
     unsafe {
         libc::mallopt(libc::M_MMAP_MAX, 0);
         libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);

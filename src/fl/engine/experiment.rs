@@ -96,7 +96,7 @@ impl Experiment {
             spec: spec.clone(),
             trainers,
             pools,
-            cohort: spec.run.cohort,
+            cohort: super::resources::cohort(spec).0,
             evaluator: Evaluator::new(model, eval_device, spec.fl.eval_batch_size),
             data,
             layout,

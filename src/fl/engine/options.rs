@@ -185,7 +185,7 @@ pub fn client_workers(spec: &Spec, params: usize) -> usize {
         });
     let w = match spec.run.client_workers {
         // a cohort trains on every core
-        0 if spec.run.cohort > 1 => 1,
+        0 if super::resources::cohort(spec).0 > 1 => 1,
         0 if params > 2_000_000 => 1,
         0 => cores,
         w => w,

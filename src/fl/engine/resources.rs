@@ -4,7 +4,7 @@
 //! and its value, never an allocation failure that aborts the process. Sizes are counted in
 //! `u128`, so no spec value overflows them.
 
-use crate::config::{DataSpec, Dataset, Spec};
+use crate::config::{Backend, COHORT_AUTO, DataSpec, Dataset, Spec};
 use crate::data::{FedData, Sample};
 use crate::error::{Error, Result};
 use crate::model::size::{estimate, size_keys};
@@ -73,16 +73,51 @@ fn data_bytes(spec: &Spec, features: u128) -> u128 {
 /// The clients trained at once, whose model copies and activations exist together: a cohort's
 /// clients (`run.cohort`), else the client workers; with the key that sets it.
 fn at_once(spec: &Spec) -> (u128, String) {
-    match spec.run.cohort > 1 {
-        true => (
-            spec.run.cohort as u128,
-            format!("key `run.cohort` = {}", spec.run.cohort),
-        ),
+    let k = cohort(spec).0;
+    match k > 1 {
+        true => (k as u128, format!("key `run.cohort` = {k}")),
         false => (
             spec.run.client_workers.max(1) as u128,
             format!("key `run.client_workers` = {}", spec.run.client_workers),
         ),
     }
+}
+
+/// The clients a trainer trains as one computation (`run.cohort`, resolving `"auto"`), and for
+/// `"auto"` the estimate it came from.
+pub fn cohort(spec: &Spec) -> (usize, Option<String>) {
+    if spec.run.cohort != COHORT_AUTO {
+        return (spec.run.cohort, None);
+    }
+    if spec.run.backend == Backend::Flex || spec.run.client_workers > 1 {
+        let why = "run.cohort = \"auto\": 1 (a CPU trains fastest one client per core)";
+        return (1, Some(why.into()));
+    }
+    let budget = (spec.run.cohort_mb * 1e6) as u128;
+    let at = |k: usize| {
+        let mut s = spec.clone();
+        s.run.cohort = k;
+        memory(&s)
+    };
+    let fits = |k: usize| {
+        let m = at(k);
+        m.model + m.train <= budget
+    };
+    // the largest K that fits (the bytes grow with K): a binary search over 1..=clients
+    let (mut lo, mut hi) = (1, spec.fl.clients_per_round.max(1));
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) { lo = mid } else { hi = mid - 1 }
+    }
+    let m = at(lo);
+    let why = format!(
+        "run.cohort = \"auto\": {lo} clients at once (of {} a round): their model copies {} and a training step's activations {} within run.cohort_mb = {}",
+        spec.fl.clients_per_round,
+        human(m.model),
+        human(m.train),
+        spec.run.cohort_mb
+    );
+    (lo, Some(why))
 }
 
 /// What a run holds in memory at most, in bytes, as the run's checks count it (before its data
