@@ -103,11 +103,17 @@ impl<'m> Stacked<'m> {
     /// b values in another order than `mean` does.
     pub fn losses(logits: Tensor<3>, targets: Tensor<1, Int>) -> Tensor<1> {
         let [k, b, c] = logits.dims();
-        if k == 1 || crate::kernels::is_flex(&logits.device()) {
+        let one = |own: Tensor<2>, y: Tensor<1, Int>| -> Tensor<1> {
+            let picked = log_softmax(own, 1).gather(1, y.reshape([b, 1]));
+            picked.reshape([b]).mean().neg()
+        };
+        if k == 1 {
+            return one(logits.reshape([b, c]), targets);
+        }
+        if crate::kernels::is_flex(&logits.device()) {
             let each = (0..k).map(|i| {
-                let own: Tensor<2> = logits.clone().narrow(0, i, 1).reshape([b, c]);
-                let y = targets.clone().narrow(0, i * b, b).reshape([b, 1]);
-                log_softmax(own, 1).gather(1, y).reshape([b]).mean().neg()
+                let own = logits.clone().narrow(0, i, 1).reshape([b, c]);
+                one(own, targets.clone().narrow(0, i * b, b))
             });
             return Tensor::cat(each.collect(), 0);
         }

@@ -107,19 +107,15 @@ impl<'a> Cursor<'a> {
     /// The next linear layer on `x` (`[K, rows, in]`): one batched product, or with one copy
     /// burn's (or fedrun's, [`linear_of`]) linear layer on the rows.
     pub fn linear(&mut self, x: Tensor<3>) -> Tensor<3> {
-        let (w, b) = self.weights();
         if self.copies > 1 {
+            let (w, b) = self.weights();
             return x.matmul(w) + b;
         }
-        let [_, rows, din] = x.dims();
-        let dout = w.dims()[2];
-        let y = linear_of(
-            x.reshape([rows, din]),
-            w.reshape([din, dout]),
-            b.reshape([dout]),
-            self.kernels,
-        );
-        y.reshape([1, rows, dout])
+        let (w, s) = self.next();
+        let (din, dout) = (s[0], s[1]);
+        let (b, rows) = (self.vector(), x.dims()[1]);
+        let (x, w) = (x.reshape([rows, din]), w.reshape([din, dout]));
+        linear_of(x, w, b, self.kernels).reshape([1, rows, dout])
     }
 
     /// Dropout of probability `p` on `x`, whose axis `axis` holds the copies one after another:

@@ -5,10 +5,10 @@
 //! i·g, h = o·tanh(c), zero initial state.
 //!
 //! How each runs: on flex with fedrun's kernels, each copy on fedrun's fused LSTM layer
-//! ([`lstm_layer`]) for batches up to [`FUSED_MAX_BATCH`]; on the GPU backends fedrun's layer
-//! over every copy at once ([`lstm_layers`]); elsewhere (larger batches on flex, burn's kernels)
-//! step by step, the four gates of all copies one batched product of the inputs of all steps
-//! and one of the hidden state per step.
+//! ([`lstm_layer`]) for batches up to [`FUSED_MAX_BATCH`], gate by gate past it; on the GPU
+//! backends fedrun's layer over every copy at once ([`lstm_layers`]); with burn's kernels step
+//! by step, the four gates of all copies one batched product of all steps' inputs and one of
+//! the hidden state per step.
 
 use burn::tensor::module::{embedding, linear};
 use burn::tensor::{Int, Tensor};
@@ -20,10 +20,9 @@ use super::params::Builder;
 use crate::data::Input;
 use crate::kernels::{Kernels, is_flex, lstm_layer, lstm_layers, on_cube, sigmoid, tanh};
 
-/// The largest batch that runs through fedrun's fused layer on flex ([`lstm_layer`]). Its step
-/// gemms read the recurrent weight in place, which wins for the local steps' small batches (50
-/// in the papers' code); for an evaluation batch of hundreds of sequences the batched products
-/// of the step-by-step form are faster.
+/// The largest batch that runs through fedrun's fused layer on flex ([`lstm_layer`]), whose step
+/// gemms read the recurrent weight in place: faster for the local steps' batches (50 in the
+/// papers' code), slower than gate-by-gate products for an evaluation's hundreds of sequences.
 pub const FUSED_MAX_BATCH: usize = 128;
 
 const D_EMB: usize = 8;
@@ -194,9 +193,8 @@ fn fused(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
     seq.narrow(1, len - 1, 1).reshape([b, h])
 }
 
-/// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) for a batch past the fused layer's
-/// on flex (an evaluation's hundreds of sequences): each step's gates as their own products
-/// (burn's `gate_product`), whose packed weights serve the whole batch.
+/// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) for a batch past [`FUSED_MAX_BATCH`]
+/// on flex (an evaluation's): each step's gates as their own products, as burn's LSTM has them.
 fn per_gate(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
     let [b, len] = x.dims();
     let (table, [_, d]) = one.matrix();
