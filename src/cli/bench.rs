@@ -195,7 +195,7 @@ fn time_rounds(spec: &crate::config::Spec, name: &str, a: &BenchArgs) -> Result<
             "median_train_s": med(rounds.iter().map(|r| r.1).collect()),
             "median_train_images_per_s": med(rounds.iter().map(|r| r.2).collect()),
             "threads": threads,
-            "cohort": crate::fl::engine::resources::cohort(&spec).0,
+            "cohort": crate::fl::engine::resources::cohort(spec).0,
         })
     );
     Ok(())
