@@ -31,6 +31,7 @@ pub fn every_model(dev: &Device, kernels: Kernels, tol: f64) {
     t.images(ModelKind::TinyCnn, 3, 32, 10);
     t.images(ModelKind::Cnn, 3, 32, 10);
     t.images(ModelKind::Mlp, 1, 28, 10);
+    t.images(ModelKind::Linear, 1, 28, 10);
     t.images(ModelKind::Resnet18, 3, 32, 10);
     // the character models on sequences of 7 characters of 80
     let chars: Vec<i64> = (0..6 * 7).map(|i| (i * 37 % 80) as i64).collect();
