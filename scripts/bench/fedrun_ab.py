@@ -10,7 +10,8 @@ For each model, --pairs times in turn (the order flipping every pair): `fedrun b
 model --model M --steps S --rounds 1` with each binary, S the local steps of
 scripts/bench/cpu_table.py. Per model and figure: each binary's median, and the median of the
 per-pair ratios after / before with their range. Prints a markdown table; --out keeps the JSON
-(--merge adds the pairs of earlier JSON files of the same two binaries).
+(--merge adds the pairs of earlier JSON files of the same two binaries; with --pairs 0 it only
+prints their table).
 """
 
 import argparse
@@ -41,6 +42,11 @@ def pairs(before, after, m, n):
     return out
 
 
+def ms(v):
+    """Milliseconds: three significant digits below 100, whole numbers above."""
+    return f"{v * 1e3:.3g}" if v < 0.1 else f"{v * 1e3:,.0f}"
+
+
 def table(res):
     lines = ["| model | step before ms | step after ms | after / before (pairs; range) | "
              "eval before ms | eval after ms | after / before (pairs; range) |",
@@ -51,7 +57,7 @@ def table(res):
             b = [p[0][key] for p in ps]
             a = [p[1][key] for p in ps]
             r = [y / x for x, y in zip(b, a)]
-            cells += [f"{statistics.median(b) * 1e3:.3g}", f"{statistics.median(a) * 1e3:.3g}",
+            cells += [ms(statistics.median(b)), ms(statistics.median(a)),
                       f"**{statistics.median(r):.2f}** ({len(r)}; {min(r):.2f}–{max(r):.2f})"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -70,7 +76,7 @@ def main():
     for f in a.merge:
         for m, ps in json.load(open(f)).items():
             res.setdefault(m, []).extend(ps)
-    for m in a.models.split(","):
+    for m in a.models.split(",") if a.pairs > 0 else []:
         print(f"{m} ...", file=sys.stderr, flush=True)
         res.setdefault(m, []).extend(pairs(a.before, a.after, m, a.pairs))
     if a.out:
