@@ -410,3 +410,43 @@ fn a_cohorts_losses_are_one_at_a_times_to_the_bit_on_flex() {
         }
     }
 }
+
+/// On flex an LSTM batch past the fused layer's largest (an evaluation's) runs gate by gate:
+/// its logits are those of the same sequences in batches the fused layer takes.
+#[test]
+fn an_lstm_batch_past_the_fused_layer_gives_the_fused_layers_logits() {
+    use burn::tensor::{Int, Tensor, TensorData};
+    use fedrun::data::Input;
+    use fedrun::model::copies::Stacked;
+    use fedrun::model::lstm::FUSED_MAX_BATCH;
+    use fedrun::model::{Model, Shape};
+    let spec = fedrun::config::ModelSpec {
+        kind: fedrun::config::ModelKind::LstmSmall,
+        ..Default::default()
+    };
+    let shape = Shape {
+        channels: 0,
+        side: 0,
+        classes: 80,
+    };
+    let model = Model::build(&spec, shape, Kernels::Fedrun).unwrap();
+    let x0 = fedrun::model::init::init_flat(
+        model.layout(),
+        &mut fedrun::rng::Rng::from_seed(3),
+        false,
+        fedrun::config::Init::Pytorch,
+    );
+    let dev = burn::tensor::Device::flex();
+    let m = Stacked::frozen(&model, &[&x0], &dev);
+    let (n, len) = (FUSED_MAX_BATCH + 2, 9);
+    let chars: Vec<i64> = (0..n * len).map(|i| (i * 37 % 80) as i64).collect();
+    let x = Tensor::<2, Int>::from_data(TensorData::new(chars, [n, len]), &dev);
+    let flat = |t: Tensor<3>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+    let all = flat(m.logits(Input::Tokens(x.clone())));
+    let half = n / 2;
+    assert!(half <= FUSED_MAX_BATCH && n > FUSED_MAX_BATCH);
+    let mut parts = flat(m.logits(Input::Tokens(x.clone().narrow(0, 0, half))));
+    parts.extend(flat(m.logits(Input::Tokens(x.narrow(0, half, half)))));
+    let d = rel_diff(&all, &parts);
+    assert!(d < 1e-5, "gate by gate against fused: {d:e}");
+}

@@ -616,17 +616,23 @@ fn the_slurm_script_passes_the_signal_to_its_run() {
     assert_eq!(s.status, Status::Interrupted, "{s:?}");
 }
 
+/// The synthetic MLP (hidden 200) with `clients` clients, all of them in every round, batches of
+/// 50, then `extra` and `sets`.
+fn mlp_round(clients: usize, extra: &str, sets: &[&str]) -> fedrun::config::Spec {
+    let text = format!(
+        "[data]\ndataset = \"synthetic\"\nnum_clients = {clients}\n[model]\nkind = \"mlp\"\nmlp_hidden = 200\n[fl]\nclients_per_round = {clients}\n[local]\nbatch_size = 50\n{extra}"
+    );
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    fedrun::schema::parse(&text, "t", &sets).unwrap()
+}
+
 /// A cohort of K holds K clients' copies and activations, as K client workers do: the memory
 /// estimate scales with it and the size check refuses a cohort that does not fit, naming
 /// `run.cohort`, where one client at a time fits.
 #[test]
 fn a_cohort_counts_its_clients_copies_and_activations() {
     use fedrun::fl::engine::resources::{check_spec, memory};
-    let spec = |sets: &[&str]| {
-        let text = "[data]\ndataset = \"synthetic\"\nnum_clients = 10\n[model]\nkind = \"mlp\"\nmlp_hidden = 200\n[fl]\nclients_per_round = 10\n[local]\nbatch_size = 50\n";
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        fedrun::schema::parse(text, "t", &sets).unwrap()
-    };
+    let spec = |sets: &[&str]| mlp_round(10, "", sets);
     let (one, ten) = (memory(&spec(&[])), memory(&spec(&["run.cohort=10"])));
     let params = one.model / (4 * 16);
     assert_eq!(ten.model, params * 4 * (6 * 10 + 10));
@@ -641,16 +647,12 @@ fn a_cohort_counts_its_clients_copies_and_activations() {
 
 /// `run.cohort = "auto"`: 1 on flex; on a GPU backend the largest K up to the round's clients
 /// whose copies and a step's activations fit `run.cohort_mb`, so K grows with the budget, stops
-/// at the round's clients, and the K picked fits where K + 1 does not. `check` prints the
-/// estimate; a word other than "auto" is refused naming the key.
+/// at the round's clients, and the K picked fits where K + 1 does not, with the estimate that
+/// `check` prints (tests/workflow.rs); a word other than "auto" is refused naming the key.
 #[test]
 fn an_automatic_cohort_fits_its_memory_budget() {
     use fedrun::fl::engine::resources::{cohort, memory};
-    let spec = |sets: &[&str]| {
-        let text = "[data]\ndataset = \"synthetic\"\nnum_clients = 20\n[model]\nkind = \"mlp\"\n[fl]\nclients_per_round = 20\n[local]\nbatch_size = 50\n[run]\ncohort = \"auto\"\n";
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        fedrun::schema::parse(text, "t", &sets).unwrap()
-    };
+    let spec = |sets: &[&str]| mlp_round(20, "[run]\ncohort = \"auto\"\n", sets);
     assert_eq!(cohort(&spec(&[])).0, 1, "flex");
     let on_gpu = |mb: f64| {
         let mut s = spec(&[&format!("run.cohort_mb={mb}")]);

@@ -1087,3 +1087,16 @@ fn report_long_writes_one_row_per_run_and_round() {
         "{text}"
     );
 }
+
+/// `check` prints what `run.cohort = "auto"` picks and why: one client at a time on flex.
+#[test]
+fn check_prints_the_automatic_cohort() {
+    let o = check(&config("quickstart.toml"), &["run.cohort=\"auto\""]);
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("run.cohort = \"auto\": 1 (a CPU"), "{out}");
+    assert!(
+        out.contains("cohort_mb = 8000.0\n"),
+        "read with \"auto\": {out}"
+    );
+}

@@ -104,6 +104,13 @@ impl<'a> Cursor<'a> {
         (w.reshape([k, din, dout]), b.reshape([k, 1, dout]))
     }
 
+    /// One copy's next linear layer as burn's `linear` takes it: `[in, out]` and `[out]`.
+    pub fn linear_one(&mut self) -> (Tensor<2>, Tensor<1>) {
+        let (w, s) = self.next();
+        let w = w.reshape([s[0], s[1]]);
+        (w, self.vector())
+    }
+
     /// The next linear layer on `x` (`[K, rows, in]`): one batched product, or with one copy
     /// burn's (or fedrun's, [`linear_of`]) linear layer on the rows.
     pub fn linear(&mut self, x: Tensor<3>) -> Tensor<3> {
@@ -111,11 +118,9 @@ impl<'a> Cursor<'a> {
             let (w, b) = self.weights();
             return x.matmul(w) + b;
         }
-        let (w, s) = self.next();
-        let (din, dout) = (s[0], s[1]);
-        let (b, rows) = (self.vector(), x.dims()[1]);
-        let (x, w) = (x.reshape([rows, din]), w.reshape([din, dout]));
-        linear_of(x, w, b, self.kernels).reshape([1, rows, dout])
+        let ((w, b), rows) = (self.linear_one(), x.dims()[1]);
+        let [din, dout] = w.dims();
+        linear_of(x.reshape([rows, din]), w, b, self.kernels).reshape([1, rows, dout])
     }
 
     /// Dropout of probability `p` on `x`, whose axis `axis` holds the copies one after another:

@@ -204,7 +204,7 @@ fn per_gate(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
     let (kern, dev) = (one.kernels, x.device());
     for _ in 0..layers {
         let g: Vec<_> = (0..4)
-            .map(|_| (flat(one.weights()), flat(one.weights())))
+            .map(|_| (one.linear_one(), one.linear_one()))
             .collect();
         let mut h = Tensor::zeros([b, g[0].1.0.dims()[0]], &dev);
         let mut c = h.clone();
@@ -221,10 +221,4 @@ fn per_gate(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
         }
     }
     seq.pop().expect("a sequence of at least one character")
-}
-
-/// One copy's linear layer (`[1, in, out]`, `[1, 1, out]`) as burn's `linear` takes it.
-fn flat((w, b): (Tensor<3>, Tensor<3>)) -> (Tensor<2>, Tensor<1>) {
-    let [_, din, dout] = w.dims();
-    (w.reshape([din, dout]), b.reshape([dout]))
 }
