@@ -100,11 +100,11 @@ def machines():
             torch = lambda x: min(v for v in (x["torch_default_s"], x["torch_channels_last_s"]) if v)
             m[model] = {"fedrun": (s["fedrun_s"], e["fedrun_s"]), "pytorch": (torch(s), torch(e))}
         out[label] = m
-    d = json.load(open(os.path.join(PERF, "gpu_h100_2026-11-25.json")))
-    out["NVIDIA H100 (fedrun: vulkan)"] = {
+    d = json.load(open(os.path.join(PERF, "gpu_h100_cuda_2026-11-28.json")))
+    out["NVIDIA H100 (fedrun: cuda)"] = {
         r["model"]: {"fedrun": (r["fedrun_step_s"], r["fedrun_eval_s"]),
                      "pytorch": (r["torch_step_s"], r["torch_eval_s"])}
-        for r in d["rows"] if r["backend"] == "vulkan"}
+        for r in d["rows"] if r["backend"] == "cuda"}
     d = json.load(open(os.path.join(PERF, "gpu_h200_2026-11-26.json")))
     cuda = {"mlp": (1.45e-3, 37.3e-3), "transformer-small": (8.94e-3, 8.5e-3)}  # gpu_h200_cuda_2026-11-26.md
     out["NVIDIA H200 (fedrun: cuda)"] = {
