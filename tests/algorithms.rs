@@ -1015,7 +1015,7 @@ fn scaffold_over_a_federation_averages_its_members_variates() {
     assert_eq!(s.server_variate(), &mean[..]);
     // a member that leaves is forgotten, and leaves the mean
     s.leaving(3).unwrap();
-    s.state().forget(3);
+    s.state().forget(3).unwrap();
     assert!(s.control_variate(3).is_none());
     s.begin_round(&info, &x).unwrap();
     let half: Vec<f32> = (0..2).map(|j| 0.5 * c1[j]).collect();

@@ -288,10 +288,48 @@ fn sigterm_stops_the_round_in_flight_and_the_rerun_gives_the_same_csv() {
         s.rounds < 8 && out.join("t/checkpoint.bin").exists(),
         "{s:?}"
     );
-    for dir in [&out, &whole] {
+    resumes_to_the_whole_runs_csv(&cfg, &out, &whole);
+}
+
+/// A signal loses at most the round in flight: with no checkpoint due (`run.checkpoint_every =
+/// 0`), a run stopped mid-way undoes that round and writes the checkpoint of its last finished
+/// one before it exits, and the same command resumes from it to the uninterrupted CSV. SCAFFOLD
+/// with its control variates spilled to the run folder: the undone round's clients had changed
+/// them.
+#[test]
+fn a_signal_checkpoints_the_last_finished_round() {
+    let d = TempDir::new("signal-ckpt");
+    let cfg = long_spec(d.path(), 8, 0);
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let text = text
+        .replace("[fl]\n", "[fl]\nalgorithm = \"scaffold\"\n")
+        .replace("[run]\n", "[run]\nclient_state_mb = 0.000001\n");
+    assert!(
+        text.contains("scaffold") && text.contains("client_state_mb"),
+        "{text}"
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let (out, whole) = (d.path().join("out"), d.path().join("whole"));
+    let child = start(&cfg, &out);
+    wait_for_lines(&out.join("t/rounds.csv"), 3);
+    let o = terminate(child);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let s = Summary::read(&out.join("t")).unwrap();
+    assert_eq!(s.status, Status::Interrupted, "{err}");
+    assert!((2..8).contains(&s.rounds), "{s:?}");
+    let at = format!("resume from the checkpoint after round {}", s.rounds);
+    assert!(s.message.contains(&at), "{}", s.message);
+    let (h, _) = fedrun::fl::engine::checkpoint::read(&out.join("t/checkpoint.bin")).unwrap();
+    assert_eq!(h.next_round, s.rounds);
+    resumes_to_the_whole_runs_csv(&cfg, &out, &whole);
+}
+
+/// Run `cfg` again in `out` (it resumes there) and afresh in `whole`: the same CSV, time aside.
+fn resumes_to_the_whole_runs_csv(cfg: &Path, out: &Path, whole: &Path) {
+    for dir in [out, whole] {
         let o = bin()
             .args(["--quiet", "--config"])
-            .arg(&cfg)
+            .arg(cfg)
             .arg("--out")
             .arg(dir)
             .output()

@@ -95,6 +95,44 @@ fn mini_cifar_two_rounds_from_the_binary_is_deterministic() {
     assert_eq!(outs[0], outs[1], "same seed, same CSV");
 }
 
+/// `spec.toml` records the data path used: the `--data-dir` given (relative here), made
+/// absolute, so that the folder says which files it read; the run extended with the data
+/// copied elsewhere (another node's disk) is the same run, and records the new place.
+#[test]
+fn spec_toml_records_the_data_dir_used_and_a_copy_elsewhere_continues_the_run() {
+    let d = TempDir::new("data-path");
+    for name in ["cifar", "copy"] {
+        std::fs::create_dir_all(d.path().join(name)).unwrap();
+        write_mini_cifar(&d.path().join(name), 40);
+    }
+    std::fs::write(d.path().join("spec.toml"), "[data]\ndataset = \"cifar10\"\nnum_clients = 10\n[model]\nkind = \"tiny-cnn\"\n[fl]\nclients_per_round = 3\n[local]\nsteps = 2\nbatch_size = 10\n[run]\nname = \"mini\"\n").unwrap();
+    let recorded = |data: &str, rounds: usize| {
+        let o = bin()
+            .current_dir(d.path())
+            .args([
+                "--quiet",
+                "--config",
+                "spec.toml",
+                "--out",
+                "out",
+                "--data-dir",
+                data,
+            ])
+            .args(["--set", &format!("fl.rounds={rounds}")])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let s = Summary::read(&d.path().join("out/mini")).unwrap();
+        assert_eq!((s.status, s.rounds), (Status::Complete, rounds), "{s:?}");
+        let text = std::fs::read_to_string(d.path().join("out/mini/spec.toml")).unwrap();
+        let spec: toml::Value = toml::from_str(&text).unwrap();
+        spec["data"]["path"].as_str().unwrap().to_string()
+    };
+    let abs = |name: &str| std::path::absolute(d.path().join(name)).unwrap();
+    assert_eq!(recorded("cifar", 1), abs("cifar").display().to_string());
+    assert_eq!(recorded("copy", 2), abs("copy").display().to_string());
+}
+
 #[test]
 fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
     for (alg, keys) in variants() {

@@ -27,6 +27,20 @@ pub fn path_of(spec: &Spec, data_dir: Option<&Path>) -> PathBuf {
     }
 }
 
+/// The spec as a run records it (`spec.toml`, the checkpoint): `data.path` is the `--data-dir`
+/// that was given, made absolute, so that the folder says which data it read and its spec read
+/// back reads the same files from any working directory; without `--data-dir`, the spec's own
+/// (empty: the data set's default place). A path that is not UTF-8 stays as the spec wrote it
+/// (`run.json` records every process's data folder either way).
+pub fn recorded(spec: &Spec, data_dir: Option<&Path>) -> Spec {
+    let mut s = spec.clone();
+    let given = data_dir.map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
+    if let Some(p) = given.as_deref().and_then(Path::to_str) {
+        s.data.path = p.to_string();
+    }
+    s
+}
+
 /// Load the data set a spec names and partition it.
 pub fn load(spec: &Spec, data_dir: Option<&Path>) -> Result<FedData> {
     let fed = read(spec, &path_of(spec, data_dir))?;

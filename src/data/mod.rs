@@ -47,5 +47,5 @@ pub use batch::batch;
 pub use check::check_spec;
 pub use fed::{Augment, Features, FedData, Input, Split};
 pub use info::{Info, Sample, info};
-pub use load::{load, path_of};
+pub use load::{load, path_of, recorded};
 pub use unread::unread_keys;

@@ -87,9 +87,47 @@ impl<'a> State<'a> {
     }
 
     /// Drop what is kept for `client` (it left the federation).
-    pub fn forget(self, client: usize) {
+    pub fn forget(self, client: usize) -> Result<()> {
         for s in self.stores {
-            s.remove(client);
+            s.remove(client)?;
+        }
+        Ok(())
+    }
+
+    /// The state as it is now, to go back to if the round about to run is abandoned: a copy of
+    /// each vector, and each store noting its clients' vectors before they change.
+    pub fn mark(self) -> Mark {
+        for s in self.stores {
+            s.begin_journal();
+        }
+        Mark {
+            vectors: self.vectors.iter().map(|(_, v)| v.to_vec()).collect(),
+            optional: self
+                .optional
+                .iter()
+                .map(|(_, v, _)| (**v).clone())
+                .collect(),
+        }
+    }
+
+    /// Go back to `mark` (taken of this same state): every vector and store as it was then.
+    pub fn rollback(self, mark: Mark) -> Result<()> {
+        for ((_, v), m) in self.vectors.into_iter().zip(mark.vectors) {
+            *v = m;
+        }
+        for ((_, v, _), m) in self.optional.into_iter().zip(mark.optional) {
+            *v = m;
+        }
+        for s in self.stores {
+            s.rollback()?;
+        }
+        Ok(())
+    }
+
+    /// The round since the mark stands: the stores stop noting.
+    pub fn keep(self) {
+        for s in self.stores {
+            s.end_journal();
         }
     }
 
@@ -128,6 +166,12 @@ impl<'a> State<'a> {
         }
         Ok(())
     }
+}
+
+/// An algorithm's state as it was before a round ([`State::mark`]).
+pub struct Mark {
+    vectors: Vec<Vec<f32>>,
+    optional: Vec<Option<Vec<f32>>>,
 }
 
 /// Pick a named vector out of a checkpointed state.

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use crate::config::Spec;
+use crate::data::recorded;
 use crate::error::{Error, Result};
 use crate::fl::engine::RunLock;
 use crate::metrics::summary::{Status, Summary};
@@ -263,7 +264,7 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                     let (_, name, sets, spec) = &named[i];
                     let dir = o.out.join(name);
                     let summary = match Summary::read(&dir) {
-                        Ok(s) if done_here(&s, spec, &dir) => {
+                        Ok(s) if done_here(&s, &recorded(spec, o.data_dir.as_deref()), &dir) => {
                             eprintln!("[sweep] {name}: already complete, skipped");
                             s
                         }

@@ -14,6 +14,7 @@ use crate::fl::algorithms;
 use crate::fl::client::{ClipDecay, Trainer};
 use crate::fl::per_client::Budget;
 use crate::fl::schedule::Schedule;
+use crate::fl::state::Mark;
 use crate::fl::strategy::{Setup, Strategy};
 use crate::kernels::Kernels;
 use crate::metrics::csv::Row;
@@ -21,6 +22,13 @@ use crate::metrics::eval::Evaluator;
 use crate::model::params::Layout;
 use crate::model::{Model, init};
 use crate::rng::{Rng, Stream};
+
+/// The experiment as it stood before a round ([`Experiment::mark`]).
+pub struct RoundMark {
+    global: Vec<f32>,
+    members: Membership,
+    state: Mark,
+}
 
 /// Everything built before the first round; also used by `bench`.
 pub struct Experiment {
@@ -170,7 +178,7 @@ impl Experiment {
         let uplink = self.uplink();
         for c in self.members.begin_round(t) {
             self.alg.leaving(c).map_err(Stop::Failed)?;
-            self.alg.state().forget(c);
+            self.alg.state().forget(c).map_err(Stop::Failed)?;
         }
         let mut client = BurnClients {
             trainers: &mut self.trainers,
@@ -198,6 +206,32 @@ impl Experiment {
             self.alg.as_mut(),
             &mut client,
         )
+    }
+
+    /// Mark where the experiment stands before a round: a round stopped by a signal is undone
+    /// with [`rollback`](Self::rollback), so that the run can be checkpointed after its last
+    /// finished round. Costs a copy of the model-sized vectors and, as the round changes them,
+    /// of its clients' per-client vectors; [`keep`](Self::keep) drops them.
+    pub fn mark(&mut self) -> RoundMark {
+        RoundMark {
+            global: self.global.clone(),
+            members: self.members.clone(),
+            state: self.alg.state().mark(),
+        }
+    }
+
+    /// Undo everything since `mark`: the global model, the federation and the algorithm's
+    /// state are as they were.
+    pub fn rollback(&mut self, mark: RoundMark) -> Result<()> {
+        self.global = mark.global;
+        self.members = mark.members;
+        self.alg.state().rollback(mark.state)
+    }
+
+    /// The round since the mark stands.
+    pub fn keep(&mut self, mark: RoundMark) {
+        drop(mark);
+        self.alg.state().keep();
     }
 
     /// Evaluate the algorithm's evaluation model on the test split.

@@ -11,6 +11,7 @@ use crate::config::Spec;
 use crate::error::{Error, Result};
 use crate::rng::{Rng, Stream};
 
+#[derive(Clone)]
 pub struct Membership {
     seed: u64,
     pool: usize,

@@ -38,7 +38,7 @@ mod run;
 mod run_dir;
 mod workers;
 
-pub use experiment::Experiment;
+pub use experiment::{Experiment, RoundMark};
 #[cfg(feature = "autotune")]
 pub use gpu::tune_cache_dir;
 pub use local_trainer::LocalTrainer;

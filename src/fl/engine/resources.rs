@@ -243,10 +243,14 @@ pub fn check_state(
     // the state comes on top of the model and its copies (as `check_spec` counts them)
     let model = model_bytes(dim as u128, at_once(spec).0);
     let bytes = clients as u128 * vectors as u128 * dim as u128 * 4;
+    // and a round's clients' vectors as they were before it, kept while it runs (so that a
+    // round stopped by a signal is undone)
+    let round = spec.fl.clients_per_round.min(clients) as u128;
+    let model = model + round * vectors as u128 * dim as u128 * 4;
     let cap = (spec.run.client_state_mb * 1e6) as u128;
     if cap > 0 {
         let keys = format!("key `run.client_state_mb` = {}", spec.run.client_state_mb);
-        let what = "the per-client state kept in memory, with the model,";
+        let what = "the per-client state kept in memory, with the model and a round's undo copy,";
         return fits(model + bytes.min(cap), budget, &keys, what);
     }
     let keys = format!(
@@ -254,7 +258,7 @@ pub fn check_state(
         spec.data.num_clients, spec.fl.algorithm
     );
     let what = format!(
-        "{vectors} per-client vector(s) of {dim} floats for each of {clients} clients, with the model,"
+        "{vectors} per-client vector(s) of {dim} floats for each of {clients} clients, with the model and a round's undo copy,"
     );
     fits(model + bytes, budget, &keys, &what)
 }

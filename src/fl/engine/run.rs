@@ -21,7 +21,9 @@ const RUNNING: &str = "running, or stopped before the end";
 
 /// The message of a run stopped by a signal after `round` rounds.
 pub fn stopped_message(round: usize) -> String {
-    format!("stopped by a signal after round {round}; run the same command to resume")
+    format!(
+        "stopped by a signal after round {round}; run the same command to resume from the checkpoint after round {round}"
+    )
 }
 
 /// Run the experiment a spec describes, writing `<out>/<name>/`: `spec.toml`, `rounds.csv`,
@@ -30,6 +32,7 @@ pub fn stopped_message(round: usize) -> String {
 /// have been checked.
 pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     let started = Instant::now();
+    let spec = &data::recorded(spec, opts.data_dir.as_deref());
     let mut dir = RunDir::open(&opts.out, &spec.run.name, opts.parse_spec)?;
     if let Some(s) = dir.finished(spec, opts.force)? {
         eprintln!(
@@ -157,6 +160,7 @@ fn rounds(
     for t in start..stop_at {
         let is_last = t + 1 == total;
         let evaluate = (t + 1) % eval_every == 0 || is_last;
+        let mark = ex.mark();
         let (mut row, eval) = match round_and_eval(ex, t, evaluate, phases) {
             Ok(r) => r,
             Err(stop) => {
@@ -166,11 +170,13 @@ fn rounds(
             }
         };
         if opts.stopping() {
-            // a signal came while the round ran: its clients stopped mid-way, so it is dropped
+            // a signal came while the round ran: its clients stopped mid-way, so it is undone,
+            // and the run is checkpointed after its last finished round
             bar.abandon();
-            p.elapsed_s = now();
-            return discarded(&p, &name, dir, t, saved);
+            ex.rollback(mark)?;
+            return discarded(ex, dir, csv, (&p, &written), t, saved);
         }
+        ex.keep(mark);
         p.next = t + 1;
         if let Some((acc, loss)) = eval {
             (row.test_acc, row.test_loss, row.elapsed_s) = (acc, loss, now());
@@ -191,6 +197,8 @@ fn rounds(
             last_save = Instant::now();
             phases.checkpoint_s += clock.elapsed().as_secs_f64();
         }
+        // where a round stopped by a signal would leave the run
+        p.elapsed_s = now();
         if opts.stopping() {
             break;
         }
@@ -229,26 +237,37 @@ fn write_failed(
     e
 }
 
-/// The summary of a run stopped by a signal while round `t` was in flight: that round is
-/// discarded (its clients stopped before their next step), nothing is checkpointed, and the
-/// same command resumes from the last checkpoint (after round `saved`), cutting off the rows
-/// written after it.
+/// The summary of a run stopped by a signal while round `t` was in flight, its state undone to
+/// where the last finished round left it (`p`; `written`: where the last row of rounds.csv
+/// left it): that round is discarded (its clients stopped
+/// before their next step), the run is checkpointed after its last finished round unless the
+/// last checkpoint (after round `saved`) is that one, and the same command resumes from there.
 fn discarded(
-    p: &Progress,
-    name: &str,
+    ex: &mut Experiment,
     dir: &RunDir,
+    csv: &mut CsvWriter,
+    (p, written): (&Progress, &Progress),
     t: usize,
     saved: Option<usize>,
 ) -> Result<Summary> {
+    let name = ex.spec.run.name.clone();
+    let saved = match p.next > 0 && saved != Some(p.next) {
+        true => {
+            dir.save(ex, csv, p)
+                .map_err(|e| write_failed(dir, &name, written, saved, e))?;
+            Some(p.next)
+        }
+        false => saved,
+    };
     let resume = match saved {
         Some(k) => format!("run the same command to resume from the checkpoint after round {k}"),
-        None => "no checkpoint was written yet, so the same command starts afresh".into(),
+        None => "no round had finished, so the same command starts afresh".into(),
     };
     let message = format!(
         "stopped by a signal during round {}, which is discarded; {resume}",
         t + 1
     );
-    let s = p.summary(name, Status::Interrupted, message);
+    let s = p.summary(&name, Status::Interrupted, message);
     dir.write_summary(&s)?;
     Ok(s)
 }

@@ -357,9 +357,12 @@ impl RunDir {
 }
 
 /// The keys in which `new` differs from `old`; when resuming at round `next`, `fl.rounds` may
-/// differ if it is at least `next` (nothing a round computes depends on the total).
+/// differ if it is at least `next` (nothing a round computes depends on the total). `data.path`
+/// never counts: it says where the data was read, not what the run is, and a run may go on
+/// reading the same data set from another place (a copy on another node's disk).
 fn differing(old: &Spec, new: &Spec, next: Option<usize>) -> Vec<String> {
     let mut diff = old.diff_keys(new);
+    diff.retain(|k| k != "data.path");
     if let Some(next) = next
         && new.fl.rounds >= next
     {

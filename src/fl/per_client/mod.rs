@@ -9,6 +9,7 @@
 //! vectors only in memory inline, and the slots of those on disk (`<prefix>@disk`: triples of
 //! client, slot, CRC-32 as the bits of f32 values); the slot file is part of the checkpoint.
 
+mod journal;
 pub mod slots;
 
 use std::path::Path;
@@ -65,6 +66,9 @@ pub struct PerClient {
     file: Option<SlotFile>,
     /// `<prefix>@disk` as the checkpoint holds it.
     table: Vec<f32>,
+    /// While a round is in flight, each changed client's vector as it was before
+    /// ([`journal`]).
+    journal: Option<journal::Journal>,
 }
 
 impl PerClient {
@@ -81,6 +85,7 @@ impl PerClient {
             budget: Budget::new(u64::MAX),
             file: None,
             table: Vec::new(),
+            journal: None,
         }
     }
 
@@ -142,6 +147,7 @@ impl PerClient {
     /// Client `i`'s vector to change, zeros when it has none yet.
     pub fn get_mut(&mut self, i: usize) -> Result<&mut Vec<f32>> {
         self.resident(i)?;
+        self.note_before(i)?;
         if self.v[i].is_none() {
             self.v[i] = Some(vec![0.0; self.dim]);
             self.budget.add(self.bytes());
@@ -149,6 +155,55 @@ impl PerClient {
         self.dirty[i] = true;
         self.evict(Some(i))?;
         Ok(self.v[i].as_mut().expect("resident above"))
+    }
+
+    /// Note, from now on, each client's vector before its first change ([`journal`]).
+    pub fn begin_journal(&mut self) {
+        self.journal = Some(journal::Journal::new(self.v.len()));
+    }
+
+    /// The changes since [`begin_journal`](Self::begin_journal) stand; noting stops.
+    pub fn end_journal(&mut self) {
+        self.journal = None;
+    }
+
+    /// Put every vector changed since [`begin_journal`](Self::begin_journal) back as it was
+    /// (a client that had none has none again); noting stops.
+    pub fn rollback(&mut self) -> Result<()> {
+        let Some(j) = self.journal.take() else {
+            return Ok(());
+        };
+        for (i, before) in j.into_changes() {
+            self.drop_vector(i);
+            if let Some(v) = before {
+                self.set(i, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Before client `i`'s vector changes: note it, the first time since the journal began
+    /// (read back from the slot file when it was spilled).
+    fn note_before(&mut self, i: usize) -> Result<()> {
+        if !self.journal.as_ref().is_some_and(|j| j.wants(i)) {
+            return Ok(());
+        }
+        let before = match (&self.v[i], self.disk[i]) {
+            (Some(v), _) => Some(v.clone()),
+            (None, Some(slot)) => {
+                let mut v = vec![0f32; self.dim];
+                self.file
+                    .as_mut()
+                    .expect("a vector on disk has a file")
+                    .read(slot, &mut v)?;
+                Some(v)
+            }
+            (None, None) => None,
+        };
+        if let Some(j) = self.journal.as_mut() {
+            j.note(i, before);
+        }
+        Ok(())
     }
 
     /// Replace client `i`'s vector.
@@ -159,7 +214,14 @@ impl PerClient {
 
     /// Forget client `i` (a client that left the federation): its vector is dropped and its
     /// memory freed; it starts from zeros if the client comes back.
-    pub fn remove(&mut self, i: usize) {
+    pub fn remove(&mut self, i: usize) -> Result<()> {
+        self.note_before(i)?;
+        self.drop_vector(i);
+        Ok(())
+    }
+
+    /// Drop client `i`'s vector, in memory and on disk.
+    fn drop_vector(&mut self, i: usize) {
         if self.v[i].take().is_some() {
             self.budget.sub(self.bytes());
         }
@@ -173,11 +235,12 @@ impl PerClient {
     /// Client `i`'s vector, removed from the store.
     pub fn take(&mut self, i: usize) -> Result<Option<Vec<f32>>> {
         self.resident(i)?;
+        self.note_before(i)?;
         let v = self.v[i].take();
         if v.is_some() {
             self.budget.sub(self.bytes());
         }
-        self.remove(i);
+        self.drop_vector(i);
         Ok(v)
     }
 
@@ -292,7 +355,7 @@ impl PerClient {
                             self.dim
                         )));
                     }
-                    self.remove(i);
+                    self.drop_vector(i);
                     self.v[i] = Some(v);
                     self.dirty[i] = true;
                     self.budget.add(self.bytes());
