@@ -317,6 +317,10 @@ fn a_signal_checkpoints_the_last_finished_round() {
     let s = Summary::read(&out.join("t")).unwrap();
     assert_eq!(s.status, Status::Interrupted, "{err}");
     assert!((2..8).contains(&s.rounds), "{s:?}");
+    assert!(
+        s.seconds_per_round > 0.0,
+        "the pace of the rounds kept: {s:?}"
+    );
     let at = format!("resume from the checkpoint after round {}", s.rounds);
     assert!(s.message.contains(&at), "{}", s.message);
     let (h, _) = fedrun::fl::engine::checkpoint::read(&out.join("t/checkpoint.bin")).unwrap();

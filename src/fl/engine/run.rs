@@ -267,7 +267,9 @@ fn discarded(
         "stopped by a signal during round {}, which is discarded; {resume}",
         t + 1
     );
-    let s = p.summary(&name, Status::Interrupted, message);
+    let mut s = p.summary(&name, Status::Interrupted, message);
+    // the pace of the rounds kept (the discarded one's time is not in `p`)
+    s.seconds_per_round = p.elapsed_s / p.next.max(1) as f64;
     dir.write_summary(&s)?;
     Ok(s)
 }
