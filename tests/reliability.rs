@@ -310,12 +310,7 @@ fn a_signal_checkpoints_the_last_finished_round() {
     );
     std::fs::write(&cfg, text).unwrap();
     let (out, whole) = (d.path().join("out"), d.path().join("whole"));
-    let child = start(&cfg, &out);
-    wait_for_lines(&out.join("t/rounds.csv"), 3);
-    let o = terminate(child);
-    let err = String::from_utf8_lossy(&o.stderr);
-    let s = Summary::read(&out.join("t")).unwrap();
-    assert_eq!(s.status, Status::Interrupted, "{err}");
+    let s = stopped_after_rows(&cfg, &out, 3);
     assert!((2..8).contains(&s.rounds), "{s:?}");
     assert!(
         s.seconds_per_round > 0.0,
@@ -326,6 +321,18 @@ fn a_signal_checkpoints_the_last_finished_round() {
     let (h, _) = fedrun::fl::engine::checkpoint::read(&out.join("t/checkpoint.bin")).unwrap();
     assert_eq!(h.next_round, s.rounds);
     resumes_to_the_whole_runs_csv(&cfg, &out, &whole);
+}
+
+/// Start the run of `cfg` in `out`, send SIGTERM once rounds.csv has `lines` lines, and return
+/// its summary, which must say `interrupted`.
+fn stopped_after_rows(cfg: &Path, out: &Path, lines: usize) -> Summary {
+    let child = start(cfg, out);
+    wait_for_lines(&out.join("t/rounds.csv"), lines);
+    let o = terminate(child);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let s = Summary::read(&out.join("t")).unwrap();
+    assert_eq!(s.status, Status::Interrupted, "{err}");
+    s
 }
 
 /// Run `cfg` again in `out` (it resumes there) and afresh in `whole`: the same CSV, time aside.
@@ -592,12 +599,7 @@ fn a_checkpoint_interval_in_minutes_bounds_what_a_signal_loses() {
     assert!(text.contains("checkpoint_minutes"), "{text}");
     std::fs::write(&cfg, text).unwrap();
     let out = d.path().join("out");
-    let child = start(&cfg, &out);
-    wait_for_lines(&out.join("t/rounds.csv"), 4);
-    let o = terminate(child);
-    let err = String::from_utf8_lossy(&o.stderr);
-    let s = Summary::read(&out.join("t")).unwrap();
-    assert_eq!(s.status, Status::Interrupted, "{err}");
+    let s = stopped_after_rows(&cfg, &out, 4);
     assert!(
         s.message.contains("resume from the checkpoint after round"),
         "every round past the interval is checkpointed: {}",

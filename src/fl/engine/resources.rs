@@ -245,8 +245,8 @@ pub fn check_state(
     let bytes = clients as u128 * vectors as u128 * dim as u128 * 4;
     // and a round's clients' vectors as they were before it, kept while it runs (so that a
     // round stopped by a signal is undone)
-    let round = spec.fl.clients_per_round.min(clients) as u128;
-    let model = model + round * vectors as u128 * dim as u128 * 4;
+    let undo = spec.fl.clients_per_round.min(clients) as u128 * vectors as u128 * dim as u128 * 4;
+    let model = model + undo;
     let cap = (spec.run.client_state_mb * 1e6) as u128;
     if cap > 0 {
         let keys = format!("key `run.client_state_mb` = {}", spec.run.client_state_mb);

@@ -187,9 +187,10 @@ fn rounds(
             bar.evaluated(t + 1, acc, loss, row.elapsed_s);
         }
         bar.position(p.next);
+        // where the run stands: its checkpoint's, or a round stopped by a signal's to go back to
+        p.elapsed_s = now();
         let due = minutes > 0.0 && last_save.elapsed().as_secs_f64() >= 60.0 * minutes;
         if is_last || due || (every > 0 && p.next.is_multiple_of(every)) {
-            p.elapsed_s = now();
             let clock = Instant::now();
             dir.save(ex, csv, &p)
                 .map_err(|e| write_failed(dir, &name, &written, saved, e))?;
@@ -197,21 +198,23 @@ fn rounds(
             last_save = Instant::now();
             phases.checkpoint_s += clock.elapsed().as_secs_f64();
         }
-        // where a round stopped by a signal would leave the run
-        p.elapsed_s = now();
         if opts.stopping() {
             break;
         }
     }
     bar.finish();
     p.elapsed_s = now();
-    // this call's pace; a call that had nothing left to run reports the whole run's
-    let pace = if p.next > start {
-        t0.elapsed().as_secs_f64() / (p.next - start) as f64
-    } else {
-        p.elapsed_s / p.next.max(1) as f64
-    };
+    let pace = pace(t0.elapsed().as_secs_f64(), start, &p);
     finish(ex, dir, csv, &p, opts, pace)
+}
+
+/// Seconds a round: this call's pace (`took` for its rounds from `start`); a call that had
+/// nothing left to run reports the whole run's.
+fn pace(took: f64, start: usize, p: &Progress) -> f64 {
+    match p.next > start {
+        true => took / (p.next - start) as f64,
+        false => p.elapsed_s / p.next.max(1) as f64,
+    }
 }
 
 /// After a failed write (a full disk): the summary, if it can still be written, says what
@@ -238,10 +241,10 @@ fn write_failed(
 }
 
 /// The summary of a run stopped by a signal while round `t` was in flight, its state undone to
-/// where the last finished round left it (`p`; `written`: where the last row of rounds.csv
-/// left it): that round is discarded (its clients stopped
-/// before their next step), the run is checkpointed after its last finished round unless the
-/// last checkpoint (after round `saved`) is that one, and the same command resumes from there.
+/// where the last finished round left it (`p`; `written`: where the last row of rounds.csv left
+/// it): that round is discarded (its clients stopped before their next step), the run is
+/// checkpointed after its last finished round unless the last checkpoint (after round `saved`)
+/// is that one, and the same command resumes from there.
 fn discarded(
     ex: &mut Experiment,
     dir: &RunDir,
@@ -269,7 +272,7 @@ fn discarded(
     );
     let mut s = p.summary(&name, Status::Interrupted, message);
     // the pace of the rounds kept (the discarded one's time is not in `p`)
-    s.seconds_per_round = p.elapsed_s / p.next.max(1) as f64;
+    s.seconds_per_round = pace(0.0, p.next, p);
     dir.write_summary(&s)?;
     Ok(s)
 }

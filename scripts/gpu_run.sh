@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# One lent GPU session's call, end to end: unpack the fedrun binary carried as .gpubin/fedrun.xz,
+# One call on a lent GPU machine, end to end: unpack the fedrun binary carried as .gpubin/fedrun.xz,
 # run scripts/gpu_check.sh with the arguments given (BACKEND=fedrun stands for that binary),
 # then time the README's quickstart and `fedrun check --time` on the first backend, and put what
-# came out under $OUT (default: gpu_session/) as at most 8 files: log.txt, gpu_check.md,
+# came out under $OUT (default: gpu_run_out/) as at most 8 files: log.txt, gpu_check.md,
 # gpu_check.json, quickstart.txt, check_time.txt and gc.tgz (every log and JSON line).
 #
 # Built and packed where Rust is (the GPU machine has none):
 #   cargo build --release --features gpu && cp target/release/fedrun /tmp/f && strip /tmp/f
 #   mkdir -p .gpubin && xz -T2 -9 -c /tmp/f > .gpubin/fedrun.xz   # .gpubin/ in .git/info/exclude
 # On the GPU machine (the device tool: carry .gpubin):
-#   scripts/gpu_session.sh --budget 450 --agree fedavg,fedacg,fedlamb,mime --no-carry --cohort 50 cuda=fedrun
+#   scripts/gpu_run.sh --budget 450 --agree fedavg,fedacg,fedlamb,mime --no-carry --cohort 50 cuda=fedrun
 # Dry run here on lavapipe (a `--features gpu` build serves wgpu and vulkan too):
-#   OUT=/tmp/gs scripts/gpu_session.sh --budget 200 --steps 2 --reps 1 --models mlp \
+#   OUT=/tmp/gs scripts/gpu_run.sh --budget 200 --steps 2 --reps 1 --models mlp \
 #       --agree fedavg --no-carry --no-second --cohort 2 --cohort-rounds lstm-small wgpu=fedrun
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-out="${OUT:-gpu_session}"
-mkdir -p "$out" /tmp/gpu_session
-bin=/tmp/gpu_session/fedrun
+out="${OUT:-gpu_run_out}"
+mkdir -p "$out" /tmp/gpu_run
+bin=/tmp/gpu_run/fedrun
 python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
-    "$here/../.gpubin/fedrun.xz" "$bin" && chmod +x "$bin" || { echo "gpu_session: cannot unpack .gpubin/fedrun.xz" >&2; exit 2; }
+    "$here/../.gpubin/fedrun.xz" "$bin" && chmod +x "$bin" || { echo "gpu_run: cannot unpack .gpubin/fedrun.xz" >&2; exit 2; }
 args=()
 backend=""
 for a in "$@"; do
@@ -28,19 +28,19 @@ for a in "$@"; do
         *) args+=("$a") ;;
     esac
 done
-[ -n "$backend" ] || { echo "gpu_session: give BACKEND=fedrun (cuda=fedrun)" >&2; exit 2; }
-gc=/tmp/gpu_session/gc
+[ -n "$backend" ] || { echo "gpu_run: give BACKEND=fedrun (cuda=fedrun)" >&2; exit 2; }
+gc=/tmp/gpu_run/gc
 "$here/gpu_check.sh" --out "$gc" "${args[@]}" 2>&1 | tee "$out/log.txt"
 # the README's quickstart, 8 rounds, on the kernels the check compiled (its first round
 # compiles what is missing); rounds 2 to 8 are a warm round's time
 export XDG_CACHE_HOME="$gc/cache"
 {
     echo "# fedrun --set run.backend=\"$backend\" --set fl.rounds=8 (the README's quickstart)"
-    timeout 50 "$bin" --set "run.backend=\"$backend\"" --set fl.rounds=8 --out /tmp/gpu_session/qs --force 2>&1 | tail -4
-    cat /tmp/gpu_session/qs/quickstart/rounds.csv
+    timeout 50 "$bin" --set "run.backend=\"$backend\"" --set fl.rounds=8 --out /tmp/gpu_run/qs --force 2>&1 | tail -4
+    cat /tmp/gpu_run/qs/quickstart/rounds.csv
 } > "$out/quickstart.txt" 2>&1
 timeout 50 "$bin" check --time --set "run.backend=\"$backend\"" > "$out/check_time.txt" 2>&1
 echo "check --time exit status: $?" >> "$out/check_time.txt"
 cp "$gc/gpu_check.md" "$gc/gpu_check.json" "$out/" 2>/dev/null
-tar czf "$out/gc.tgz" --exclude=cache --exclude='cache-imported-*' --exclude='*.bin' -C /tmp/gpu_session gc qs
+tar czf "$out/gc.tgz" --exclude=cache --exclude='cache-imported-*' --exclude='*.bin' -C /tmp/gpu_run gc qs
 cat "$out/quickstart.txt" "$out/check_time.txt" | tail -30
