@@ -26,6 +26,11 @@ fn main() {
     // run sets its spec's `run.flush_subnormals` again.
     fedrun::kernels::fpu::set_flush_subnormals(true);
     let cli = fedrun::cli::Cli::parse();
+    // a SIMD cap that names no level is refused before anything runs (src/kernels/simd.rs)
+    if let Err(e) = fedrun::kernels::simd::from_env() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
     if let Err(e) = fedrun::cli::main_with(cli) {
         eprintln!("error: {e}");
         std::process::exit(1);

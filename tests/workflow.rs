@@ -1100,3 +1100,37 @@ fn check_prints_the_automatic_cohort() {
         "read with \"auto\": {out}"
     );
 }
+
+/// `FEDRUN_SIMD` caps the SIMD level fedrun's kernels run at, and run.json says the level
+/// used; a value that names no level is refused, naming the variable and the value.
+#[test]
+fn fedrun_simd_caps_the_level_and_run_json_records_it() {
+    let d = TempDir::new("wf-simd");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let out = d.path().join("out");
+    let go = |level: &str| {
+        Command::new(BIN)
+            .env("FEDRUN_SIMD", level)
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .args(["--set", "fl.rounds=1", "--force"])
+            .output()
+            .unwrap()
+    };
+    for (set, level) in [
+        ("auto", fedrun::kernels::simd::detected().name()),
+        ("sse2", "sse2"),
+    ] {
+        let o = go(set);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let p = provenance(&out.join("t"));
+        assert_eq!(p["invocations"][0]["machine"]["simd"], level, "{set}");
+    }
+    let o = go("avx9");
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("FEDRUN_SIMD") && e.contains("avx9"), "{e}");
+}

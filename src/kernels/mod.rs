@@ -39,6 +39,7 @@ pub mod lstm;
 pub mod norm;
 pub mod pool;
 mod scratch;
+pub mod simd;
 pub mod softmax;
 mod wide;
 mod winograd;

@@ -1,6 +1,7 @@
 //! Element-wise kernels compiled for the widest vectors the CPU has, chosen at run time: the
 //! [`wide!`] macro builds a function's body three times (AVX-512, AVX2 and the x86-64
-//! baseline's SSE2) and calls the one the CPU supports. The three run the same IEEE operations
+//! baseline's SSE2) and calls the one of the SIMD level in use (`super::simd::level`: the
+//! CPU's widest, or the lower one `FEDRUN_SIMD` names). The three run the same IEEE operations
 //! in the same order (Rust never fuses a multiply and an add, nor reorders a sum, on its own),
 //! so they give the same bits; only the width of the vectors the compiler picks differs.
 
@@ -23,13 +24,12 @@ macro_rules! wide {
                 fn v3($($arg: $ty),*) {
                     body($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU has AVX-512F (checked just above)
-                    return unsafe { v4($($arg),*) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU has AVX2 (checked just above)
-                    return unsafe { v3($($arg),*) };
+                match $crate::kernels::simd::level() {
+                    // SAFETY: the level in use is never above the CPU's (simd::level)
+                    $crate::kernels::simd::Level::Avx512 => return unsafe { v4($($arg),*) },
+                    // SAFETY: as above: the CPU has AVX2
+                    $crate::kernels::simd::Level::Avx2 => return unsafe { v3($($arg),*) },
+                    $crate::kernels::simd::Level::Sse2 => {}
                 }
             }
             body($($arg),*)

@@ -52,6 +52,11 @@ pub struct Machine {
     pub cpu_model: String,
     /// SIMD features detected at run time (fedrun's kernels and gemm pick their code by them).
     pub cpu_features: Vec<String>,
+    /// The SIMD level fedrun's kernels and their products ran at (`avx512`, `avx2`, `sse2`):
+    /// the CPU's widest, or the lower one `FEDRUN_SIMD` named. Bit-for-bit reproduction holds
+    /// between invocations of the same level.
+    #[serde(default)]
+    pub simd: String,
     /// Threads of the compute pool (`RAYON_NUM_THREADS`, else the cores).
     pub threads: usize,
     pub os: String,
@@ -85,6 +90,7 @@ impl Machine {
             hostname,
             cpu_model,
             cpu_features: features(),
+            simd: crate::kernels::simd::level().name().into(),
             threads: rayon::current_num_threads(),
             os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
         }

@@ -25,7 +25,7 @@ pub struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// Whether each copy runs on its own batch with fedrun's CPU kernels (flex), rather than
     /// the copies side by side in one grouped op.
-    pub fn per_copy(&self, x: &Tensor<4>) -> bool {
+    pub fn per_copy<const D: usize>(&self, x: &Tensor<D>) -> bool {
         self.copies > 1 && self.kernels == Kernels::Fedrun && is_flex(&x.device())
     }
 
@@ -111,9 +111,14 @@ impl<'a> Cursor<'a> {
         (w, self.vector())
     }
 
-    /// The next linear layer on `x` (`[K, rows, in]`): one batched product, or with one copy
-    /// burn's (or fedrun's, [`linear_of`]) linear layer on the rows.
+    /// The next linear layer on `x` (`[K, rows, in]`): with one copy burn's (or fedrun's,
+    /// [`linear_of`]) linear layer on the rows; with K on flex and fedrun's kernels, that layer
+    /// for each copy (the product and the sums it runs alone); else one batched product.
     pub fn linear(&mut self, x: Tensor<3>) -> Tensor<3> {
+        if self.per_copy(&x) {
+            let per = self.each_copy(2, |i, one| one.linear(x.clone().narrow(0, i, 1)));
+            return Tensor::cat(per, 0);
+        }
         if self.copies > 1 {
             let (w, b) = self.weights();
             return x.matmul(w) + b;

@@ -2,6 +2,7 @@
 //! formats.
 #![allow(dead_code)]
 
+pub mod simd;
 pub mod stacked;
 
 use std::path::{Path, PathBuf};
