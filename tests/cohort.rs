@@ -160,13 +160,16 @@ fn clients_with_unequal_data_step_and_weigh_as_alone() {
 /// The device-resident cohort step (`run.local_step = "device"`, a GPU backend's default: the
 /// clients' parameters as rows of device tensors, gathered per group of equal batch sizes,
 /// one backward, the chain on the rows) against the device-resident step of one client at a
-/// time, for the plans whose chains run on the device, the FedNAR clip, unequal data and the
-/// CNN in both convolution forms.
+/// time, for the plans whose chains run on the device (the Fed-LAMB rules' moments and trust
+/// ratios as rows too), the FedNAR clip, unequal data and the CNN in both convolution forms.
 #[test]
 fn a_device_resident_cohort_trains_each_client_as_alone() {
     const DEVICE: &str = "run.local_step=\"device\"";
     agree(&[MLP, DEVICE], &[0, 1, 2, 3]);
-    for alg in ["fedprox", "scaffold", "fedacg", "feddyn", "feddc", "fedcm"] {
+    let algs = [
+        "fedprox", "scaffold", "fedacg", "feddyn", "feddc", "fedcm", "fedams", "fedlamb",
+    ];
+    for alg in algs {
         agree(
             &[MLP, DEVICE, &format!("fl.algorithm=\"{alg}\"")],
             &[0, 1, 2],
@@ -179,7 +182,10 @@ fn a_device_resident_cohort_trains_each_client_as_alone() {
     let dir = common::TempDir::new("cohort-device-partition");
     let mut sets = unequal(&dir);
     sets.push(DEVICE.into());
-    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let mut sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    agree(&sets, &[0, 1, 2, 3]);
+    // clients past their last step keep their moments as they are
+    sets.push("fl.algorithm=\"fedlamb\"");
     agree(&sets, &[0, 1, 2, 3]);
     let cnn = "model.kind=\"tiny-cnn\"";
     agree(&[cnn, DEVICE, "fl.algorithm=\"scaffold\""], &[2, 0, 3]);

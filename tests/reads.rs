@@ -32,8 +32,8 @@ fn reads_of(d: &TempDir, name: &str, set: &[&str]) -> (usize, Vec<Vec<f64>>) {
     (n, columns(&d.path().join(name).join("rounds.csv")))
 }
 
-/// Two rounds of two clients: each client's (or the cohort's) training reads twice, at 3 steps
-/// as at 9, on every backend compiled in.
+/// Two rounds of two clients: each client's (or the cohort's) training reads twice (FedAvg),
+/// or three times (Fed-LAMB: its moments too), at 3 steps as at 9, on every backend compiled in.
 #[test]
 fn no_step_reads_the_device() {
     let mut backends = vec!["flex"];
@@ -43,17 +43,22 @@ fn no_step_reads_the_device() {
     let d = TempDir::new("reads");
     for b in backends {
         let backend = format!("run.backend=\"{b}\"");
-        for (cohort, per_round) in [("run.cohort=1", 2 * 2), ("run.cohort=2", 2)] {
-            let mut got = Vec::new();
-            for steps in [3, 9] {
-                let st = format!("local.steps={steps}");
-                let name = format!("{b}_{}_{steps}", &cohort[11..]);
-                let (n, rows) = reads_of(&d, &name, &[&backend, cohort, &st]);
-                assert_eq!(rows.len(), 2, "{name}: two rounds");
-                got.push(n);
+        for (alg, per_training) in [("fedavg", 2), ("fedlamb", 3)] {
+            let a = format!("fl.algorithm=\"{alg}\"");
+            for (cohort, trainings) in [("run.cohort=1", 2), ("run.cohort=2", 1)] {
+                let mut got = Vec::new();
+                for steps in [3, 9] {
+                    let st = format!("local.steps={steps}");
+                    let name = format!("{b}_{alg}_{}_{steps}", &cohort[11..]);
+                    let (n, rows) = reads_of(&d, &name, &[&backend, &a, cohort, &st]);
+                    assert_eq!(rows.len(), 2, "{name}: two rounds");
+                    got.push(n);
+                }
+                // two rounds; per training one read of the steps' numbers, one of the
+                // parameters and, for a rule with moments, one of them
+                let want = 2 * trainings * per_training;
+                assert_eq!(got, [want, want], "{b}, {alg}, {cohort}");
             }
-            // two rounds; one read of the steps' numbers and one of the parameters per training
-            assert_eq!(got, [2 * per_round, 2 * per_round], "{b}, {cohort}");
         }
     }
 }

@@ -12,7 +12,7 @@ use fedrun::fl::engine::{RunOptions, run};
 use fedrun::fl::plan::Rule;
 use fedrun::fl::term::Term;
 use fedrun::metrics::summary::Status;
-use fedrun::optim::{Ctx, RowFactor};
+use fedrun::optim::Ctx;
 
 fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
     let mut set = set.to_vec();
@@ -27,7 +27,8 @@ fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
     columns(&d.path().join(name).join("rounds.csv"))
 }
 
-/// Every algorithm whose local step is SGD after the chain, with its term switched on and
+/// Every algorithm whose local step runs on the device (SGD after the chain, and the Fed-LAMB
+/// rules: AMSGrad's moments, the decay and the trust ratio), with its term switched on and
 /// clipping active, trains alike with host and device steps.
 #[test]
 fn device_step_equals_host_step_for_every_term() {
@@ -43,6 +44,9 @@ fn device_step_equals_host_step_for_every_term() {
         ("fedcm", &["fedcm.alpha=0.5"]),
         ("fedacg", &[]),
         ("moon", &[]),
+        ("fedams", &[]),
+        ("fedlamb", &[]),
+        ("fedlamb", &["fedlamb.zero_rule=\"paper\""]),
     ];
     for &(alg, keys) in cases {
         for nar in [false, true] {
@@ -53,7 +57,7 @@ fn device_step_equals_host_step_for_every_term() {
                 "fl.rounds=3".into(),
             ];
             set.extend(keys.iter().map(|k| k.to_string()));
-            let tag = format!("{alg}_{nar}");
+            let tag = format!("{alg}_{nar}_{}", keys.len());
             let mut host = set.clone();
             host.push("run.local_step=\"host\"".into());
             let mut dev = set.clone();
@@ -80,11 +84,18 @@ fn device_step_equals_host_step_for_every_term() {
     }
 }
 
-/// An algorithm with its own update rule keeps the host step: `device` changes nothing.
+/// An algorithm whose term reads the starting model's gradient (Mime's SVRG correction) keeps
+/// the host step: `device` changes nothing.
 #[test]
-fn an_algorithm_with_its_own_rule_steps_on_the_host() {
+fn an_algorithm_that_reads_the_anchors_gradient_steps_on_the_host() {
     let d = TempDir::new("resident-rule");
-    let set = vec!["fl.algorithm=\"fedlamb\"".to_string()];
+    let set: Vec<String> = [
+        "fl.algorithm=\"mime\"",
+        "mime.base=\"sgdm\"",
+        "mime.lite=false",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut dev = set.clone();
     dev.push("run.local_step=\"device\"".into());
     let a = run_with(&d, "host", &set);
@@ -161,14 +172,12 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
             let mut host = HostChain::new(term.clone(), &anchor, base, Rule::default());
             let s = host.step(&mut x, &mut g, &Ctx { lr: 0.1, ..ctx });
             let rule = Rule::default();
-            let device =
+            let mut device =
                 DeviceChain::new(&[(&term, &rule)], &[&anchor], base, &ranges, &dev).unwrap();
             let mut xt = split(&x0, &cuts, &dev);
             let mut gt = split(&g0, &cuts, &dev);
             let c = [Ctx { lr: 0.1, ..ctx }];
-            let norm = device
-                .step(&mut xt, &mut gt, &c, &RowFactor::One(0.1))
-                .unwrap();
+            let norm = device.step(&mut xt, &mut gt, &c, &[true]).unwrap();
             let norm = norm.into_scalar::<f32>() as f64;
             let st = device.read_norm(norm);
             assert_eq!(st.clipped, s.clipped, "nar {nar}, A {a}");
@@ -182,7 +191,7 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
 
 /// The chain over K rows (a cohort's clients) gives each row what the chain gives it alone:
 /// clients with different terms (one without SCAFFOLD's second shift), learning rates and
-/// clips; a row with rate 0 (a client past its last step) stays as it is.
+/// clips; a row that does not step (a client past its last step) stays as it is.
 #[test]
 fn the_chain_over_rows_steps_each_row_as_alone() {
     let dev = Device::flex();
@@ -212,7 +221,7 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
         let base = ClipDecay::new(0.05, 90.0, nar);
         let plans: Vec<_> = terms.iter().map(|t| (t, &rule)).collect();
         let a: Vec<&[f32]> = anchors.iter().map(|a| a.as_slice()).collect();
-        let chain = DeviceChain::new(&plans, &a, base, &ranges, &dev).unwrap();
+        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &dev).unwrap();
         let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
         let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
         let ctx: Vec<Ctx> = rates
@@ -223,7 +232,7 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
             })
             .collect();
         let norms = chain
-            .step(&mut xt, &mut gt, &ctx, &RowFactor::new(&rates, &dev))
+            .step(&mut xt, &mut gt, &ctx, &[true, true, false])
             .unwrap();
         let norms = norms
             .into_data()
@@ -232,10 +241,11 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
             .unwrap();
         let mut clipped = 0;
         for k in 0..2 {
-            let alone = DeviceChain::new(&plans[k..=k], &a[k..=k], base, &ranges, &dev).unwrap();
+            let mut alone =
+                DeviceChain::new(&plans[k..=k], &a[k..=k], base, &ranges, &dev).unwrap();
             let mut x1 = split(&xs[k], &cuts, &dev);
             let mut g1 = split(&gs[k], &cuts, &dev);
-            let n1 = alone.step(&mut x1, &mut g1, &ctx[k..=k], &RowFactor::One(rates[k]));
+            let n1 = alone.step(&mut x1, &mut g1, &ctx[k..=k], &[true]);
             let n1 = f64::from(n1.unwrap().into_scalar::<f32>());
             let (log_k, log_1) = (chain.read_norm(f64::from(norms[k])), alone.read_norm(n1));
             assert_eq!(log_k.clipped, log_1.clipped, "nar {nar}, row {k}");
@@ -252,8 +262,109 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
             clipped == 1,
             "nar {nar}: one row clips, one does not ({clipped})"
         );
-        assert_eq!(row(&xt, 2), xs[2], "nar {nar}: the row at rate 0 moved");
+        assert_eq!(
+            row(&xt, 2),
+            xs[2],
+            "nar {nar}: the row that does not step moved"
+        );
     }
+}
+
+/// The Fed-LAMB rule over K rows (AMSGrad's moments from each client's own m and v̂; with
+/// the LAMB step, the decay and the trust ratio) gives each stepping row the host chain's step
+/// and moments, and leaves a row that does not step, moments included, as it was: AMSGrad
+/// then SGD (Fed-AMS) to the bit, with the trust ratio (f32 norms on the rows, f64 on the
+/// host) to float rounding.
+#[test]
+fn the_lamb_rule_over_rows_steps_each_row_as_the_host_chain() {
+    let dev = Device::flex();
+    let n = 1500;
+    let cuts = [200, 900];
+    let ranges = [0..200, 200..900, 900..n];
+    let f = |k: usize, s: f32| -> Vec<f32> {
+        (0..n).map(|i| ((i * k % 83) as f32 - 41.0) / s).collect()
+    };
+    let (xs, gs, ms) = (
+        [f(3, 40.0), f(5, 30.0), f(7, 50.0)],
+        [f(11, 20.0), f(13, 9.0), f(17, 30.0)],
+        [f(19, 90.0), f(23, 70.0), f(29, 80.0)],
+    );
+    let vhat: Vec<Vec<f32>> = [31, 37, 41]
+        .iter()
+        .map(|&k| f(k, 60.0).iter().map(|v| v.abs() + 1e-3).collect())
+        .collect();
+    let (term, base) = (Term::none(), ClipDecay::new(0.0, 0.0, false));
+    let ctx: Vec<Ctx> = [0.1, 0.05, 0.2]
+        .iter()
+        .map(|&lr| Ctx {
+            lr,
+            ..Ctx::default()
+        })
+        .collect();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for trust in [false, true] {
+        let rules: Vec<Rule> = (0..3)
+            .map(|k| lamb(trust, &ranges, &ms[k], &vhat[k]))
+            .collect();
+        let plans: Vec<(&Term, &Rule)> = rules.iter().map(|r| (&term, r)).collect();
+        let a: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
+        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &dev).expect("on the device");
+        let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
+        let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
+        chain.step(&mut xt, &mut gt, &ctx, &[true, false, true]);
+        let (m_rows, v_rows) = chain.take_moments().expect("the rule's moments");
+        for k in [0, 2] {
+            let rule = lamb(trust, &ranges, &ms[k], &vhat[k]);
+            let mut host = HostChain::new(Term::none(), &xs[k], base, rule);
+            let (mut x, mut g) = (xs[k].clone(), gs[k].clone());
+            host.step(&mut x, &mut g, &ctx[k]);
+            let moments = host.into_moments().expect("the host's moments");
+            assert_eq!(
+                bits(&row(&m_rows, k)),
+                bits(&moments.m),
+                "trust {trust}, m {k}"
+            );
+            assert_eq!(
+                bits(&row(&v_rows, k)),
+                bits(&moments.v),
+                "trust {trust}, v {k}"
+            );
+            let xk = row(&xt, k);
+            if trust {
+                for (u, v) in xk.iter().zip(&x) {
+                    assert!(
+                        (u - v).abs() <= 1e-6 * v.abs().max(1.0),
+                        "row {k}: {u} vs {v}"
+                    );
+                }
+            } else {
+                assert_eq!(bits(&xk), bits(&x), "row {k}: AMSGrad then SGD");
+            }
+        }
+        assert_eq!(
+            row(&xt, 1),
+            xs[1],
+            "trust {trust}: the row that does not step moved"
+        );
+        assert_eq!(row(&m_rows, 1), ms[1], "trust {trust}: its m moved");
+        assert_eq!(row(&v_rows, 1), vhat[1], "trust {trust}: its v moved");
+    }
+}
+
+/// A Fed-LAMB client's rule from its first moment `m` and the broadcast `vhat` (β 0.9, 0.99):
+/// AMSGrad's moments, then with `trust` the decay 0.01 and the trust ratio over `ranges`.
+fn lamb(trust: bool, ranges: &[std::ops::Range<usize>], m: &[f32], vhat: &[f32]) -> Rule {
+    use fedrun::optim::{AddDecayedWeights, ScaleByAmsgrad, ScaleByTrustRatio, Transform};
+    let mut links: Vec<Box<dyn Transform>> =
+        vec![Box::new(ScaleByAmsgrad::new(0.9, 0.99, m.to_vec(), vhat))];
+    if trust {
+        links.push(Box::new(AddDecayedWeights(0.01)));
+        links.push(Box::new(ScaleByTrustRatio {
+            tensors: ranges.to_vec(),
+            on_zero: 1.0,
+        }));
+    }
+    Rule { links }
 }
 
 /// `Term::apply`: `g ← scale·g + prox·(x − anchor) + Σ a_k·v_k`, over more than one block.

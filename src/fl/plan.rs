@@ -46,13 +46,6 @@ pub struct Rule {
     pub links: Vec<Box<dyn Transform>>,
 }
 
-impl Rule {
-    /// Plain SGD after the chain (the device-resident step can run it).
-    pub fn is_sgd(&self) -> bool {
-        self.links.is_empty()
-    }
-}
-
 /// Everything a client's local training needs from its algorithm.
 pub struct ClientPlan<'a> {
     /// The models the loss reads besides the trained one, loaded once.

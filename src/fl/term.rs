@@ -255,7 +255,7 @@ impl DeviceTerm {
 }
 
 impl TensorTransform for DeviceTerm {
-    fn update_tensors(&self, s: &mut TensorStep) {
+    fn update_tensors(&mut self, s: &mut TensorStep) {
         if self.is_none() {
             return;
         }

@@ -4,7 +4,7 @@
 //! client sends up.
 
 use super::moments::{ema, ema_sq};
-use super::transform::{Ctx, Log, Moments, Transform};
+use super::transform::{Ctx, Log, Moments, RowsForm, Transform};
 
 pub struct ScaleByAmsgrad {
     b1: f32,
@@ -37,6 +37,16 @@ impl Transform for ScaleByAmsgrad {
             self.v[i] = ema_sq(b2, self.v[i], *g);
             *g = self.m[i] * self.inv_sqrt_vhat[i];
         }
+    }
+
+    fn rows_form(&self) -> Option<RowsForm<'_>> {
+        Some(RowsForm::Amsgrad {
+            beta1: self.b1,
+            beta2: self.b2,
+            m: &self.m,
+            v: &self.v,
+            inv_sqrt_vhat: &self.inv_sqrt_vhat,
+        })
     }
 
     fn into_moments(self: Box<Self>) -> Option<Moments> {

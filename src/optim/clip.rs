@@ -22,7 +22,7 @@ impl Transform for ClipByGlobalNorm {
 }
 
 impl TensorTransform for ClipByGlobalNorm {
-    fn update_tensors(&self, s: &mut TensorStep) {
+    fn update_tensors(&mut self, s: &mut TensorStep) {
         // each row's sum of squares over every tensor, `[K, 1]`, in pieces: an f32 sum over
         // millions of elements in one run loses digits (the host's norm sums in f64)
         let sq =

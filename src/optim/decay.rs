@@ -1,6 +1,6 @@
 //! `add_decayed_weights`: `u ← u + wd·x` (coupled L2 weight decay over all parameters).
 
-use super::transform::{Ctx, Log, TensorStep, TensorTransform, Transform};
+use super::transform::{Ctx, Log, RowsForm, TensorStep, TensorTransform, Transform};
 
 pub struct AddDecayedWeights(pub f32);
 
@@ -11,10 +11,14 @@ impl Transform for AddDecayedWeights {
             u.iter_mut().zip(x).for_each(|(u, x)| *u += wd * x);
         }
     }
+
+    fn rows_form(&self) -> Option<RowsForm<'_>> {
+        Some(RowsForm::Decay(self.0))
+    }
 }
 
 impl TensorTransform for AddDecayedWeights {
-    fn update_tensors(&self, s: &mut TensorStep) {
+    fn update_tensors(&mut self, s: &mut TensorStep) {
         if self.0 != 0.0 {
             for (u, x) in s.u.iter_mut().zip(s.x) {
                 *u = u.clone() + x.clone() * self.0;

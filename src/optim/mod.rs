@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `transform.rs` | the [`Transform`] trait (host) and [`TensorTransform`] (the same link over device tensors), the step's context and log, a [`Chain`] |
 //! | `rows.rs` | K clients' parameters as the rows of `[K, n]` device tensors, and a factor per row (the device-resident steps) |
+//! | `rows_links.rs` | the local rules' links (AMSGrad, decay, trust ratio) over K clients' rows, built from their host links |
 //! | `norm.rs` | the global L2 norm, in a fixed order |
 //! | `clip.rs` | `clip_by_global_norm` |
 //! | `decay.rs` | `add_decayed_weights` (coupled L2 weight decay) |
@@ -31,6 +32,7 @@ mod momentum;
 mod norm;
 pub mod quantize;
 mod rows;
+mod rows_links;
 mod scale;
 mod transform;
 mod trust;
@@ -44,6 +46,7 @@ pub use moments::{SecondMoment, ema, ema_sq, fraction_at_floor};
 pub use momentum::Momentum;
 pub use norm::global_norm;
 pub use rows::{RowFactor, row_sums, upload_rows};
+pub use rows_links::rows_links;
 pub use scale::{Scale, ScaleBy, ScaleByLearningRate};
-pub use transform::{Chain, Ctx, Log, Moments, TensorStep, TensorTransform, Transform};
+pub use transform::{Chain, Ctx, Log, Moments, RowsForm, TensorStep, TensorTransform, Transform};
 pub use trust::ScaleByTrustRatio;

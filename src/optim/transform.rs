@@ -1,6 +1,8 @@
 //! The transform trait, its context and log, and a chain of links.
 
-use burn::tensor::Tensor;
+use std::ops::Range;
+
+use burn::tensor::{Bool, Tensor};
 
 /// What a link may read besides the update and the parameters. A local step fills the step's
 /// fields, a server step the round's; each link reads only what it needs.
@@ -72,26 +74,68 @@ pub trait Transform: Send {
     fn applies_lr(&self) -> bool {
         false
     }
+
+    /// What the link is over the rows of device tensors, with this client's state (the
+    /// device-resident step builds one link for K clients from their K forms); None: it runs
+    /// on the host only (default).
+    fn rows_form(&self) -> Option<RowsForm<'_>> {
+        None
+    }
+}
+
+/// A client's link as the device-resident step takes it ([`Transform::rows_form`]): its kind,
+/// its settings and its state, which K clients' forms of one kind upload as rows
+/// (`optim::rows_links`).
+pub enum RowsForm<'a> {
+    /// AMSGrad's moments against a frozen v̂: the client's m, v and `1/√v̂`.
+    Amsgrad {
+        beta1: f32,
+        beta2: f32,
+        m: &'a [f32],
+        v: &'a [f32],
+        inv_sqrt_vhat: &'a [f32],
+    },
+    /// `u ← u + wd·x`.
+    Decay(f32),
+    /// LAMB's trust ratio over the parameter tensors at `tensors`, `on_zero` where a norm is 0.
+    Trust {
+        tensors: &'a [Range<usize>],
+        on_zero: f64,
+    },
 }
 
 /// A device step's tensors: the update `u` and the parameters `x`, one tensor `[K, n]` per
 /// parameter tensor whose K rows are K clients' (one row for one client: the device-resident
-/// step; a cohort's rows: the device-resident cohort step), each row's context `ctx[k]`, and
-/// the norm a link measured (`[K, 1]`, which the step reads once with its losses).
+/// step; a cohort's rows: the device-resident cohort step), each row's context `ctx[k]`, the
+/// rows that step (`[K, 1]`, true for a client in this step; None: every row), and the norm a
+/// link measured (`[K, 1]`, which the step reads once with its losses).
 pub struct TensorStep<'a> {
     pub u: &'a mut [Tensor<2>],
     pub x: &'a [Tensor<2>],
     pub ctx: &'a [Ctx<'a>],
+    pub active: Option<Tensor<2, Bool>>,
     pub norm: Option<Tensor<2>>,
 }
 
 /// A link over the parameter tensors on the training device (the device-resident local step),
-/// row by row: each row is one client's.
+/// row by row: each row is one client's. A link with state leaves the rows that do not step
+/// as they were.
 pub trait TensorTransform: Send {
-    fn update_tensors(&self, s: &mut TensorStep);
+    fn update_tensors(&mut self, s: &mut TensorStep);
 
     /// Fill `log` from the norm `update_tensors` left, once read (default: nothing).
     fn read_norm(&self, _norm: f64, _log: &mut Log) {}
+
+    /// As [`Transform::applies_lr`] (default: no).
+    fn applies_lr(&self) -> bool {
+        false
+    }
+
+    /// The moments the link ends with, `(m, v)` as rows of one tensor per parameter tensor, if
+    /// it keeps any (default: none).
+    fn take_moments(&mut self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
+        None
+    }
 }
 
 /// Links applied in order.

@@ -7,7 +7,7 @@
 use std::ops::Range;
 
 use super::norm::global_norm;
-use super::transform::{Ctx, Log, Transform};
+use super::transform::{Ctx, Log, RowsForm, Transform};
 
 pub struct ScaleByTrustRatio {
     /// Where each parameter tensor sits in the flat vector.
@@ -32,5 +32,12 @@ impl Transform for ScaleByTrustRatio {
 
     fn applies_lr(&self) -> bool {
         true
+    }
+
+    fn rows_form(&self) -> Option<RowsForm<'_>> {
+        Some(RowsForm::Trust {
+            tensors: &self.tensors,
+            on_zero: self.on_zero,
+        })
     }
 }

@@ -11,14 +11,14 @@
 
 use std::ops::Range;
 
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Bool, Device, Tensor, TensorData};
 
 use crate::config::LocalSpec;
 use crate::fl::plan::Rule;
 use crate::fl::term::{DeviceTerm, Term, TermLink};
 use crate::optim::{
-    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Log, Moments, RowFactor, ScaleByLearningRate,
-    TensorStep, TensorTransform,
+    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Log, Moments, RowFactor, RowsForm,
+    ScaleByLearningRate, TensorStep, TensorTransform, rows_links,
 };
 
 /// The chain's clip and weight decay (`local.max_norm`, `local.weight_decay`, `local.nar`).
@@ -99,18 +99,20 @@ impl<'a> HostChain<'a> {
     }
 }
 
-/// The same chain over the parameter tensors on the training device, with SGD's step, for K
-/// clients at once (a row each of every `[K, n]` tensor: one for the device-resident step, a
-/// cohort's for its device-resident step): the terms' vectors uploaded once per training.
+/// The same chain over the parameter tensors on the training device, for K clients at once (a
+/// row each of every `[K, n]` tensor: one for the device-resident step, a cohort's for its
+/// device-resident step): the term, clip and decay, the rule's links (AMSGrad's moments, the
+/// trust ratio: their state uploaded once per training as rows), and `x ← x − l·u`.
 pub struct DeviceChain {
     term: DeviceTerm,
     base: [Box<dyn TensorTransform>; 2],
+    rule: Vec<Box<dyn TensorTransform>>,
 }
 
 impl DeviceChain {
     /// The device chain of K clients' plans (their terms and rules) from their anchors, or None
-    /// when they must run on the host (a rule other than SGD, or a term that reads the anchor's
-    /// gradient).
+    /// when they must run on the host (a rule link without a device form, clients whose rules
+    /// differ, or a term that reads the anchor's gradient).
     pub fn new(
         plans: &[(&Term, &Rule)],
         anchors: &[&[f32]],
@@ -118,41 +120,67 @@ impl DeviceChain {
         ranges: &[Range<usize>],
         device: &Device,
     ) -> Option<Self> {
-        if !plans.iter().all(|(_, r)| r.is_sgd()) {
-            return None;
-        }
+        let forms: Option<Vec<Vec<RowsForm>>> = plans
+            .iter()
+            .map(|(_, r)| r.links.iter().map(|l| l.rows_form()).collect())
+            .collect();
+        let rule = rows_links(&forms?, ranges, device)?;
         let terms: Vec<&Term> = plans.iter().map(|(t, _)| *t).collect();
         Some(DeviceChain {
             term: DeviceTerm::new(&terms, anchors, ranges, device)?,
             base: base.device(),
+            rule,
         })
     }
 
-    /// The term, clip, decay and `x ← x − l·g` over tensors, row k with its context `ctx[k]`
-    /// and its rate l = `rate`'s k-th (0 leaves a row as it is); each row's pre-clip norm
-    /// `[K, 1]`.
+    /// The term, clip, decay, the rule's links and `x ← x − l·u` over tensors, row k with its
+    /// context `ctx[k]` (its learning rate l = `ctx[k].lr`) if `active[k]`, else left as it is
+    /// (a client past its last step); each row's pre-clip norm `[K, 1]`.
     pub fn step(
-        &self,
+        &mut self,
         x: &mut [Tensor<2>],
         g: &mut [Tensor<2>],
         ctx: &[Ctx],
-        rate: &RowFactor,
+        active: &[bool],
     ) -> Option<Tensor<2>> {
+        let device = x.first()?.device();
+        let mask = (!active.iter().all(|&a| a)).then(|| {
+            let k = active.len();
+            Tensor::<1, Bool>::from_data(TensorData::new(active.to_vec(), [k]), &device)
+                .reshape([k, 1])
+        });
         let mut s = TensorStep {
             u: g,
             x,
             ctx,
+            active: mask,
             norm: None,
         };
         self.term.update_tensors(&mut s);
-        for l in &self.base {
+        for l in self.base.iter_mut().chain(self.rule.iter_mut()) {
             l.update_tensors(&mut s);
         }
         let norm = s.norm;
+        // the learning rate of each stepping row, or 1 where a link applied it; 0 elsewhere
+        let scaled = self.rule.iter().any(|l| l.applies_lr());
+        let rates: Vec<f32> = (ctx.iter().zip(active))
+            .map(|(c, &a)| match (a, scaled) {
+                (false, _) => 0.0,
+                (true, true) => 1.0,
+                (true, false) => c.lr as f32,
+            })
+            .collect();
+        let rate = RowFactor::new(&rates, &device);
         for (x, u) in x.iter_mut().zip(g.iter()) {
             *x = x.clone() - rate.times(u.clone());
         }
         norm
+    }
+
+    /// The moments the rule ended with, `(m, v)` as rows of one tensor per parameter tensor, if
+    /// it keeps any (Fed-LAMB's, which each client sends up).
+    pub fn take_moments(&mut self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
+        self.rule.iter_mut().find_map(|l| l.take_moments())
     }
 
     /// The step's log from a row's norm that `step` returned, once read.

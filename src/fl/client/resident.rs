@@ -4,11 +4,11 @@
 //! draws each client's batch on the host as when it trains alone, runs the forward of every
 //! group of equal batch sizes on its rows (all rows, or the group's gathered), one backward of
 //! the groups' summed losses (so each row's gradient is its client's), and the chain and the
-//! update on the rows ([`DeviceChain`]: each row its own term, clip and learning rate; a client
-//! past its last step has rate 0 and stays as it is). No step reads anything back: the clients'
+//! update on the rows ([`DeviceChain`]: each row its own term, clip, rule state and learning
+//! rate; a client past its last step stays as it is). No step reads anything back: the clients'
 //! losses and pre-clip norms stay on the device until the cohort's steps are done
-//! ([`super::deferred`]). The anchors and the terms' vectors go up once per
-//! cohort; the trained parameters come down once.
+//! ([`super::deferred`]). The anchors, the terms' vectors and the rules' moments go up once per
+//! cohort; the trained parameters (and the moments a rule ends with) come down once.
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
@@ -20,7 +20,7 @@ use super::work::{LocalStats, Work, step_masks};
 use crate::data::FedData;
 use crate::model::Model;
 use crate::model::copies::Stacked;
-use crate::optim::{Ctx, RowFactor, upload_rows};
+use crate::optim::{Ctx, Moments, upload_rows};
 use crate::rng::Rng;
 
 /// What the device steps read: the model, the device and the clients' objectives.
@@ -36,7 +36,7 @@ impl Resident<'_> {
     pub fn train(
         &self,
         data: &FedData,
-        chain: &DeviceChain,
+        chain: &mut DeviceChain,
         works: &[Work],
         rngs: &mut [Rng],
         out: &mut [Vec<f32>],
@@ -65,6 +65,18 @@ impl Resident<'_> {
         }
         record(chain, pending, &trained, &mut stats);
         self.read_deltas(x, works, out);
+        if let Some((m, v)) = chain.take_moments() {
+            // each row m then v, in one read
+            let total = self.model.layout().total;
+            let both = read_f32(Tensor::cat(m.into_iter().chain(v).collect(), 1));
+            for (st, row) in stats.iter_mut().zip(both.chunks(2 * total)) {
+                let (m, v) = row.split_at(total);
+                st.uplink.moments = Some(Moments {
+                    m: m.to_vec(),
+                    v: v.to_vec(),
+                });
+            }
+        }
         stats
     }
 
@@ -75,7 +87,7 @@ impl Resident<'_> {
         &self,
         mut x: Vec<Tensor<2>>,
         groups: Vec<Vec<Drawn>>,
-        chain: &DeviceChain,
+        chain: &mut DeviceChain,
         ctx: &[Ctx],
         masks: &[u64],
     ) -> (Vec<Tensor<2>>, Option<Tensor<1>>) {
@@ -101,12 +113,9 @@ impl Resident<'_> {
             .collect();
         drop(grads);
         drop(leaves);
-        let mut rates = vec![0f32; n];
-        groups
-            .iter()
-            .flatten()
-            .for_each(|d| rates[d.k] = ctx[d.k].lr as f32);
-        let norm = chain.step(&mut x, &mut g, ctx, &RowFactor::new(&rates, self.device));
+        let mut active = vec![false; n];
+        groups.iter().flatten().for_each(|d| active[d.k] = true);
+        let norm = chain.step(&mut x, &mut g, ctx, &active);
         if let Some(nm) = norm {
             losses.push(nm.reshape([n]));
         }

@@ -94,13 +94,13 @@ impl Trainer {
         let model = self.model.clone();
         let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device);
         let mut stats = match self.device_chain(&plans, works) {
-            Some(chain) => {
+            Some(mut chain) => {
                 let resident = Resident {
                     model: &model,
                     device: &self.device,
                     objectives: &objectives,
                 };
-                resident.train(data, &chain, works, rngs, &mut self.xs[..n])
+                resident.train(data, &mut chain, works, rngs, &mut self.xs[..n])
             }
             None => self.train_host(data, plans, works, rngs, &objectives),
         };

@@ -1,0 +1,150 @@
+//! The local rules' links over K clients' rows of device tensors (the device-resident step),
+//! built from the K clients' host links ([`RowsForm`]): AMSGrad's moments against a frozen v̂
+//! (each client's m, v and `1/√v̂` uploaded once as rows), the weight decay, and LAMB's trust
+//! ratio (each row's per-tensor norms). AMSGrad's rows compute the host link's f32 operations
+//! in its order (the same bits on flex); the trust ratio's norms are f32 row sums in pieces
+//! where the host sums in f64 (the factor agrees to float rounding).
+
+use std::ops::Range;
+
+use burn::tensor::{Bool, Device, Tensor};
+
+use super::decay::AddDecayedWeights;
+use super::rows::{row_sums, upload_rows};
+use super::transform::{RowsForm, TensorStep, TensorTransform};
+
+/// The rule links of K clients whose links are `forms[k]` (client k's, in its chain's order)
+/// over the parameter tensors at `ranges`; None when a link has no device form, or the clients'
+/// links differ in kind or settings.
+pub fn rows_links(
+    forms: &[Vec<RowsForm>],
+    ranges: &[Range<usize>],
+    device: &Device,
+) -> Option<Vec<Box<dyn TensorTransform>>> {
+    let first = forms.first()?;
+    if forms.iter().any(|f| f.len() != first.len()) {
+        return None;
+    }
+    (0..first.len())
+        .map(|i| {
+            let column: Vec<&RowsForm> = forms.iter().map(|f| &f[i]).collect();
+            link(&column, ranges, device)
+        })
+        .collect()
+}
+
+/// One link of K clients, each `column[k]`.
+fn link(
+    column: &[&RowsForm],
+    ranges: &[Range<usize>],
+    device: &Device,
+) -> Option<Box<dyn TensorTransform>> {
+    match column[0] {
+        RowsForm::Decay(wd) => column
+            .iter()
+            .all(|f| matches!(f, RowsForm::Decay(w) if w.to_bits() == wd.to_bits()))
+            .then(|| Box::new(AddDecayedWeights(*wd)) as Box<dyn TensorTransform>),
+        RowsForm::Trust { on_zero, .. } => column
+            .iter()
+            .all(|f| {
+                matches!(f, RowsForm::Trust { tensors, on_zero: z }
+                    if *tensors == ranges && z.to_bits() == on_zero.to_bits())
+            })
+            .then(|| Box::new(RowsTrust { on_zero: *on_zero }) as Box<dyn TensorTransform>),
+        RowsForm::Amsgrad { beta1, beta2, .. } => {
+            let (b1, b2) = (*beta1, *beta2);
+            let mut parts: [Vec<Option<&[f32]>>; 3] = Default::default();
+            for f in column {
+                let RowsForm::Amsgrad {
+                    beta1,
+                    beta2,
+                    m,
+                    v,
+                    inv_sqrt_vhat,
+                } = f
+                else {
+                    return None;
+                };
+                if beta1.to_bits() != b1.to_bits() || beta2.to_bits() != b2.to_bits() {
+                    return None;
+                }
+                parts[0].push(Some(m));
+                parts[1].push(Some(v));
+                parts[2].push(Some(inv_sqrt_vhat));
+            }
+            let [m, v, inv] = parts.map(|p| upload_rows(&p, ranges, device));
+            Some(Box::new(RowsAmsgrad { b1, b2, m, v, inv }))
+        }
+    }
+}
+
+/// `t` where `keep` (`[K, 1]`) is true, else `t`'s new value `new`: a row that does not step
+/// keeps its state.
+fn kept(new: Tensor<2>, old: &Tensor<2>, keep: Option<&Tensor<2, Bool>>) -> Tensor<2> {
+    match keep {
+        None => new,
+        Some(k) => new.mask_where(k.clone().expand(old.dims()), old.clone()),
+    }
+}
+
+/// AMSGrad's moments of K rows: `m ← β1·m + (1−β1)·u`, `v ← β2·v + (1−β2)·u·u`,
+/// `u ← m·(1/√v̂)`, each parameter tensor's rows one `[K, n]` tensor.
+struct RowsAmsgrad {
+    b1: f32,
+    b2: f32,
+    m: Vec<Tensor<2>>,
+    v: Vec<Tensor<2>>,
+    inv: Vec<Tensor<2>>,
+}
+
+impl TensorTransform for RowsAmsgrad {
+    fn update_tensors(&mut self, s: &mut TensorStep) {
+        let (b1, b2) = (self.b1, self.b2);
+        let keep = s.active.as_ref().map(|a| a.clone().bool_not());
+        for (i, u) in s.u.iter_mut().enumerate() {
+            // the host link's f32 operations in its order (moments::ema, ema_sq)
+            let g = u.clone();
+            let m = self.m[i].clone().mul_scalar(b1) + g.clone().mul_scalar(1.0f32 - b1);
+            let v = self.v[i].clone().mul_scalar(b2) + g.clone().mul_scalar(1.0f32 - b2) * g;
+            self.m[i] = kept(m, &self.m[i], keep.as_ref());
+            self.v[i] = kept(v, &self.v[i], keep.as_ref());
+            *u = self.m[i].clone() * self.inv[i].clone();
+        }
+    }
+
+    fn take_moments(&mut self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
+        Some((std::mem::take(&mut self.m), std::mem::take(&mut self.v)))
+    }
+}
+
+/// LAMB's trust ratio of K rows: for each parameter tensor and row k, `u ← (l_k·r)·u` with
+/// `r = ‖x‖/‖u‖` (`on_zero` where either norm is 0).
+struct RowsTrust {
+    on_zero: f64,
+}
+
+impl TensorTransform for RowsTrust {
+    fn update_tensors(&mut self, s: &mut TensorStep) {
+        let Some(first) = s.x.first() else {
+            return;
+        };
+        let lr: Vec<f32> = s.ctx.iter().map(|c| c.lr as f32).collect();
+        let k = lr.len();
+        let lr = Tensor::<1>::from_data(burn::tensor::TensorData::new(lr, [k]), &first.device())
+            .reshape([k, 1]);
+        for (u, x) in s.u.iter_mut().zip(s.x) {
+            let xn = row_sums(x.clone() * x.clone()).sqrt();
+            let un = row_sums(u.clone() * u.clone()).sqrt();
+            let zero = xn
+                .clone()
+                .equal_elem(0.0)
+                .bool_or(un.clone().equal_elem(0.0));
+            let ratio = (xn / un).mask_fill(zero, self.on_zero as f32);
+            *u = u.clone() * (ratio * lr.clone());
+        }
+    }
+
+    fn applies_lr(&self) -> bool {
+        true
+    }
+}
