@@ -545,6 +545,25 @@ fn divergence_is_reported_with_its_round() {
     );
 }
 
+/// Keys in the wrong place, with where they belong: (what, spec text, extra arguments, the
+/// hint the error must give).
+fn misplaced_key_cases(base: &str) -> Vec<(&'static str, String, Vec<&'static str>, &'static str)> {
+    vec![
+        (
+            "extends after a table",
+            format!("{base}\nextends = \"other.toml\"\n"),
+            vec![],
+            "`extends` belongs at the top of the file",
+        ),
+        (
+            "a key without its table",
+            base.to_string(),
+            vec!["--set", "weight_decay=0.1"],
+            "did you mean `local.weight_decay`",
+        ),
+    ]
+}
+
 /// Each bad input: a clear message, and no output folder.
 /// Bad inputs: (what, spec text, extra arguments, what the error must name).
 fn bad_cases(base: &str) -> Vec<(&'static str, String, Vec<&'static str>, &'static str)> {
@@ -632,7 +651,8 @@ fn bad_inputs_give_named_errors_and_write_nothing() {
     std::fs::create_dir_all(&cifar).unwrap();
     write_mini_cifar(&cifar, 20);
     let base = "[data]\ndataset = \"cifar10\"\nnum_clients = 10\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 1\nclients_per_round = 2\n[local]\nsteps = 1\nbatch_size = 4\n[run]\nname = \"bad\"\n";
-    for (what, text, extra, needle) in bad_cases(base) {
+    for (what, text, extra, needle) in bad_cases(base).into_iter().chain(misplaced_key_cases(base))
+    {
         let cfg = d.path().join("spec.toml");
         std::fs::write(&cfg, &text).unwrap();
         let out = d.path().join("out");

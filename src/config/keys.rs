@@ -127,7 +127,13 @@ fn unknown_key(path: &str, key: &str, schema: &toml::Table, prefix: &str, origin
         format!("[{prefix}]")
     };
     let mut msg = format!("{origin}: unknown key `{path}` in {section}");
-    if let Some((d, c)) = best
+    let nested = nested_homes(key, schema, prefix);
+    if key == "extends" && !prefix.is_empty() {
+        // TOML puts a key after a table header into that table
+        msg.push_str("; `extends` belongs at the top of the file, before the first [table]");
+    } else if !nested.is_empty() {
+        msg.push_str(&format!("; did you mean `{}`?", nested.join("` or `")));
+    } else if let Some((d, c)) = best
         && d <= 3.max(key.len() / 3)
     {
         let full = if prefix.is_empty() {
@@ -140,6 +146,22 @@ fn unknown_key(path: &str, key: &str, schema: &toml::Table, prefix: &str, origin
     let valid: Vec<&str> = valid.iter().map(|s| s.as_str()).collect();
     msg.push_str(&format!(" (valid keys: {})", valid.join(", ")));
     Error::Config(msg)
+}
+
+/// The full names of the keys called `key` one table below `schema` (whose path is `prefix`),
+/// in sorted order: where a key given without its table lives (`weight_decay` →
+/// `local.weight_decay`).
+fn nested_homes(key: &str, schema: &toml::Table, prefix: &str) -> Vec<String> {
+    let mut homes: Vec<String> = schema
+        .iter()
+        .filter(|(_, v)| v.as_table().is_some_and(|t| t.contains_key(key)))
+        .map(|(t, _)| match prefix {
+            "" => format!("{t}.{key}"),
+            p => format!("{p}.{t}.{key}"),
+        })
+        .collect();
+    homes.sort();
+    homes
 }
 
 /// Apply one `--set key.path=value`. The value is read as a TOML value; a bare word that is
