@@ -258,7 +258,7 @@ fn check_refuses_every_combination_that_cannot_run() {
         cases.push((
             cifar.clone(),
             "run.backend=\"wgpu\"",
-            "not compiled into this binary",
+            "not compiled into this binary (build with `cargo build --release --features gpu`",
         ));
     }
     for (cfg, set, expect) in cases {
@@ -1133,4 +1133,34 @@ fn fedrun_simd_caps_the_level_and_run_json_records_it() {
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(e.contains("FEDRUN_SIMD") && e.contains("avx9"), "{e}");
+}
+
+/// `check` lists every name of `fl.algorithm` that the unknown-algorithm error lists (the
+/// registry's and the papers' aliases), and no other.
+#[test]
+fn check_lists_the_algorithms_the_error_lists() {
+    let cfg = config("quickstart.toml");
+    let listed = |text: &str, marker: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.contains(marker))
+            .unwrap_or_default();
+        let rest = line.split_once(marker).map_or("", |(_, r)| r);
+        let mut names: Vec<String> = rest
+            .split([',', ';', '(', ')', ' '])
+            .map(|w| w.trim_end_matches(':'))
+            .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase()))
+            .filter(|w| !matches!(*w, "or" | "an" | "alias" | "true"))
+            .map(String::from)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    let ok = check(&cfg, &[]);
+    let shown = listed(&String::from_utf8_lossy(&ok.stdout), "is one of:");
+    let bad = check(&cfg, &["fl.algorithm=\"nope\""]);
+    let named = listed(&stderr(&bad), "expected one of:");
+    assert!(named.len() >= 24, "{named:?}");
+    assert_eq!(shown, named);
 }

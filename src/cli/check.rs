@@ -42,7 +42,21 @@ pub fn check(a: &CheckArgs) -> Result<()> {
         "{}",
         annotated(&spec.to_toml(), &crate::schema::schema().unread(&spec))
     );
-    println!("\n# fl.algorithm is one of: {}", NAMES.join(", "));
+    // the names the unknown-algorithm error lists too: the registry's and the papers' aliases
+    let aliases: Vec<String> = (crate::fl::algorithms::ALIASES.iter())
+        .map(|a| {
+            let sets: Vec<String> = a.sets.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            match sets.is_empty() {
+                true => format!("{} ({})", a.name, a.algorithm),
+                false => format!("{} ({}, {})", a.name, a.algorithm, sets.join(", ")),
+            }
+        })
+        .collect();
+    println!(
+        "\n# fl.algorithm is one of: {}; or an alias: {}",
+        NAMES.join(", "),
+        aliases.join(", ")
+    );
     println!(
         "# other algorithms' tables are left out: `fedrun check --set fl.algorithm=\"NAME\"` prints NAME's"
     );

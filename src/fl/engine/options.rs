@@ -80,11 +80,12 @@ pub fn compiled_backends() -> Vec<Backend> {
     v
 }
 
-/// The error of a backend this binary was built without.
+/// The error of a backend this binary was built without: the README's build of every GPU
+/// backend (`--features gpu`), or the backend's own feature.
 fn not_compiled(b: Backend) -> Error {
     let have: Vec<String> = compiled_backends().iter().map(|b| b.to_string()).collect();
     Error::Config(format!(
-        "key `run.backend`: \"{b}\" is not compiled into this binary (build with `--features {b}`); available: {}",
+        "key `run.backend`: \"{b}\" is not compiled into this binary (build with `cargo build --release --features gpu`, every GPU backend, or `--features {b}`); available: {}",
         have.join(", ")
     ))
 }
