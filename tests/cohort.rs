@@ -481,3 +481,71 @@ fn an_lstm_batch_past_the_fused_layer_gives_the_fused_layers_logits() {
 fn the_cohort_tests_pass_at_the_simd_level_below() {
     common::simd::rerun_below("the_cohort_tests_pass_at_the_simd_level_below");
 }
+
+/// The op behind FedMLB's cohort difference, isolated: ResNet-18's hybrid branches (each
+/// copy's activation after the stem and each stage, run through a frozen model's remaining
+/// stages) give each of K copies the gradient it gets alone, to the bit. A level read by two
+/// ops (the next block's convolution and shortcut) and by the branch sums their gradients in
+/// one grouping only if the copy alone reads its level through a narrow too.
+#[test]
+fn fedmlbs_branches_give_each_copy_its_gradient_alone() {
+    use burn::tensor::{Device, Int, Tensor, TensorData};
+    use fedrun::config::{Init, ModelKind, ModelSpec};
+    use fedrun::data::Input;
+    use fedrun::fl::losses::cross_entropy;
+    use fedrun::model::copies::Stacked;
+    use fedrun::model::{Model, Outputs, Shape};
+    let dev = Device::flex().autodiff();
+    let spec = ModelSpec {
+        kind: ModelKind::Resnet18,
+        ..ModelSpec::default()
+    };
+    let shape = Shape {
+        channels: 3,
+        side: 32,
+        classes: 10,
+    };
+    let model = Model::build(&spec, shape, Kernels::Fedrun).unwrap();
+    let mut rng = fedrun::rng::Rng::from_seed(5);
+    let x0 = fedrun::model::init::init_flat(model.layout(), &mut rng, false, Init::Pytorch);
+    let xs: Vec<Vec<f32>> = (0..2)
+        .map(|i| x0.iter().map(|v| v * (1.0 + 0.2 * i as f32)).collect())
+        .collect();
+    let (k, b) = (2, 2);
+    let pixels: Vec<f32> = (0..k * b * 3 * 32 * 32)
+        .map(|i| ((i * 31 % 97) as f32 - 48.0) / 48.0)
+        .collect();
+    let x = Tensor::<4>::from_data(TensorData::new(pixels, [k * b, 3, 32, 32]), &dev);
+    let y = Tensor::<1, Int>::from_data(TensorData::new(vec![1i64, 7, 3, 5], [k * b]), &dev);
+    let global = Stacked::frozen(&model, &[&x0], &dev);
+    let loss = |o: &Outputs, y: Tensor<1, Int>| {
+        let mut l = cross_entropy(o.logits.clone(), y.clone());
+        for (level, a) in o.levels.iter().enumerate() {
+            let branch = global.forward_from(level, a.clone()).expect("ResNet-18");
+            l = l + cross_entropy(branch, y.clone());
+        }
+        l
+    };
+    let total = model.layout().total;
+    let refs: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
+    let stacked = Stacked::new(&model, &refs, &dev);
+    let out = stacked.outputs(Input::Images(x.clone()), None);
+    let per: Vec<Tensor<1>> = (0..k)
+        .map(|i| loss(&out.copy(i), y.clone().narrow(0, i * b, b)))
+        .collect();
+    let mut g = Tensor::cat(per, 0).sum().backward();
+    let mut gs = vec![vec![0f32; total]; k];
+    let mut outs: Vec<&mut [f32]> = gs.iter_mut().map(Vec::as_mut_slice).collect();
+    stacked.read_grads(&mut g, &mut outs);
+    for (i, gi) in gs.iter().enumerate() {
+        let alone = Stacked::new(&model, &[&xs[i]], &dev);
+        let own = alone.outputs(Input::Images(x.clone().narrow(0, i * b, b)), None);
+        let mut g1 = loss(&own.copy(0), y.clone().narrow(0, i * b, b))
+            .sum()
+            .backward();
+        let mut a = vec![0f32; total];
+        alone.read_grads(&mut g1, &mut [a.as_mut_slice()]);
+        let d = rel_diff(gi, &a);
+        assert!(bits(gi) == bits(&a), "copy {i}: gradient differs by {d:e}");
+    }
+}
