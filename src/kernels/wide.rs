@@ -7,7 +7,8 @@
 
 /// `wide! { /// doc
 ///     fn name(arg: Type, ...) { body } }` defines `name`, whose `body` runs compiled for
-/// AVX-512 or AVX2 where the CPU has them (detected at run time), else for the baseline.
+/// AVX-512 or AVX2 as the SIMD level in use says (`simd::level`: the CPU's, or the lower one
+/// `FEDRUN_SIMD` names), else for the baseline.
 macro_rules! wide {
     ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         $(#[$m])*
