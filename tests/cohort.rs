@@ -160,8 +160,8 @@ fn clients_with_unequal_data_step_and_weigh_as_alone() {
 /// The device-resident cohort step (`run.local_step = "device"`, a GPU backend's default: the
 /// clients' parameters as rows of device tensors, gathered per group of equal batch sizes,
 /// one backward, the chain on the rows) against the device-resident step of one client at a
-/// time, for the plans whose chains run on the device (the Fed-LAMB rules' moments and trust
-/// ratios as rows too), the FedNAR clip, unequal data and the CNN in both convolution forms.
+/// time, for the algorithms' plans (the Fed-LAMB rules' moments and trust ratios as rows too,
+/// Mime's SVRG term), the FedNAR clip, unequal data and the CNN in both convolution forms.
 #[test]
 fn a_device_resident_cohort_trains_each_client_as_alone() {
     const DEVICE: &str = "run.local_step=\"device\"";
@@ -179,6 +179,13 @@ fn a_device_resident_cohort_trains_each_client_as_alone() {
         &[MLP, DEVICE, "local.nar=true", "local.max_norm=0.05"],
         &[0, 2],
     );
+    // Mime's SVRG term: the starting rows' gradients in the step's one backward
+    let mime = [
+        "fl.algorithm=\"mime\"",
+        "mime.base=\"sgdm\"",
+        "mime.lite=false",
+    ];
+    agree(&[&[MLP, DEVICE][..], &mime].concat(), &[0, 1, 2]);
     let dir = common::TempDir::new("cohort-device-partition");
     let mut sets = unequal(&dir);
     sets.push(DEVICE.into());

@@ -21,8 +21,9 @@
 //!   read through a narrow with one copy too (their gradients summed in a cohort's grouping):
 //!   every changed value within 6.3e-4 relative of the old, within FedMLB's tolerance below;
 //! - `algorithms.csv` gained the device-resident rows of Fed-LAMB, Fed-AMS, Mime-LAMB, Mime
-//!   (AMSGrad) and the Fed-LAMB variants when their rules came to step on the device (rows
-//!   added, no row changed).
+//!   (AMSGrad) and the Fed-LAMB variants when their rules came to step on the device, and of
+//!   Mime's SVRG forms when the starting model's gradient came to be computed there (rows added,
+//!   no row changed).
 //!
 //! CSV values are compared to 1e-4 relative (see [`tolerance`] for the two cases that amplify
 //! rounding more), not bitwise: across machines the values may differ in the last digits (the
@@ -96,12 +97,11 @@ fn family_csv() -> String {
     out
 }
 
-/// One golden case: a label, the algorithm, its keys, and whether the device-resident local
-/// step applies (the local step is SGD after the chain and the term needs no anchor gradient).
+/// One golden case: a label, the algorithm and its keys; each runs with the host and the
+/// device-resident local step.
 struct Case {
     label: String,
     keys: Vec<String>,
-    device: bool,
 }
 
 /// Keys an algorithm's base case sets besides `fl.algorithm` (every other key at its default):
@@ -123,15 +123,10 @@ const REDDI: &[&str] = &[
 ];
 const EPOCHS: &[&str] = &["local.epochs=2", "local.lr_schedule=\"epoch\""];
 
-/// Each key that selects another code path: (label, algorithm, keys, device step too).
-const VARIANTS: &[(&str, &str, &[&str], bool)] = &[
-    (
-        "fedavg/uniform",
-        "fedavg",
-        &["fl.aggregation=\"uniform\""],
-        true,
-    ),
-    ("fedavg/epoch-schedule", "fedavg", EPOCHS, true),
+/// Each key that selects another code path: (label, algorithm, keys).
+const VARIANTS: &[(&str, &str, &[&str])] = &[
+    ("fedavg/uniform", "fedavg", &["fl.aggregation=\"uniform\""]),
+    ("fedavg/epoch-schedule", "fedavg", EPOCHS),
     (
         "fedavg/step-schedule",
         "fedavg",
@@ -140,7 +135,6 @@ const VARIANTS: &[(&str, &str, &[&str], bool)] = &[
             "local.lr_milestones=[1]",
             "local.lr_step_factor=0.5",
         ],
-        true,
     ),
     (
         "fedexp/paper-eps",
@@ -150,9 +144,8 @@ const VARIANTS: &[(&str, &str, &[&str], bool)] = &[
             "fedexp.eps_form=\"paper\"",
             "fedexp.eval_avg=false",
         ],
-        true,
     ),
-    ("fedadam/reddi", "fedadam", REDDI, true),
+    ("fedadam/reddi", "fedadam", REDDI),
     (
         "fedadam/adpfed",
         "fedadam",
@@ -161,46 +154,35 @@ const VARIANTS: &[(&str, &str, &[&str], bool)] = &[
             "fedadam.eps=0.0001",
             "fl.global_lr=0.01",
         ],
-        true,
     ),
-    ("fedadagrad/reddi", "fedadagrad", REDDI, true),
-    ("fedyogi/reddi", "fedyogi", REDDI, true),
+    ("fedadagrad/reddi", "fedadagrad", REDDI),
+    ("fedyogi/reddi", "fedyogi", REDDI),
     (
         "fedcm/epochs",
         "fedcm",
         &["fedcm.alpha=0.5", EPOCHS[0], EPOCHS[1]],
-        true,
     ),
     (
         "fedlamb/lambda",
         "fedlamb",
         &["fedlamb.lambda=0.1", "fedlamb.eps=0.001"],
-        true,
     ),
     (
         "fedlamb/no-trust",
         "fedlamb",
         &["fedlamb.trust=false", "fedlamb.lambda=0.1"],
-        true,
     ),
     (
         "fedlamb/paper-zero",
         "fedlamb",
         &["fedlamb.zero_rule=\"paper\""],
-        true,
     ),
-    (
-        "fedlamb/skip-sync",
-        "fedlamb",
-        &["fedlamb.sync_every=2"],
-        true,
-    ),
-    ("mime/sgdm-lite", "mime", &["mime.base=\"sgdm\""], true),
+    ("fedlamb/skip-sync", "fedlamb", &["fedlamb.sync_every=2"]),
+    ("mime/sgdm-lite", "mime", &["mime.base=\"sgdm\""]),
     (
         "mime/sgdm",
         "mime",
         &["mime.base=\"sgdm\"", "mime.lite=false"],
-        false,
     ),
     (
         "mime/frozen-amsgrad",
@@ -210,17 +192,15 @@ const VARIANTS: &[(&str, &str, &[&str], bool)] = &[
             "mime.lite=false",
             "fedlamb.eps=0.001",
         ],
-        false,
     ),
 ];
 
-fn case(label: &str, alg: &str, keys: &[&str], device: bool) -> Case {
+fn case(label: &str, alg: &str, keys: &[&str]) -> Case {
     let mut k = vec![format!("fl.algorithm=\"{alg}\"")];
     k.extend(keys.iter().map(|s| s.to_string()));
     Case {
         label: label.to_string(),
         keys: k,
-        device,
     }
 }
 
@@ -242,11 +222,9 @@ fn cases() -> Vec<Case> {
             .iter()
             .find(|(a, _)| *a == alg)
             .map_or(&[][..], |b| b.1);
-        // every algorithm's default plan steps on the device too; Mime's SVRG form (a term
-        // that reads the starting model's gradient) is a host-only variant below
-        out.push(case(alg, alg, base, true));
-        for (label, _, keys, device) in VARIANTS.iter().filter(|v| v.1 == alg) {
-            out.push(case(label, alg, keys, *device));
+        out.push(case(alg, alg, base));
+        for (label, _, keys) in VARIANTS.iter().filter(|v| v.1 == alg) {
+            out.push(case(label, alg, keys));
         }
     }
     out
@@ -256,12 +234,7 @@ fn algorithms_csv() -> String {
     let mut out = format!("case,nar,step,{}\n", header());
     for c in cases() {
         for nar in [false, true] {
-            let steps: &[&str] = if c.device {
-                &["host", "device"]
-            } else {
-                &["host"]
-            };
-            for step in steps {
+            for step in ["host", "device"] {
                 let mut set = c.keys.clone();
                 set.push(format!("local.nar={nar}"));
                 set.push("local.max_norm=1.0".into());

@@ -32,32 +32,51 @@ fn reads_of(d: &TempDir, name: &str, set: &[&str]) -> (usize, Vec<Vec<f64>>) {
     (n, columns(&d.path().join(name).join("rounds.csv")))
 }
 
-/// Two rounds of two clients: each client's (or the cohort's) training reads twice (FedAvg),
-/// or three times (Fed-LAMB: its moments too), at 3 steps as at 9, on every backend compiled in.
+/// Every algorithm of the registry (and Mime with its SVRG term), two rounds of two clients:
+/// each client's (or the cohort's) training reads the device a fixed number of times, at 3 local
+/// steps as at 9, on every backend compiled in: twice (the steps' numbers, the parameters), or
+/// three times for a rule whose moments the client sends up (Fed-LAMB's family).
 #[test]
 fn no_step_reads_the_device() {
     let mut backends = vec!["flex"];
     if cfg!(feature = "wgpu") {
         backends.push("wgpu");
     }
+    let mut cases: Vec<(String, Vec<String>)> = (fedrun::fl::algorithms::REGISTRY.iter())
+        .map(|e| (e.name.to_string(), Vec::new()))
+        .collect();
+    // FedMLB's branches run ResNet-18's stages
+    let resnet = vec!["model.kind=\"resnet18\"".to_string()];
+    (cases.iter_mut().filter(|c| c.0 == "fedmlb")).for_each(|c| c.1 = resnet.clone());
+    let svrg = ["mime.base=\"sgdm\"", "mime.lite=false"].map(String::from);
+    cases.push(("mime".into(), svrg.to_vec()));
     let d = TempDir::new("reads");
     for b in backends {
         let backend = format!("run.backend=\"{b}\"");
-        for (alg, per_training) in [("fedavg", 2), ("fedlamb", 3)] {
+        for (i, (alg, keys)) in cases.iter().enumerate() {
+            // on wgpu, the algorithms whose steps differ in kind: plain, the rules, Mime's term
+            if b == "wgpu" && !["fedavg", "fedlamb", "mime"].contains(&alg.as_str()) {
+                continue;
+            }
+            let moments = ["fedlamb", "fedams", "mimelamb"].contains(&alg.as_str())
+                || (alg == "mime" && !keys.iter().any(|k| k.starts_with("mime.")));
+            let per_training = if moments { 3 } else { 2 };
             let a = format!("fl.algorithm=\"{alg}\"");
             for (cohort, trainings) in [("run.cohort=1", 2), ("run.cohort=2", 1)] {
                 let mut got = Vec::new();
                 for steps in [3, 9] {
                     let st = format!("local.steps={steps}");
-                    let name = format!("{b}_{alg}_{}_{steps}", &cohort[11..]);
-                    let (n, rows) = reads_of(&d, &name, &[&backend, &a, cohort, &st]);
+                    let name = format!("{b}_{alg}{i}_{}_{steps}", &cohort[11..]);
+                    let mut set = vec![backend.as_str(), &a, cohort, &st];
+                    set.extend(keys.iter().map(String::as_str));
+                    let (n, rows) = reads_of(&d, &name, &set);
                     assert_eq!(rows.len(), 2, "{name}: two rounds");
                     got.push(n);
                 }
                 // two rounds; per training one read of the steps' numbers, one of the
                 // parameters and, for a rule with moments, one of them
                 let want = 2 * trainings * per_training;
-                assert_eq!(got, [want, want], "{b}, {alg}, {cohort}");
+                assert_eq!(got, [want, want], "{b}, {alg} {keys:?}, {cohort}");
             }
         }
     }

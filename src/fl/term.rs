@@ -39,7 +39,7 @@ pub struct Term<'a> {
     pub prox: f32,
     pub shifts: Vec<(Coef, &'a [f32])>,
     /// The factor of the starting model's gradient on the batch: a second forward and backward
-    /// per step, on the host step only.
+    /// per step (on the device step, in the one backward of the rows' own).
     pub anchor_grad: f32,
 }
 
@@ -167,12 +167,14 @@ impl Transform for TermLink<'_> {
 /// a cohort's for the device-resident cohort step): each client's anchor and vectors uploaded
 /// once for its training, one `[K, n]` tensor per parameter tensor, a row per client. The
 /// clients' shifts are matched by position: a client with fewer shifts has zeros and a zero
-/// factor in the others' (adding `0·0` leaves its sum as it is alone).
+/// factor in the others' (adding `0·0` leaves its sum as it is alone). The starting model's
+/// gradient on each row's batch comes with the step ([`TensorStep::aux`]).
 pub struct DeviceTerm {
     scale: RowFactor,
     prox: RowFactor,
     anchor: Vec<Tensor<2>>,
     shifts: Vec<Slot>,
+    anchor_grad: RowFactor,
 }
 
 /// A shift's vectors of the K clients, and each client's factor (None: it has no vector here);
@@ -197,17 +199,13 @@ impl Slot {
 }
 
 impl DeviceTerm {
-    /// The terms of K clients with their anchors on `device`, or None when one reads the
-    /// anchor's gradient (host step only).
+    /// The terms of K clients with their anchors on `device`.
     pub fn new(
         terms: &[&Term],
         anchors: &[&[f32]],
         ranges: &[Range<usize>],
         device: &Device,
-    ) -> Option<Self> {
-        if terms.iter().any(|t| t.anchor_grad != 0.0) {
-            return None;
-        }
+    ) -> Self {
         let per = |f: fn(&Term) -> f32| -> Vec<f32> { terms.iter().map(|t| f(t)).collect() };
         let prox = RowFactor::new(&per(|t| t.prox), device);
         let slots = terms.iter().map(|t| t.shifts.len()).max().unwrap_or(0);
@@ -241,16 +239,25 @@ impl DeviceTerm {
                 device,
             ),
         };
-        Some(DeviceTerm {
+        DeviceTerm {
             scale: RowFactor::new(&per(|t| t.scale), device),
             prox,
             anchor,
             shifts,
-        })
+            anchor_grad: RowFactor::new(&per(|t| t.anchor_grad), device),
+        }
+    }
+
+    /// Whether a row's term reads its starting model's gradient on the batch.
+    pub fn reads_anchor_grad(&self) -> bool {
+        !self.anchor_grad.is(0.0)
     }
 
     fn is_none(&self) -> bool {
-        self.scale.is(1.0) && self.prox.is(0.0) && self.shifts.is_empty()
+        self.scale.is(1.0)
+            && self.prox.is(0.0)
+            && self.shifts.is_empty()
+            && !self.reads_anchor_grad()
     }
 }
 
@@ -274,12 +281,17 @@ impl TensorTransform for DeviceTerm {
         for (k, (g, xk)) in s.u.iter_mut().zip(s.x).enumerate() {
             let mut t: Option<Tensor<2>> =
                 (!self.prox.is(0.0)).then(|| self.prox.times(xk.clone() - self.anchor[k].clone()));
-            for (f, slot) in factors.clone().zip(&self.shifts) {
-                let av = f.times(slot.v[k].clone());
-                t = Some(match t {
+            let mut add = |av: Tensor<2>| {
+                t = Some(match t.take() {
                     Some(t) => t + av,
                     None => av,
-                });
+                })
+            };
+            for (f, slot) in factors.clone().zip(&self.shifts) {
+                add(f.times(slot.v[k].clone()));
+            }
+            if self.reads_anchor_grad() {
+                add(self.anchor_grad.times(s.aux[k].clone()));
             }
             let scaled = if self.scale.is(1.0) {
                 g.clone()

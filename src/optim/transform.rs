@@ -107,11 +107,14 @@ pub enum RowsForm<'a> {
 /// A device step's tensors: the update `u` and the parameters `x`, one tensor `[K, n]` per
 /// parameter tensor whose K rows are K clients' (one row for one client: the device-resident
 /// step; a cohort's rows: the device-resident cohort step), each row's context `ctx[k]`, the
-/// rows that step (`[K, 1]`, true for a client in this step; None: every row), and the norm a
-/// link measured (`[K, 1]`, which the step reads once with its losses).
+/// rows that step (`[K, 1]`, true for a client in this step; None: every row), the norm a
+/// link measured (`[K, 1]`, which the step reads once with its losses), and, as
+/// [`Ctx::aux_grad`] on the host, a second gradient on the same batches (each row's starting
+/// model's: Mime's correction), one tensor per parameter tensor, or empty when no term reads it.
 pub struct TensorStep<'a> {
     pub u: &'a mut [Tensor<2>],
     pub x: &'a [Tensor<2>],
+    pub aux: &'a [Tensor<2>],
     pub ctx: &'a [Ctx<'a>],
     pub active: Option<Tensor<2, Bool>>,
     pub norm: Option<Tensor<2>>,

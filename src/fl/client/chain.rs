@@ -111,8 +111,8 @@ pub struct DeviceChain {
 
 impl DeviceChain {
     /// The device chain of K clients' plans (their terms and rules) from their anchors, or None
-    /// when they must run on the host (a rule link without a device form, clients whose rules
-    /// differ, or a term that reads the anchor's gradient).
+    /// when they must run on the host (a rule link without a device form, or clients whose
+    /// rules differ).
     pub fn new(
         plans: &[(&Term, &Rule)],
         anchors: &[&[f32]],
@@ -127,7 +127,7 @@ impl DeviceChain {
         let rule = rows_links(&forms?, ranges, device)?;
         let terms: Vec<&Term> = plans.iter().map(|(t, _)| *t).collect();
         Some(DeviceChain {
-            term: DeviceTerm::new(&terms, anchors, ranges, device)?,
+            term: DeviceTerm::new(&terms, anchors, ranges, device),
             base: base.device(),
             rule,
         })
@@ -135,11 +135,14 @@ impl DeviceChain {
 
     /// The term, clip, decay, the rule's links and `x ← x − l·u` over tensors, row k with its
     /// context `ctx[k]` (its learning rate l = `ctx[k].lr`) if `active[k]`, else left as it is
-    /// (a client past its last step); each row's pre-clip norm `[K, 1]`.
+    /// (a client past its last step); `aux`: each row's starting model's gradient on its batch
+    /// when the term reads it ([`DeviceChain::reads_anchor_grad`]), else empty. Each row's
+    /// pre-clip norm `[K, 1]`.
     pub fn step(
         &mut self,
         x: &mut [Tensor<2>],
         g: &mut [Tensor<2>],
+        aux: &[Tensor<2>],
         ctx: &[Ctx],
         active: &[bool],
     ) -> Option<Tensor<2>> {
@@ -152,6 +155,7 @@ impl DeviceChain {
         let mut s = TensorStep {
             u: g,
             x,
+            aux,
             ctx,
             active: mask,
             norm: None,
@@ -175,6 +179,12 @@ impl DeviceChain {
             *x = x.clone() - rate.times(u.clone());
         }
         norm
+    }
+
+    /// Whether the term reads each row's starting model's gradient on its batch (Mime's SVRG
+    /// correction), which the step then computes beside the rows' own.
+    pub fn reads_anchor_grad(&self) -> bool {
+        self.term.reads_anchor_grad()
     }
 
     /// The moments the rule ended with, `(m, v)` as rows of one tensor per parameter tensor, if

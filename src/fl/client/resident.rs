@@ -5,7 +5,9 @@
 //! group of equal batch sizes on its rows (all rows, or the group's gathered), one backward of
 //! the groups' summed losses (so each row's gradient is its client's), and the chain and the
 //! update on the rows ([`DeviceChain`]: each row its own term, clip, rule state and learning
-//! rate; a client past its last step stays as it is). No step reads anything back: the clients'
+//! rate; a client past its last step stays as it is). A term that reads the starting model's
+//! gradient on the batch (Mime's) gets it from the same backward: the starting rows run the
+//! same batches with the same dropout masks beside the trained ones. No step reads anything back: the clients'
 //! losses and pre-clip norms stay on the device until the cohort's steps are done
 //! ([`super::deferred`]). The anchors, the terms' vectors and the rules' moments go up once per
 //! cohort; the trained parameters (and the moments a rule ends with) come down once.
@@ -18,8 +20,8 @@ use super::draw::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
 use super::objectives::Objectives;
 use super::work::{LocalStats, Work, step_masks};
 use crate::data::FedData;
-use crate::model::Model;
 use crate::model::copies::Stacked;
+use crate::model::{Model, Outputs3};
 use crate::optim::{Ctx, Moments, upload_rows};
 use crate::rng::Rng;
 
@@ -44,6 +46,11 @@ impl Resident<'_> {
         let ranges = self.model.layout().ranges();
         let anchors: Vec<Option<&[f32]>> = works.iter().map(|w| Some(w.anchor)).collect();
         let mut x = upload_rows(&anchors, &ranges, self.device);
+        // the starting rows, for a term that reads their gradient (the same buffers: x moves on)
+        let start: Vec<Tensor<2>> = match chain.reads_anchor_grad() {
+            true => x.clone(),
+            false => Vec::new(),
+        };
         let (mut batches, steps) = batches_of(data, works);
         let mut stats = vec![LocalStats::default(); works.len()];
         let (mut pending, mut trained) = (Deferred::default(), Vec::new());
@@ -57,7 +64,7 @@ impl Resident<'_> {
             let who: Vec<(usize, usize)> = groups.iter().flatten().map(|d| (d.k, d.len)).collect();
             let numbers;
             let masks: Vec<u64> = works.iter().map(|w| step_masks(w, step)).collect();
-            (x, numbers) = self.step(x, groups, chain, &ctx, &masks);
+            (x, numbers) = self.step(x, &start, groups, chain, &ctx, &masks);
             if let Some(t) = numbers {
                 pending.push(t);
                 trained.push((step, who));
@@ -80,57 +87,64 @@ impl Resident<'_> {
         stats
     }
 
-    /// One step of every client in `groups`: forwards, one backward, the chain on the rows. The
-    /// step's numbers stay on the device: the trained clients' losses (in `groups`' order), then
-    /// every row's pre-clip norm when the chain clips or decays.
+    /// One step of every client in `groups`: forwards, one backward, the chain on the rows
+    /// (with `start`'s rows' gradients on the same batches, when the chain reads them: one
+    /// backward for both). The step's numbers stay on the device: the trained clients' losses
+    /// (in `groups`' order), then every row's pre-clip norm when the chain clips or decays.
     fn step(
         &self,
         mut x: Vec<Tensor<2>>,
+        start: &[Tensor<2>],
         groups: Vec<Vec<Drawn>>,
         chain: &mut DeviceChain,
         ctx: &[Ctx],
         masks: &[u64],
     ) -> (Vec<Tensor<2>>, Option<Tensor<1>>) {
         let n = ctx.len();
-        let leaves: Vec<Tensor<2>> = x
-            .iter()
-            .map(|t| Tensor::from_inner(t.clone()).require_grad())
-            .collect();
-        let per: Vec<Tensor<1>> = (groups.iter())
-            .map(|g| self.group_losses(&leaves, g, n, masks))
-            .collect();
+        let leaves = leaves_of(&x);
+        let starts = leaves_of(start);
+        let (mut per, mut at_start) = (Vec::new(), Vec::new());
+        for g in &groups {
+            per.push(
+                self.objectives
+                    .losses(self.outputs(&leaves, g, n, masks), g, ys_of(g)),
+            );
+            if !starts.is_empty() {
+                let out = self.outputs(&starts, g, n, masks);
+                at_start.push(Stacked::losses(out.logits, ys_of(g)));
+            }
+        }
         if per.is_empty() {
             return (x, None);
         }
         // the trained clients' losses in `groups`' order; the backward of their sum
         let all = Tensor::cat(per, 0);
         let mut losses = vec![all.clone().inner()];
-        let grads = all.sum().backward();
-        let mut g: Vec<Tensor<2>> = leaves
-            .iter()
-            .zip(&x)
-            .map(|(l, xt)| l.grad(&grads).unwrap_or_else(|| xt.zeros_like()))
-            .collect();
+        let total = match at_start.is_empty() {
+            true => all.sum(),
+            false => all.sum() + Tensor::cat(at_start, 0).sum(),
+        };
+        let grads = total.backward();
+        let grad_of = |ls: &[Tensor<2>], like: &[Tensor<2>]| -> Vec<Tensor<2>> {
+            (ls.iter().zip(like))
+                .map(|(l, xt)| l.grad(&grads).unwrap_or_else(|| xt.zeros_like()))
+                .collect()
+        };
+        let mut g = grad_of(&leaves, &x);
+        let aux = grad_of(&starts, start);
         drop(grads);
-        drop(leaves);
         let mut active = vec![false; n];
         groups.iter().flatten().for_each(|d| active[d.k] = true);
-        let norm = chain.step(&mut x, &mut g, ctx, &active);
+        let norm = chain.step(&mut x, &mut g, &aux, ctx, &active);
         if let Some(nm) = norm {
             losses.push(nm.reshape([n]));
         }
         (x, Some(Tensor::cat(losses, 0)))
     }
 
-    /// Each client's loss `[k]` on its batch, for the clients of `group` (batches of one size),
-    /// their rows taken from `leaves` (all `n` rows when the group is every client).
-    fn group_losses(
-        &self,
-        leaves: &[Tensor<2>],
-        group: &[Drawn],
-        n: usize,
-        masks: &[u64],
-    ) -> Tensor<1> {
+    /// The outputs of the clients of `group` (batches of one size) with their masks, their rows
+    /// taken from `leaves` (all `n` rows when the group is every client).
+    fn outputs(&self, leaves: &[Tensor<2>], group: &[Drawn], n: usize, masks: &[u64]) -> Outputs3 {
         let k = group.len();
         // the group's rows: all of them, or gathered (one index upload)
         let idx = (k < n).then(|| {
@@ -149,10 +163,8 @@ impl Resident<'_> {
             })
             .collect();
         let stacked = Stacked::of(self.model, params, k);
-        let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
         let own: Vec<u64> = group.iter().map(|d| masks[d.k]).collect();
-        let out = stacked.outputs(input_of(group), Some(&own));
-        self.objectives.losses(out, group, Tensor::cat(ys, 0))
+        stacked.outputs(input_of(group), Some(&own))
     }
 
     /// Read the rows back once (`[K, n]`: row k is client k's flat vector, the tensors side by
@@ -168,6 +180,18 @@ impl Resident<'_> {
             o.extend(row.iter().zip(w.anchor).map(|(x, a)| x - a));
         }
     }
+}
+
+/// The rows `x` as autodiff leaves.
+fn leaves_of(x: &[Tensor<2>]) -> Vec<Tensor<2>> {
+    x.iter()
+        .map(|t| Tensor::from_inner(t.clone()).require_grad())
+        .collect()
+}
+
+/// The targets of a group's batches, one client's after another.
+fn ys_of(group: &[Drawn]) -> Tensor<1, Int> {
+    Tensor::cat(group.iter().map(|d| d.y.clone()).collect(), 0)
 }
 
 /// Record each step's numbers, read once for all steps: for each `(step, who)` of `trained` (its
