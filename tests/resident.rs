@@ -7,7 +7,7 @@ mod common;
 
 use burn::tensor::{Device, Tensor, TensorData};
 use common::{TempDir, columns, synthetic_spec};
-use fedrun::fl::client::{ClipDecay, DeviceChain, HostChain};
+use fedrun::fl::client::{ClipDecay, DeviceChain, HostChain, StepPlan};
 use fedrun::fl::engine::{RunOptions, run};
 use fedrun::fl::plan::Rule;
 use fedrun::fl::term::Term;
@@ -101,6 +101,14 @@ fn device_step_equals_host_step_for_every_term() {
     }
 }
 
+/// One step of rows with contexts `ctx`, those `active` stepping.
+fn one_step<'a>(ctx: &[Ctx<'a>], active: &[bool]) -> StepPlan<'a> {
+    StepPlan {
+        ctx: vec![ctx.to_vec()],
+        active: vec![active.to_vec()],
+    }
+}
+
 /// `v` as one-row tensors `[1, n]`, cut at `cuts`.
 fn split(v: &[f32], cuts: &[usize], dev: &Device) -> Vec<Tensor<2>> {
     let mut out = Vec::new();
@@ -165,12 +173,13 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
             let mut host = HostChain::new(term.clone(), &anchor, base, Rule::default());
             let s = host.step(&mut x, &mut g, &Ctx { lr: 0.1, ..ctx });
             let rule = Rule::default();
+            let plan = one_step(&[Ctx { lr: 0.1, ..ctx }], &[true]);
             let mut device =
-                DeviceChain::new(&[(&term, &rule)], &[&anchor], base, &ranges, &dev).unwrap();
+                DeviceChain::new(&[(&term, &rule)], &[&anchor], base, &ranges, &plan, &dev)
+                    .unwrap();
             let mut xt = split(&x0, &cuts, &dev);
             let mut gt = split(&g0, &cuts, &dev);
-            let c = [Ctx { lr: 0.1, ..ctx }];
-            let norm = device.step(&mut xt, &mut gt, &[], &c, &[true]).unwrap();
+            let norm = device.step(&mut xt, &mut gt, &[]).unwrap();
             let norm = norm.into_scalar::<f32>() as f64;
             let st = device.read_norm(norm);
             assert_eq!(st.clipped, s.clipped, "nar {nar}, A {a}");
@@ -214,9 +223,6 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
         let base = ClipDecay::new(0.05, 90.0, nar);
         let plans: Vec<_> = terms.iter().map(|t| (t, &rule)).collect();
         let a: Vec<&[f32]> = anchors.iter().map(|a| a.as_slice()).collect();
-        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &dev).unwrap();
-        let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
-        let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
         let ctx: Vec<Ctx> = rates
             .iter()
             .map(|&r| Ctx {
@@ -224,9 +230,11 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
                 ..Ctx::default()
             })
             .collect();
-        let norms = chain
-            .step(&mut xt, &mut gt, &[], &ctx, &[true, true, false])
-            .unwrap();
+        let plan = one_step(&ctx, &[true, true, false]);
+        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev).unwrap();
+        let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
+        let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
+        let norms = chain.step(&mut xt, &mut gt, &[]).unwrap();
         let norms = norms
             .into_data()
             .convert::<f32>()
@@ -234,11 +242,12 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
             .unwrap();
         let mut clipped = 0;
         for k in 0..2 {
+            let plan = one_step(&ctx[k..=k], &[true]);
             let mut alone =
-                DeviceChain::new(&plans[k..=k], &a[k..=k], base, &ranges, &dev).unwrap();
+                DeviceChain::new(&plans[k..=k], &a[k..=k], base, &ranges, &plan, &dev).unwrap();
             let mut x1 = split(&xs[k], &cuts, &dev);
             let mut g1 = split(&gs[k], &cuts, &dev);
-            let n1 = alone.step(&mut x1, &mut g1, &[], &ctx[k..=k], &[true]);
+            let n1 = alone.step(&mut x1, &mut g1, &[]);
             let n1 = f64::from(n1.unwrap().into_scalar::<f32>());
             let (log_k, log_1) = (chain.read_norm(f64::from(norms[k])), alone.read_norm(n1));
             assert_eq!(log_k.clipped, log_1.clipped, "nar {nar}, row {k}");
@@ -301,10 +310,12 @@ fn the_lamb_rule_over_rows_steps_each_row_as_the_host_chain() {
             .collect();
         let plans: Vec<(&Term, &Rule)> = rules.iter().map(|r| (&term, r)).collect();
         let a: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
-        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &dev).expect("on the device");
+        let plan = one_step(&ctx, &[true, false, true]);
+        let mut chain =
+            DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev).expect("on the device");
         let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
         let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
-        chain.step(&mut xt, &mut gt, &[], &ctx, &[true, false, true]);
+        chain.step(&mut xt, &mut gt, &[]);
         let (m_rows, v_rows) = chain.take_moments().expect("the rule's moments");
         for k in [0, 2] {
             let rule = lamb(trust, &ranges, &ms[k], &vhat[k]);
@@ -384,4 +395,115 @@ fn the_local_term_is_its_formula() {
     let mut g = g0.clone();
     Term::none().apply(&anchor, &x, &[], &mut g, &ctx);
     assert_eq!(g, g0);
+}
+
+/// The device chain as one closure, built once and run for N steps with nothing new from the
+/// host (burn's `capture`, which on flex runs it 3 times to warm up and once more in place of a
+/// recording, then `replay`), against the host chain run step by step with each step's
+/// context: a learning rate that decays every step and differs between the rows, a row that
+/// stops early, FedCM's factor `k/(l·K)` that follows the learning rate, AMSGrad's moments and
+/// the trust ratio. The gradient is a function of the parameters computed inside the closure.
+/// A step that took any of these from the host when the closure was made would repeat it.
+#[test]
+fn the_device_chain_replays_as_one_closure_with_nothing_from_the_host() {
+    let dev = Device::flex();
+    let n = 1200;
+    let cuts = [200, 700];
+    let ranges = [0..200, 200..700, 700..n];
+    let f = |k: usize, s: f32| -> Vec<f32> {
+        (0..n).map(|i| ((i * k % 83) as f32 - 41.0) / s).collect()
+    };
+    let (xs, ms, shift) = (
+        [f(3, 40.0), f(5, 30.0)],
+        [f(19, 90.0), f(23, 70.0)],
+        f(7, 60.0),
+    );
+    let vhat: Vec<Vec<f32>> = [31, 37]
+        .iter()
+        .map(|&k| f(k, 60.0).iter().map(|v| v.abs() + 1e-3).collect())
+        .collect();
+    let steps = 10;
+    let plan = decaying(steps);
+    let fedcm = Term {
+        scale: 0.5,
+        ..Term::none()
+    }
+    .shift_by(fedrun::fl::term::Coef::PerStepLength(0.5), &shift);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for (case, term, rule_of) in [
+        ("fedcm", fedcm.clone(), None),
+        ("fedams", Term::none(), Some(false)),
+        ("fedlamb", Term::none(), Some(true)),
+    ] {
+        let rules: Vec<Rule> = (0..2)
+            .map(|k| rule_of.map_or_else(Rule::default, |t| lamb(t, &ranges, &ms[k], &vhat[k])))
+            .collect();
+        let base = ClipDecay::new(0.01, 0.0, false);
+        let plans: Vec<(&Term, &Rule)> = rules.iter().map(|r| (&term, r)).collect();
+        let a: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
+        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev).unwrap();
+        let mut xt = stack(&[&xs[0], &xs[1]], &cuts, &dev);
+        let step = move || {
+            let mut g: Vec<Tensor<2>> = xt.iter().map(|x| grad_at(x.clone())).collect();
+            chain.step(&mut xt, &mut g, &[]);
+            xt.clone()
+        };
+        let mut graph = burn::tensor::capture(&dev, step);
+        assert!(!graph.is_hardware(), "flex records no graph");
+        // capture ran the step 4 times
+        for _ in 4..steps {
+            // SAFETY: the fallback path re-runs the closure, which owns every tensor it touches
+            unsafe { graph.replay() };
+        }
+        let xt = graph.output();
+        for k in 0..2 {
+            let rule = rule_of.map_or_else(Rule::default, |t| lamb(t, &ranges, &ms[k], &vhat[k]));
+            let mut host = HostChain::new(term.clone(), &xs[k], base, rule);
+            let mut x = xs[k].clone();
+            for s in (0..steps).filter(|&s| plan.active[s][k]) {
+                let mut g = row(&[grad_at(stack(&[&x], &[], &dev).remove(0))], 0);
+                host.step(&mut x, &mut g, &plan.ctx[s][k]);
+            }
+            let xk = row(xt, k);
+            if case == "fedlamb" {
+                // the trust ratio's norms: f32 row sums on the device, f64 on the host
+                for (u, v) in xk.iter().zip(&x) {
+                    assert!(
+                        (u - v).abs() <= 1e-5 * v.abs().max(1.0),
+                        "{case} row {k}: {u} vs {v}"
+                    );
+                }
+            } else {
+                let d = xk
+                    .iter()
+                    .zip(&x)
+                    .map(|(u, v)| (u - v).abs())
+                    .fold(0f32, f32::max);
+                assert!(bits(&xk) == bits(&x), "{case}: row {k} differs by {d:e}");
+            }
+        }
+    }
+}
+
+/// `steps` steps of two rows: row 1 stops after 6, and each row's learning rate decays by 0.8 a
+/// step.
+fn decaying(steps: usize) -> StepPlan<'static> {
+    let ctx: Vec<Vec<Ctx>> = (0..steps)
+        .map(|s| {
+            (0..2)
+                .map(|k| Ctx {
+                    lr: 0.1 * (k + 1) as f64 * 0.8f64.powi(s as i32),
+                    steps: [steps, 6][k],
+                    ..Ctx::default()
+                })
+                .collect()
+        })
+        .collect();
+    let active: Vec<Vec<bool>> = (0..steps).map(|s| vec![true, s < 6]).collect();
+    StepPlan { ctx, active }
+}
+
+/// The closure's gradient at `x`: `x·x/2 − 0.1`, elementwise.
+fn grad_at(x: Tensor<2>) -> Tensor<2> {
+    (x.clone() * x).mul_scalar(0.5).sub_scalar(0.1)
 }

@@ -13,7 +13,9 @@ use std::ops::Range;
 
 use burn::tensor::{Device, Tensor};
 
-use crate::optim::{Ctx, Log, RowFactor, TensorStep, TensorTransform, Transform, upload_rows};
+use crate::optim::{
+    Ctx, Log, RowFactor, TensorStep, TensorTransform, Transform, table, upload_rows,
+};
 
 /// The factor of a shift.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -177,32 +179,45 @@ pub struct DeviceTerm {
     anchor_grad: RowFactor,
 }
 
-/// A shift's vectors of the K clients, and each client's factor (None: it has no vector here);
-/// the factors as a tensor once, when none depends on the step.
+/// A shift's vectors of the K clients, and its factors: one a client (0 where a client has no
+/// vector here) when none depends on the step, else a table of each client's at each step
+/// ([`Steps`]), made once.
 struct Slot {
-    coefs: Vec<Option<Coef>>,
-    fixed: Option<RowFactor>,
+    factor: Factor,
     v: Vec<Tensor<2>>,
 }
 
+enum Factor {
+    Fixed(RowFactor),
+    PerStep(Box<Tensor<2>>),
+}
+
 impl Slot {
-    /// The clients' factors at their steps `ctx`, on `device`.
-    fn factor(&self, ctx: &[Ctx], device: &Device) -> RowFactor {
-        let f: Vec<f32> = self
-            .coefs
-            .iter()
-            .zip(ctx)
-            .map(|(c, ctx)| c.map_or(0.0, |c| c.at(ctx)))
-            .collect();
-        RowFactor::new(&f, device)
+    /// The factor of the clients' `coefs` with their contexts `ctx[s][k]`, on `device`.
+    fn factor(coefs: &[Option<Coef>], ctx: &[Vec<Ctx>], device: &Device) -> Factor {
+        let at = |ctx: &[Ctx]| -> Vec<f32> {
+            (coefs.iter().zip(ctx))
+                .map(|(c, ctx)| c.map_or(0.0, |c| c.at(ctx)))
+                .collect()
+        };
+        if coefs.iter().flatten().all(|c| matches!(c, Coef::Fixed(_))) {
+            return Factor::Fixed(RowFactor::new(
+                &at(&vec![Ctx::default(); coefs.len()]),
+                device,
+            ));
+        }
+        let per: Vec<Vec<f32>> = ctx.iter().map(|c| at(c)).collect();
+        Factor::PerStep(Box::new(table(&per, coefs.len(), device)))
     }
 }
 
 impl DeviceTerm {
-    /// The terms of K clients with their anchors on `device`.
+    /// The terms of K clients with their anchors on `device`, and their contexts `ctx[s][k]` at
+    /// each step of the training (for a factor that depends on the step).
     pub fn new(
         terms: &[&Term],
         anchors: &[&[f32]],
+        ctx: &[Vec<Ctx>],
         ranges: &[Range<usize>],
         device: &Device,
     ) -> Self {
@@ -214,21 +229,11 @@ impl DeviceTerm {
                 let at: Vec<Option<&(Coef, &[f32])>> =
                     terms.iter().map(|t| t.shifts.get(j)).collect();
                 let rows: Vec<Option<&[f32]>> = at.iter().map(|s| s.map(|s| s.1)).collect();
-                let mut slot = Slot {
-                    coefs: at.iter().map(|s| s.map(|s| s.0)).collect(),
-                    fixed: None,
+                let coefs: Vec<Option<Coef>> = at.iter().map(|s| s.map(|s| s.0)).collect();
+                Slot {
+                    factor: Slot::factor(&coefs, ctx, device),
                     v: upload_rows(&rows, ranges, device),
-                };
-                if slot
-                    .coefs
-                    .iter()
-                    .flatten()
-                    .all(|c| matches!(c, Coef::Fixed(_)))
-                {
-                    let ctx = vec![Ctx::default(); terms.len()];
-                    slot.fixed = Some(slot.factor(&ctx, device));
                 }
-                slot
             })
             .collect();
         let anchor = match prox.is(0.0) {
@@ -266,18 +271,13 @@ impl TensorTransform for DeviceTerm {
         if self.is_none() {
             return;
         }
-        let device = s.x[0].device();
-        // the factors that depend on the step (FedCM's), each step; the others were made once
-        let stepped: Vec<Option<RowFactor>> = self
-            .shifts
-            .iter()
-            .map(|slot| slot.fixed.is_none().then(|| slot.factor(s.ctx, &device)))
+        // the factors, those that depend on the step (FedCM's) their tables' column at the step
+        let factors: Vec<RowFactor> = (self.shifts.iter())
+            .map(|slot| match &slot.factor {
+                Factor::Fixed(f) => f.clone(),
+                Factor::PerStep(t) => RowFactor::Rows(Box::new(s.steps.at(t))),
+            })
             .collect();
-        let factors = self
-            .shifts
-            .iter()
-            .zip(&stepped)
-            .map(|(slot, f)| slot.fixed.as_ref().or(f.as_ref()).expect("a factor"));
         for (k, (g, xk)) in s.u.iter_mut().zip(s.x).enumerate() {
             let mut t: Option<Tensor<2>> =
                 (!self.prox.is(0.0)).then(|| self.prox.times(xk.clone() - self.anchor[k].clone()));
@@ -287,7 +287,7 @@ impl TensorTransform for DeviceTerm {
                     None => av,
                 })
             };
-            for (f, slot) in factors.clone().zip(&self.shifts) {
+            for (f, slot) in factors.iter().zip(&self.shifts) {
                 add(f.times(slot.v[k].clone()));
             }
             if self.reads_anchor_grad() {

@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `transform.rs` | the [`Transform`] trait (host) and [`TensorTransform`] (the same link over device tensors), the step's context and log, a [`Chain`] |
 //! | `rows.rs` | K clients' parameters as the rows of `[K, n]` device tensors, and a factor per row (the device-resident steps) |
+//! | `steps.rs` | what changes between a device training's steps (each row's learning rate and whether it steps) as tables on the device, read at a step index there |
 //! | `rows_links.rs` | the local rules' links (AMSGrad, decay, trust ratio) over K clients' rows, built from their host links |
 //! | `norm.rs` | the global L2 norm, in a fixed order |
 //! | `clip.rs` | `clip_by_global_norm` |
@@ -34,6 +35,7 @@ pub mod quantize;
 mod rows;
 mod rows_links;
 mod scale;
+mod steps;
 mod transform;
 mod trust;
 
@@ -48,5 +50,6 @@ pub use norm::global_norm;
 pub use rows::{RowFactor, row_sums, upload_rows};
 pub use rows_links::rows_links;
 pub use scale::{Scale, ScaleBy, ScaleByLearningRate};
+pub use steps::{Steps, table};
 pub use transform::{Chain, Ctx, Log, Moments, RowsForm, TensorStep, TensorTransform, Transform};
 pub use trust::ScaleByTrustRatio;

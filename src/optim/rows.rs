@@ -7,6 +7,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 
 /// A factor per row of a step's `[K, n]` tensors: one number when all rows share it (a scalar
 /// product, as for one client), else a `[K, 1]` column broadcast over the rows.
+#[derive(Clone)]
 pub enum RowFactor {
     One(f32),
     Rows(Box<Tensor<2>>),

@@ -80,11 +80,8 @@ fn link(
 
 /// `t` where `keep` (`[K, 1]`) is true, else `t`'s new value `new`: a row that does not step
 /// keeps its state.
-fn kept(new: Tensor<2>, old: &Tensor<2>, keep: Option<&Tensor<2, Bool>>) -> Tensor<2> {
-    match keep {
-        None => new,
-        Some(k) => new.mask_where(k.clone().expand(old.dims()), old.clone()),
-    }
+fn kept(new: Tensor<2>, old: &Tensor<2>, keep: &Tensor<2, Bool>) -> Tensor<2> {
+    new.mask_where(keep.clone().expand(old.dims()), old.clone())
 }
 
 /// AMSGrad's moments of K rows: `m ← β1·m + (1−β1)·u`, `v ← β2·v + (1−β2)·u·u`,
@@ -100,14 +97,14 @@ struct RowsAmsgrad {
 impl TensorTransform for RowsAmsgrad {
     fn update_tensors(&mut self, s: &mut TensorStep) {
         let (b1, b2) = (self.b1, self.b2);
-        let keep = s.active.as_ref().map(|a| a.clone().bool_not());
+        let keep = s.active.clone().bool_not();
         for (i, u) in s.u.iter_mut().enumerate() {
             // the host link's f32 operations in its order (moments::ema, ema_sq)
             let g = u.clone();
             let m = self.m[i].clone().mul_scalar(b1) + g.clone().mul_scalar(1.0f32 - b1);
             let v = self.v[i].clone().mul_scalar(b2) + g.clone().mul_scalar(1.0f32 - b2) * g;
-            self.m[i] = kept(m, &self.m[i], keep.as_ref());
-            self.v[i] = kept(v, &self.v[i], keep.as_ref());
+            self.m[i] = kept(m, &self.m[i], &keep);
+            self.v[i] = kept(v, &self.v[i], &keep);
             *u = self.m[i].clone() * self.inv[i].clone();
         }
     }
@@ -125,13 +122,7 @@ struct RowsTrust {
 
 impl TensorTransform for RowsTrust {
     fn update_tensors(&mut self, s: &mut TensorStep) {
-        let Some(first) = s.x.first() else {
-            return;
-        };
-        let lr: Vec<f32> = s.ctx.iter().map(|c| c.lr as f32).collect();
-        let k = lr.len();
-        let lr = Tensor::<1>::from_data(burn::tensor::TensorData::new(lr, [k]), &first.device())
-            .reshape([k, 1]);
+        let lr = s.steps.at(&s.steps.lr);
         for (u, x) in s.u.iter_mut().zip(s.x) {
             let xn = row_sums(x.clone() * x.clone()).sqrt();
             let un = row_sums(u.clone() * u.clone()).sqrt();

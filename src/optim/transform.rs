@@ -4,6 +4,8 @@ use std::ops::Range;
 
 use burn::tensor::{Bool, Tensor};
 
+use super::steps::Steps;
+
 /// What a link may read besides the update and the parameters. A local step fills the step's
 /// fields, a server step the round's; each link reads only what it needs.
 #[derive(Clone, Copy, Debug, Default)]
@@ -106,17 +108,18 @@ pub enum RowsForm<'a> {
 
 /// A device step's tensors: the update `u` and the parameters `x`, one tensor `[K, n]` per
 /// parameter tensor whose K rows are K clients' (one row for one client: the device-resident
-/// step; a cohort's rows: the device-resident cohort step), each row's context `ctx[k]`, the
-/// rows that step (`[K, 1]`, true for a client in this step; None: every row), the norm a
-/// link measured (`[K, 1]`, which the step reads once with its losses), and, as
-/// [`Ctx::aux_grad`] on the host, a second gradient on the same batches (each row's starting
-/// model's: Mime's correction), one tensor per parameter tensor, or empty when no term reads it.
+/// step; a cohort's rows: the device-resident cohort step), the training's step tables at the
+/// step ([`Steps`]: each row's learning rate, read on the device), the rows that step (`[K, 1]`,
+/// true for a client in this step), the norm a link measured (`[K, 1]`, which the step reads
+/// once with its losses), and, as [`Ctx::aux_grad`] on the host, a second gradient on the same
+/// batches (each row's starting model's: Mime's correction), one tensor per parameter tensor, or
+/// empty when no term reads it.
 pub struct TensorStep<'a> {
     pub u: &'a mut [Tensor<2>],
     pub x: &'a [Tensor<2>],
     pub aux: &'a [Tensor<2>],
-    pub ctx: &'a [Ctx<'a>],
-    pub active: Option<Tensor<2, Bool>>,
+    pub steps: &'a Steps,
+    pub active: Tensor<2, Bool>,
     pub norm: Option<Tensor<2>>,
 }
 

@@ -11,14 +11,14 @@
 
 use std::ops::Range;
 
-use burn::tensor::{Bool, Device, Tensor, TensorData};
+use burn::tensor::{Device, Tensor};
 
 use crate::config::LocalSpec;
 use crate::fl::plan::Rule;
 use crate::fl::term::{DeviceTerm, Term, TermLink};
 use crate::optim::{
-    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Log, Moments, RowFactor, RowsForm,
-    ScaleByLearningRate, TensorStep, TensorTransform, rows_links,
+    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Log, Moments, RowsForm, ScaleByLearningRate,
+    Steps, TensorStep, TensorTransform, rows_links,
 };
 
 /// The chain's clip and weight decay (`local.max_norm`, `local.weight_decay`, `local.nar`).
@@ -102,22 +102,34 @@ impl<'a> HostChain<'a> {
 /// The same chain over the parameter tensors on the training device, for K clients at once (a
 /// row each of every `[K, n]` tensor: one for the device-resident step, a cohort's for its
 /// device-resident step): the term, clip and decay, the rule's links (AMSGrad's moments, the
-/// trust ratio: their state uploaded once per training as rows), and `x ← x − l·u`.
+/// trust ratio: their state uploaded once per training as rows), and `x ← x − l·u`. What changes
+/// from step to step (each row's learning rate, whether it steps, FedCM's factor) is in tables
+/// on the device, made once per training ([`Steps`]): a step takes no number from the host.
 pub struct DeviceChain {
     term: DeviceTerm,
     base: [Box<dyn TensorTransform>; 2],
     rule: Vec<Box<dyn TensorTransform>>,
+    steps: Steps,
+}
+
+/// What the steps of one device training are: row k's context `ctx[s][k]` at step s (its
+/// learning rate), and whether it takes part in step s (`active[s][k]`: a client past its last
+/// step does not).
+pub struct StepPlan<'a> {
+    pub ctx: Vec<Vec<Ctx<'a>>>,
+    pub active: Vec<Vec<bool>>,
 }
 
 impl DeviceChain {
-    /// The device chain of K clients' plans (their terms and rules) from their anchors, or None
-    /// when they must run on the host (a rule link without a device form, or clients whose
-    /// rules differ).
+    /// The device chain of K clients' plans (their terms and rules) from their anchors, for the
+    /// steps `plan`, or None when they must run on the host (a rule link without a device form,
+    /// or clients whose rules differ).
     pub fn new(
         plans: &[(&Term, &Rule)],
         anchors: &[&[f32]],
         base: ClipDecay,
         ranges: &[Range<usize>],
+        plan: &StepPlan,
         device: &Device,
     ) -> Option<Self> {
         let forms: Option<Vec<Vec<RowsForm>>> = plans
@@ -126,38 +138,32 @@ impl DeviceChain {
             .collect();
         let rule = rows_links(&forms?, ranges, device)?;
         let terms: Vec<&Term> = plans.iter().map(|(t, _)| *t).collect();
+        let scaled = rule.iter().any(|l| l.applies_lr());
         Some(DeviceChain {
-            term: DeviceTerm::new(&terms, anchors, ranges, device),
+            term: DeviceTerm::new(&terms, anchors, &plan.ctx, ranges, device),
             base: base.device(),
             rule,
+            steps: Steps::new(&plan.ctx, &plan.active, scaled, device),
         })
     }
 
-    /// The term, clip, decay, the rule's links and `x ← x − l·u` over tensors, row k with its
-    /// context `ctx[k]` (its learning rate l = `ctx[k].lr`) if `active[k]`, else left as it is
-    /// (a client past its last step); `aux`: each row's starting model's gradient on its batch
-    /// when the term reads it ([`DeviceChain::reads_anchor_grad`]), else empty. Each row's
-    /// pre-clip norm `[K, 1]`.
+    /// The next step: the term, clip, decay, the rule's links and `x ← x − l·u` over tensors,
+    /// each row with its learning rate l at the step if it steps, else left as it is (a client
+    /// past its last step); `aux`: each row's starting model's gradient on its batch when the
+    /// term reads it ([`DeviceChain::reads_anchor_grad`]), else empty. Each row's pre-clip norm
+    /// `[K, 1]`.
     pub fn step(
         &mut self,
         x: &mut [Tensor<2>],
         g: &mut [Tensor<2>],
         aux: &[Tensor<2>],
-        ctx: &[Ctx],
-        active: &[bool],
     ) -> Option<Tensor<2>> {
-        let device = x.first()?.device();
-        let mask = (!active.iter().all(|&a| a)).then(|| {
-            let k = active.len();
-            Tensor::<1, Bool>::from_data(TensorData::new(active.to_vec(), [k]), &device)
-                .reshape([k, 1])
-        });
         let mut s = TensorStep {
             u: g,
             x,
             aux,
-            ctx,
-            active: mask,
+            steps: &self.steps,
+            active: self.steps.active(),
             norm: None,
         };
         self.term.update_tensors(&mut s);
@@ -165,19 +171,11 @@ impl DeviceChain {
             l.update_tensors(&mut s);
         }
         let norm = s.norm;
-        // the learning rate of each stepping row, or 1 where a link applied it; 0 elsewhere
-        let scaled = self.rule.iter().any(|l| l.applies_lr());
-        let rates: Vec<f32> = (ctx.iter().zip(active))
-            .map(|(c, &a)| match (a, scaled) {
-                (false, _) => 0.0,
-                (true, true) => 1.0,
-                (true, false) => c.lr as f32,
-            })
-            .collect();
-        let rate = RowFactor::new(&rates, &device);
+        let rate = self.steps.at(&self.steps.rate);
         for (x, u) in x.iter_mut().zip(g.iter()) {
-            *x = x.clone() - rate.times(u.clone());
+            *x = x.clone() - u.clone() * rate.clone();
         }
+        self.steps.advance();
         norm
     }
 

@@ -29,6 +29,6 @@ mod resident;
 mod trainer;
 mod work;
 
-pub use chain::{ClipDecay, DeviceChain, HostChain};
+pub use chain::{ClipDecay, DeviceChain, HostChain, StepPlan};
 pub use trainer::Trainer;
 pub use work::{LocalStats, Work, local_steps, step_masks};

@@ -16,13 +16,13 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::chain::DeviceChain;
 use super::deferred::{Deferred, read_f32};
-use super::draw::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
+use super::draw::{Drawn, batches_of, draw, groups, input_of, stopped};
 use super::objectives::Objectives;
 use super::work::{LocalStats, Work, step_masks};
 use crate::data::FedData;
 use crate::model::copies::Stacked;
 use crate::model::{Model, Outputs3};
-use crate::optim::{Ctx, Moments, upload_rows};
+use crate::optim::{Moments, upload_rows};
 use crate::rng::Rng;
 
 /// What the device steps read: the model, the device and the clients' objectives.
@@ -59,12 +59,11 @@ impl Resident<'_> {
                 break;
             }
             let drawn = draw(data, works, &mut batches, rngs, step, self.device);
-            let ctx: Vec<Ctx> = works.iter().map(|w| ctx_at(data, w, step)).collect();
             let groups = groups(drawn);
             let who: Vec<(usize, usize)> = groups.iter().flatten().map(|d| (d.k, d.len)).collect();
             let numbers;
             let masks: Vec<u64> = works.iter().map(|w| step_masks(w, step)).collect();
-            (x, numbers) = self.step(x, &start, groups, chain, &ctx, &masks);
+            (x, numbers) = self.step(x, &start, groups, chain, &masks);
             if let Some(t) = numbers {
                 pending.push(t);
                 trained.push((step, who));
@@ -97,10 +96,9 @@ impl Resident<'_> {
         start: &[Tensor<2>],
         groups: Vec<Vec<Drawn>>,
         chain: &mut DeviceChain,
-        ctx: &[Ctx],
         masks: &[u64],
     ) -> (Vec<Tensor<2>>, Option<Tensor<1>>) {
-        let n = ctx.len();
+        let n = masks.len();
         let leaves = leaves_of(&x);
         let starts = leaves_of(start);
         let (mut per, mut at_start) = (Vec::new(), Vec::new());
@@ -133,9 +131,7 @@ impl Resident<'_> {
         let mut g = grad_of(&leaves, &x);
         let aux = grad_of(&starts, start);
         drop(grads);
-        let mut active = vec![false; n];
-        groups.iter().flatten().for_each(|d| active[d.k] = true);
-        let norm = chain.step(&mut x, &mut g, &aux, ctx, &active);
+        let norm = chain.step(&mut x, &mut g, &aux);
         if let Some(nm) = norm {
             losses.push(nm.reshape([n]));
         }

@@ -13,7 +13,7 @@
 
 use burn::tensor::{Device, Int, Tensor};
 
-use super::chain::{ClipDecay, DeviceChain, HostChain};
+use super::chain::{ClipDecay, DeviceChain, HostChain, StepPlan};
 use super::draw::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
 use super::objectives::Objectives;
 use super::resident::Resident;
@@ -93,7 +93,7 @@ impl Trainer {
         // the objectives read the model while the steps write the buffers
         let model = self.model.clone();
         let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device);
-        let mut stats = match self.device_chain(&plans, works) {
+        let mut stats = match self.device_chain(data, &plans, works) {
             Some(mut chain) => {
                 let resident = Resident {
                     model: &model,
@@ -168,15 +168,22 @@ impl Trainer {
         stats
     }
 
-    /// The chain on the device (`run.local_step`), when the plans' chains run there.
-    fn device_chain(&self, plans: &[ClientPlan], works: &[Work]) -> Option<DeviceChain> {
+    /// The chain on the device (`run.local_step`), when the plans' chains run there, with the
+    /// steps of `works`' clients on `data`.
+    fn device_chain(
+        &self,
+        data: &FedData,
+        plans: &[ClientPlan],
+        works: &[Work],
+    ) -> Option<DeviceChain> {
         if !self.device_step {
             return None;
         }
         let ranges = self.model.layout().ranges();
         let pr: Vec<_> = plans.iter().map(|p| (&p.term, &p.rule)).collect();
         let anchors: Vec<&[f32]> = works.iter().map(|w| w.anchor).collect();
-        DeviceChain::new(&pr, &anchors, self.base, &ranges, &self.device)
+        let plan = step_plan(data, works);
+        DeviceChain::new(&pr, &anchors, self.base, &ranges, &plan, &self.device)
     }
 
     /// One forward and backward of the clients `group` (batches of one size) with their
@@ -231,6 +238,20 @@ impl Trainer {
                 .for_each(|(a, g)| *a += wgt * *g as f64);
         }
         acc.into_iter().map(|a| a as f32).collect()
+    }
+}
+
+/// Each client's context at each of the cohort's steps, and whether it takes part (a client
+/// past its last step does not).
+fn step_plan<'a>(data: &FedData, works: &[Work]) -> StepPlan<'a> {
+    let steps = works.iter().map(|w| w.steps).max().unwrap_or(0);
+    StepPlan {
+        ctx: (0..steps)
+            .map(|s| works.iter().map(|w| ctx_at(data, w, s)).collect())
+            .collect(),
+        active: (0..steps)
+            .map(|s| works.iter().map(|w| s < w.steps).collect())
+            .collect(),
     }
 }
 
