@@ -355,7 +355,9 @@ fn cohort_keys_are_checked() {
 /// The local losses that read the logits, the features and the starting model's outputs
 /// (FedLC's calibrated cross-entropy, FedNTD's not-true distillation, FedDecorr's
 /// decorrelation) computed on each client's slice of the stacked outputs: each client as alone,
-/// host and device step, the MLP and the CNN.
+/// host and device step, the MLP and the CNN. The frozen models a loss reads (FedNTD's and
+/// MOON's starting model, MOON's previous one) run stacked for a group's clients, gathered when
+/// a group is some of them (unequal data: short last batches).
 #[test]
 fn the_local_losses_that_stack_train_each_client_as_alone() {
     for alg in ["fedlc", "fedntd", "feddecorr"] {
@@ -365,6 +367,15 @@ fn the_local_losses_that_stack_train_each_client_as_alone() {
             &["model.kind=\"tiny-cnn\"", &a, "run.local_step=\"device\""],
             &[2, 0],
         );
+    }
+    let dir = common::TempDir::new("cohort-frozen-partition");
+    let sets = unequal(&dir);
+    for (alg, step) in [("fedntd", "host"), ("moon", "device")] {
+        let mut s: Vec<String> = sets.clone();
+        s.push(format!("fl.algorithm=\"{alg}\""));
+        s.push(format!("run.local_step=\"{step}\""));
+        let s: Vec<&str> = s.iter().map(String::as_str).collect();
+        agree(&s, &[0, 1, 2, 3]);
     }
 }
 

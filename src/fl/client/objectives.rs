@@ -1,32 +1,43 @@
 //! Each client's objective on its slice of the K copies' outputs: the cross-entropy, or its
 //! plan's local loss, with the frozen models that loss reads (the starting model, MOON's
 //! previous local model, FedMLB's global model for its branches) evaluated on the client's own
-//! batch as when it trains alone; and the gradient of the starting model on the client's batch,
+//! batch as when it trains alone (the group's clients' frozen models as one stacked forward,
+//! each copy on its client's batch); and the gradient of the starting model on the client's batch,
 //! with the step's dropout masks, for the terms that read it (Mime's).
 
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::draw::Drawn;
+use super::draw::{Drawn, input_of};
 use crate::fl::losses::cross_entropy;
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
 use crate::model::copies::Stacked;
 use crate::model::{Model, Outputs, Outputs3};
+use crate::optim::upload_rows;
 
 /// What one client's objective reads.
 struct Client<'a> {
     loss: Option<&'a dyn LocalLoss>,
-    /// Its frozen models, in the plan's order: indices into [`Objectives::nets`].
+    /// Its frozen models, in the plan's order, one copy each (for a loss that runs them itself:
+    /// FedMLB's branches): indices into [`Objectives::nets`].
     frozen: Vec<usize>,
-    frozen_outputs: bool,
+    /// How many frozen models' outputs its loss reads (the first of [`Objectives::stacks`]).
+    outputs: usize,
     anchor_grad: bool,
 }
 
 /// The objectives of the clients of one training call, client by client. The clients of a call
-/// start from one model (a round's broadcast), so the starting model is loaded once.
+/// start from one model (a round's broadcast), so the starting model is loaded once. The frozen
+/// models whose outputs a loss reads run once a step for all the clients of a group, stacked as
+/// the trained copies are: the j-th frozen model of every client is row k of `stacks[j]`.
 pub struct Objectives<'a> {
+    model: &'a Model,
     clients: Vec<Client<'a>>,
-    /// The frozen models, one copy each: the starting model first when a loss reads it.
+    /// The frozen models a loss runs itself, one copy each: the starting model first when one
+    /// is the starting model.
     nets: Vec<Stacked<'a>>,
+    /// The frozen models whose outputs the losses read: for the j-th of the clients' plans, each
+    /// parameter tensor as `[K, n]` rows, row k client k's (zeros where it has none).
+    stacks: Vec<Vec<Tensor<2>>>,
     /// The starting model with gradient, when a client's term reads its gradient.
     anchor: Option<Stacked<'a>>,
 }
@@ -39,16 +50,16 @@ impl<'a> Objectives<'a> {
         anchor: &[f32],
         device: &Device,
     ) -> Self {
+        let runs_own = |p: &ClientPlan| !p.frozen_outputs;
         let mut nets = Vec::new();
-        let reads_anchor = plans
-            .iter()
+        let reads_anchor = (plans.iter().filter(|p| runs_own(p)))
             .any(|p| p.frozen.iter().any(|f| matches!(f, Frozen::Anchor)));
         if reads_anchor {
             nets.push(Stacked::frozen(model, &[anchor], device));
         }
         let mut clients = Vec::with_capacity(plans.len());
         for p in plans {
-            let frozen = p.frozen.iter().map(|f| match f {
+            let frozen = p.frozen.iter().filter(|_| runs_own(p)).map(|f| match f {
                 Frozen::Anchor => 0,
                 Frozen::Params(x) => {
                     nets.push(Stacked::frozen(model, &[x], device));
@@ -58,14 +69,30 @@ impl<'a> Objectives<'a> {
             clients.push(Client {
                 loss: p.loss,
                 frozen: frozen.collect(),
-                frozen_outputs: p.frozen_outputs,
+                outputs: if runs_own(p) { 0 } else { p.frozen.len() },
                 anchor_grad: p.term.anchor_grad != 0.0,
             });
         }
+        let slots = clients.iter().map(|c| c.outputs).max().unwrap_or(0);
+        let ranges = model.layout().ranges();
+        let stacks = (0..slots)
+            .map(|j| {
+                let rows: Vec<Option<&[f32]>> = (plans.iter().zip(&clients))
+                    .map(|(p, c)| match p.frozen.get(j).filter(|_| j < c.outputs) {
+                        Some(Frozen::Anchor) => Some(anchor),
+                        Some(Frozen::Params(x)) => Some(*x),
+                        None => None,
+                    })
+                    .collect();
+                upload_rows(&rows, &ranges, device)
+            })
+            .collect();
         let grad = clients.iter().any(|c| c.anchor_grad);
         Objectives {
+            model,
             clients,
             nets,
+            stacks,
             anchor: grad.then(|| Stacked::new(model, &[anchor], device)),
         }
     }
@@ -93,6 +120,7 @@ impl<'a> Objectives<'a> {
             return Stacked::losses(out.logits, ys);
         }
         let b = out.logits.dims()[1];
+        let stacked = self.frozen_outputs(group);
         let per = group.iter().enumerate().map(|(i, d)| {
             let own = out.copy(i);
             let y = ys.clone().narrow(0, i * b, b);
@@ -101,8 +129,8 @@ impl<'a> Objectives<'a> {
                 return cross_entropy(own.logits, y);
             };
             let models: Vec<&Stacked> = c.frozen.iter().map(|&j| &self.nets[j]).collect();
-            let frozen: Vec<Outputs> = (models.iter().filter(|_| c.frozen_outputs))
-                .map(|m| m.outputs(d.input.clone(), None).copy(0).detach())
+            let frozen: Vec<Outputs> = (stacked.iter().take(c.outputs))
+                .map(|o| o.copy(i).detach())
                 .collect();
             loss.loss(&LossInput {
                 out: &own,
@@ -112,5 +140,36 @@ impl<'a> Objectives<'a> {
             })
         });
         Tensor::cat(per.collect(), 0)
+    }
+
+    /// The outputs of the group's clients' frozen models on their batches, the j-th of every
+    /// client as one stacked forward (`[k, b, …]`, copy i the group's i-th client's), for each
+    /// j a client of the group reads.
+    fn frozen_outputs(&self, group: &[Drawn]) -> Vec<Outputs3> {
+        let slots = group.iter().map(|d| self.clients[d.k].outputs).max();
+        let (Some(slots), Some(first)) = (slots, self.stacks.first()) else {
+            return Vec::new();
+        };
+        let (n, k) = (self.clients.len(), group.len());
+        // the group's rows: all of them, or gathered (one index upload)
+        let idx = (k < n).then(|| {
+            let idx: Vec<i64> = group.iter().map(|d| d.k as i64).collect();
+            Tensor::<1, Int>::from_data(TensorData::new(idx, [k]), &first[0].device())
+        });
+        (self.stacks.iter().take(slots))
+            .map(|rows| {
+                let params = (rows.iter())
+                    .map(|r| {
+                        let r = match &idx {
+                            None => r.clone(),
+                            Some(idx) => r.clone().select(0, idx.clone()),
+                        };
+                        let len = r.dims()[1];
+                        Tensor::from_inner(r.reshape([k * len]))
+                    })
+                    .collect();
+                Stacked::of(self.model, params, k).outputs(input_of(group), None)
+            })
+            .collect()
     }
 }
