@@ -486,3 +486,47 @@ fn linear_matches_burn_values_and_gradients_at_any_thread_count() {
         check(ours.3, lin.bias.as_ref().unwrap().grad(&g).unwrap(), "db");
     }
 }
+
+/// The K copies' dropout mask in one op (the device form, from the seeds as a tensor) is each
+/// copy's mask alone, side by side along the axis: for each layout, copy c's part (narrowed
+/// along the axis) equals `dropout::values` of copy c's seed, and multiplying it in is what
+/// `run.kernels = "burn"` does copy by copy. A mask whose copies took one seed, or whose index
+/// ran over the whole tensor instead of the copy's part, fails it.
+#[test]
+fn the_copies_dropout_mask_is_each_copys_mask_alone() {
+    use burn::tensor::TensorData;
+    use fedrun::kernels::dropout::{Mask, values};
+    use fedrun::kernels::ext_mask::{quarters, seed_of};
+    let device = Device::flex();
+    let seeds = [0x0123_4567_89ab_cdefu64, 42, u64::MAX - 5];
+    assert!(seeds.iter().all(|&s| seed_of(&quarters(s)) == s));
+    for (shape, axis) in [
+        (vec![3 * 50], 0),
+        (vec![2, 3 * 4, 5, 5], 1),
+        (vec![3 * 7, 9, 11], 0),
+        (vec![4, 6, 3 * 8], 2),
+    ] {
+        for prob in [0.1, 0.5] {
+            let like = Tensor::<1>::zeros([shape.iter().product::<usize>()], &device);
+            let q: Vec<f32> = seeds.iter().flat_map(|&s| quarters(s)).collect();
+            let st = Tensor::<2>::from_data(TensorData::new(q, [3, 4]), &device);
+            let like = like.reshape::<4, _>(pad4(&shape));
+            let ax = axis + 4 - shape.len();
+            let mask = fedrun::kernels::dropout_mask(&like, st, ax, prob);
+            let n = mask.dims()[ax] / 3;
+            for (c, &s) in seeds.iter().enumerate() {
+                let part = mask.clone().narrow(ax, c * n, n);
+                let got = part.into_data().try_to_vec::<f32>().unwrap();
+                let want = values(got.len(), Mask::new(s, prob));
+                assert!(got == want, "{shape:?} axis {axis}, p {prob}: copy {c}");
+            }
+        }
+    }
+}
+
+/// `shape` with leading ones to rank 4.
+fn pad4(shape: &[usize]) -> [usize; 4] {
+    let mut out = [1; 4];
+    out[4 - shape.len()..].copy_from_slice(shape);
+    out
+}

@@ -243,6 +243,40 @@ fn row_sums_are_right_over_long_rows() {
     }
 }
 
+/// The K copies' dropout mask drawn on the GPU backend (a kernel reading each copy's seed from a
+/// tensor) is flex's, bit for bit: the hash's u32 arithmetic, the copies side by side along an
+/// inner axis, and over 2^16 elements.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn the_gpu_dropout_mask_is_flexs() {
+    use burn::tensor::{Device, Tensor, TensorData};
+    use fedrun::kernels::ext_mask::quarters;
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0;
+    let seeds = [0xfedc_ba98_7654_3210u64, 7, 1 << 40];
+    let q: Vec<f32> = seeds.iter().flat_map(|&s| quarters(s)).collect();
+    for (shape, axis) in [([5, 3 * 16, 33, 31], 1), ([3 * 2, 40, 30, 30], 0)] {
+        for prob in [0.1, 0.5] {
+            let mask = |d: &Device| {
+                let like = Tensor::<4>::zeros(shape, d);
+                let st = Tensor::<2>::from_data(TensorData::new(q.clone(), [3, 4]), d);
+                fedrun::kernels::dropout_mask(&like, st, axis, prob)
+                    .into_data()
+                    .convert::<f32>()
+                    .try_to_vec::<f32>()
+                    .unwrap()
+            };
+            let (gpu, flex) = (mask(&dev), mask(&Device::flex()));
+            let differ = gpu.iter().zip(&flex).filter(|(a, b)| a != b).count();
+            assert!(
+                differ == 0,
+                "{shape:?} axis {axis}, p {prob}: {differ} values differ"
+            );
+        }
+    }
+}
+
 /// fedrun's convolution on the GPU backends (its kernel rule: implicit GEMM where it can be set
 /// up, burn's direct kernels otherwise; on lavapipe's f32 the latter) gives burn's convolution:
 /// the output and the gradients of the input, the weight and the bias, strided and padded.

@@ -34,6 +34,18 @@ impl Mask {
     }
 }
 
+impl Mask {
+    /// The keep threshold: element `i` is kept iff its hash is below it.
+    pub fn threshold(&self) -> u32 {
+        self.threshold
+    }
+
+    /// The value of a kept element of the mask, `1/(1 − p)`.
+    pub fn scale(&self) -> f32 {
+        self.scale
+    }
+}
+
 /// A 32-bit integer hash with good avalanche (Wellons' "lowbias32").
 #[inline(always)]
 fn mix(mut x: u32) -> u32 {

@@ -2,7 +2,8 @@
 //! contiguous flex tensors. Each op is an extension of its own, as burn's backend-extension
 //! crates are: the convolution (`ext_conv.rs`), GroupNorm (`ext_norm.rs`), max-pooling
 //! (`ext_pool.rs`), the linear layer (`ext_linear.rs`), the LSTM (`ext_lstm.rs`), the
-//! activations and dropout (`ext_act.rs`).
+//! activations and dropout (`ext_act.rs`), the K copies' dropout mask from seeds on the device
+//! (`ext_mask.rs`).
 
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::backend::{Bytes, DType, Shape};

@@ -26,9 +26,12 @@ mod ext_gpu_gather;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 mod ext_gpu_lstm;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod ext_gpu_mask;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 mod ext_gpu_norm;
 mod ext_linear;
 mod ext_lstm;
+pub mod ext_mask;
 mod ext_norm;
 mod ext_pool;
 pub mod fpu;
@@ -57,6 +60,7 @@ use ext_conv::FrConv;
 use ext_gather::FrGather;
 use ext_linear::CpuLinear;
 use ext_lstm::FrRecurrent;
+use ext_mask::FrMask;
 use ext_norm::FrNorm;
 use ext_pool::CpuPool;
 
@@ -383,29 +387,61 @@ pub fn batch_stat_norm(x: Tensor<4>, gamma: Tensor<1>, beta: Tensor<1>, eps: f64
     y * gamma.reshape([1, c, 1, 1]) + beta.reshape([1, c, 1, 1])
 }
 
-/// Dropout of probability `prob` on `x` with the mask of `seed` ([`dropout::Mask`]: a pure
-/// function of the seed and the element's index): fedrun's kernel on flex (the mask recomputed
-/// in the backward pass), the same mask uploaded and multiplied elsewhere.
-pub fn dropout_seeded<const D: usize>(
+/// Dropout of probability `prob` on `x`, whose axis `axis` holds K copies side by side, copy
+/// c's part with the mask of `seeds[c]` ([`dropout::Mask`]: a pure function of the seed and the
+/// element's index in the copy's part): fedrun's kernel on flex, copy by copy (the mask
+/// recomputed in the backward pass); elsewhere the K copies' mask in one op on the device
+/// ([`ext_mask::FrMask`], from the seeds as a `[K, 4]` tensor), multiplied in.
+pub fn dropout_copies<const D: usize>(
     x: Tensor<D>,
-    seed: u64,
+    seeds: &[u64],
+    axis: usize,
     prob: f64,
     kernels: Kernels,
 ) -> Tensor<D> {
-    if prob <= 0.0 {
+    if prob <= 0.0 || seeds.is_empty() {
         return x;
     }
-    let mask = dropout::Mask::new(seed, prob);
     if kernels == Kernels::Fedrun && is_flex(&x.device()) {
-        return Tensor::from_dispatch(<burn::backend::Dispatch as CpuActivations>::fr_dropout(
-            x.into_dispatch(),
-            seed,
-            prob,
-        ));
+        let one = |x: Tensor<D>, seed: u64| -> Tensor<D> {
+            Tensor::from_dispatch(<burn::backend::Dispatch as CpuActivations>::fr_dropout(
+                x.into_dispatch(),
+                seed,
+                prob,
+            ))
+        };
+        if let [seed] = seeds {
+            return one(x, *seed);
+        }
+        let n = x.dims()[axis] / seeds.len();
+        let parts = (seeds.iter().enumerate())
+            .map(|(i, &s)| one(x.clone().narrow(axis, i * n, n), s))
+            .collect();
+        return Tensor::cat(parts, axis);
     }
-    let (shape, device) = (x.shape(), x.device());
-    let values = dropout::values(shape.num_elements(), mask);
-    x * Tensor::<D>::from_data(burn::tensor::TensorData::new(values, shape), &device)
+    let q: Vec<f32> = seeds.iter().flat_map(|&s| ext_mask::quarters(s)).collect();
+    let k = seeds.len();
+    let seeds = Tensor::<2>::from_data(burn::tensor::TensorData::new(q, [k, 4]), &x.device());
+    let mask = dropout_mask(&x, seeds, axis, prob);
+    x * mask
+}
+
+/// The dropout mask of `like`'s shape for the copies side by side along `axis`, copy c's from
+/// its seed, row c of `seeds` (`[K, 4]`, the seed's 16-bit quarters as f32, on the device).
+pub fn dropout_mask<const D: usize>(
+    like: &Tensor<D>,
+    seeds: Tensor<2>,
+    axis: usize,
+    prob: f64,
+) -> Tensor<D> {
+    let copies = seeds.dims()[0];
+    Tensor::from_dispatch(<burn::backend::Dispatch as FrMask>::fr_dropout_mask(
+        like.clone().into_dispatch(),
+        seeds.into_dispatch(),
+        axis,
+        copies,
+        prob,
+    ))
 }
 
 /// `x·w + b` (`x` `[m, k]`, `w` `[k, n]`, `b` `[n]`): on fedrun's dense kernel for a large

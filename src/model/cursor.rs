@@ -4,7 +4,7 @@
 
 use burn::tensor::Tensor;
 
-use crate::kernels::{Kernels, dropout_seeded, is_flex, linear_of};
+use crate::kernels::{Kernels, dropout_copies, is_flex, linear_of};
 use crate::rng::{Rng, Stream};
 
 /// The K copies' parameters in the layout's order, taken one tensor at a time as a model's
@@ -137,15 +137,10 @@ impl<'a> Cursor<'a> {
         };
         let site = self.site;
         self.site += 1;
-        let seed = |s: u64| Rng::derive(s, Stream::Dropout, &[site]).next_u64();
-        if seeds.len() == 1 {
-            return dropout_seeded(x, seed(seeds[0]), p, self.kernels);
-        }
-        let n = x.dims()[axis] / seeds.len();
-        let parts = seeds.iter().enumerate().map(|(i, &s)| {
-            dropout_seeded(x.clone().narrow(axis, i * n, n), seed(s), p, self.kernels)
-        });
-        Tensor::cat(parts.collect(), axis)
+        let own: Vec<u64> = (seeds.iter())
+            .map(|&s| Rng::derive(s, Stream::Dropout, &[site]).next_u64())
+            .collect();
+        dropout_copies(x, &own, axis, p, self.kernels)
     }
 }
 

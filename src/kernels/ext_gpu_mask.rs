@@ -1,0 +1,95 @@
+//! The dropout mask of K copies on the GPU backends, the `Cube` side of
+//! [`super::ext_mask::FrMask`]: one kernel, a thread per value, that computes the hash of
+//! [`super::dropout`] (Wellons' lowbias32, twice) in u32 arithmetic from the copy's seed read
+//! from the seeds tensor: the same values as the CPU kernel, bit for bit.
+
+use burn::backend::{DType, Shape, TensorMetadata};
+use burn_cubecl::CubeBackend;
+use burn_cubecl::cubecl;
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
+use burn_cubecl::tensor::CubeTensor;
+use cubecl::prelude::*;
+use cubecl::{CubeDim, calculate_cube_count_elemwise};
+
+use super::dropout::Mask;
+use super::ext_mask::{FrMask, split};
+
+/// Wellons' lowbias32 (as `dropout::mix`).
+#[cube]
+fn mix(x: u32) -> u32 {
+    let a = x ^ (x >> 16u32);
+    let b = a * 0x7feb_352du32;
+    let c = b ^ (b >> 15u32);
+    let d = c * 0x846c_a68bu32;
+    d ^ (d >> 16u32)
+}
+
+/// A thread per value of `out`, seen as `[outer, copies, per]`.
+#[cube(launch)]
+fn dropout_mask(
+    seeds: &Tensor<f32>,
+    out: &mut Tensor<f32>,
+    copies: u32,
+    per: u32,
+    threshold: u32,
+    scale: f32,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let pos = u32::cast_from(ABSOLUTE_POS);
+    let r = pos % (copies * per);
+    let c = r / per;
+    let i = (pos / (copies * per)) * per + r % per;
+    let at = (c * 4u32) as usize;
+    let lo = u32::cast_from(seeds[at]) | (u32::cast_from(seeds[at + 1]) << 16u32);
+    let hi = u32::cast_from(seeds[at + 2]) | (u32::cast_from(seeds[at + 3]) << 16u32);
+    let h = mix(mix(i ^ lo) + hi);
+    let mut v = 0.0f32;
+    if h < threshold {
+        v = scale;
+    }
+    out[ABSOLUTE_POS] = v;
+}
+
+impl FrMask for CubeBackend {
+    fn fr_dropout_mask(
+        like: CubeTensor,
+        seeds: CubeTensor,
+        axis: usize,
+        copies: usize,
+        prob: f64,
+    ) -> CubeTensor {
+        let seeds = into_contiguous(seeds);
+        assert!(
+            seeds.dtype == DType::F32,
+            "fedrun's dropout mask takes f32 seed quarters, not {:?}",
+            seeds.dtype
+        );
+        let dims = like.shape().to_vec();
+        let (_, per) = split(&dims, axis, copies);
+        let out = empty_device_contiguous_dtype(
+            like.client.clone(),
+            like.device.clone(),
+            Shape::from(dims.clone()),
+            DType::F32,
+        );
+        let n: usize = dims.iter().product();
+        let m = Mask::new(0, prob);
+        let dim = CubeDim::new(&like.client, n);
+        let count = calculate_cube_count_elemwise(&like.client, n, dim);
+        dropout_mask::launch(
+            &like.client,
+            count,
+            dim,
+            seeds.into_tensor_arg(),
+            out.clone().into_tensor_arg(),
+            copies as u32,
+            per as u32,
+            m.threshold(),
+            m.scale(),
+        );
+        out
+    }
+}
