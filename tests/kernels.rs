@@ -2,6 +2,8 @@
 //! b, over a table of shapes (kernel 1/3/5, stride 1/2, padding 0/1/2, batch 1 and 50, channel
 //! counts that are not multiples of the vector width, non-contiguous inputs).
 
+mod common;
+
 use burn::nn::PaddingConfig2d;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::tensor::{Device, Distribution, Tensor};
@@ -529,4 +531,12 @@ fn pad4(shape: &[usize]) -> [usize; 4] {
     let mut out = [1; 4];
     out[4 - shape.len()..].copy_from_slice(shape);
     out
+}
+
+/// The K copies' convolution as batched products (the GPU backends' cohort form) is burn's
+/// grouped convolution, value and gradients, over the models' geometries (flex here, lavapipe
+/// in tests/wgpu.rs).
+#[test]
+fn the_copies_convolution_as_batched_products_is_the_grouped_convolution() {
+    common::conv_copies::check(&Device::flex().autodiff(), 1e-5);
 }

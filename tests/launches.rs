@@ -50,4 +50,47 @@ fn the_gpu_lstm_launches_two_kernels_a_step_each_way() {
     );
     let burns = launches(Kernels::Burn, 40);
     assert!(3 * long <= burns, "{long} launches against burn's {burns}");
+    the_copies_convolution_launches_as_many_kernels_at_any_k(&dev);
+}
+
+/// A cohort's convolution (the CIFAR CNN's first layer, 3→64, 5×5, batch 10) forward and
+/// backward as batched products launches as many kernels for 50 copies as for one (burn's
+/// grouped convolution: a weight-gradient launch or more per copy). Counted at K = 1, 10, 50;
+/// printed for docs/PERFORMANCE.md.
+fn the_copies_convolution_launches_as_many_kernels_at_any_k(dev: &burn::tensor::Device) {
+    use burn::backend::ops::ConvOptions;
+    use burn::tensor::{Distribution, Tensor};
+    use fedrun::fl::engine::launches::count;
+    let dev = dev.clone().autodiff();
+    let launches = |k: usize, batched: bool| {
+        let u = Distribution::Uniform(-1.0, 1.0);
+        let x = Tensor::<4>::random([10, 3 * k, 32, 32], u, &dev);
+        let w = Tensor::<4>::random([64 * k, 3, 5, 5], u, &dev).require_grad();
+        let b = Tensor::<1>::random([64 * k], u, &dev).require_grad();
+        let o = ConvOptions::new([1, 1], [0, 0], [1, 1], k);
+        // once to upload the gather index, then counted
+        for counted in [false, true] {
+            let (_, n) = count(&dev, || {
+                let y = if batched {
+                    fedrun::kernels::conv2d_batched(x.clone(), w.clone(), Some(b.clone()), &o)
+                } else {
+                    burn::tensor::module::conv2d(x.clone(), w.clone(), Some(b.clone()), o.clone())
+                };
+                let _ = y.sum().backward();
+            });
+            if counted {
+                return n.expect("wgpu counts its launches");
+            }
+        }
+        unreachable!()
+    };
+    let ours: Vec<u64> = [1, 10, 50].iter().map(|&k| launches(k, true)).collect();
+    let burns: Vec<u64> = [1, 10, 50].iter().map(|&k| launches(k, false)).collect();
+    println!(
+        "copies' convolution launches at K = 1, 10, 50: batched {ours:?}, burn's grouped {burns:?}"
+    );
+    assert!(
+        ours[1] == ours[0] && ours[2] == ours[0],
+        "batched products: {ours:?} launches at K = 1, 10, 50"
+    );
 }

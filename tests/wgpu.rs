@@ -277,6 +277,17 @@ fn the_gpu_dropout_mask_is_flexs() {
     }
 }
 
+/// The K copies' convolution as batched products (a cohort's convolutions on the GPU backends)
+/// is burn's grouped convolution on lavapipe, value and gradients.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn the_copies_convolution_as_batched_products_is_the_grouped_convolution_on_wgpu() {
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0;
+    common::conv_copies::check(&dev.autodiff(), 1e-4);
+}
+
 /// fedrun's convolution on the GPU backends (its kernel rule: implicit GEMM where it can be set
 /// up, burn's direct kernels otherwise; on lavapipe's f32 the latter) gives burn's convolution:
 /// the output and the gradients of the input, the weight and the bias, strided and padded.

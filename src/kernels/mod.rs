@@ -10,6 +10,7 @@
 //! has a GPU side of its own there (`ext_gpu_lstm.rs`).
 
 pub mod activation;
+mod batched_conv;
 pub mod conv;
 mod conv_nchw;
 mod conv_nhwc;
@@ -55,6 +56,7 @@ use burn::nn::{Dropout, GroupNorm, Linear};
 use burn::tensor::activation::relu as relu_op;
 use burn::tensor::{Device, Distribution, Tensor};
 
+pub use batched_conv::conv2d_batched;
 use ext_act::CpuActivations;
 use ext_conv::FrConv;
 use ext_gather::FrGather;
@@ -342,9 +344,11 @@ pub fn dropout<const D: usize>(d: &Dropout, x: Tensor<D>, kernels: Kernels) -> T
 }
 
 /// The K copies' convolution on their maps side by side in the channels (`[b, K·c, h, w]`,
-/// weights `[K·o, c, kh, kw]`, bias `[K·o]`): one grouped convolution, or on flex with fedrun's
-/// kernels each copy's own (burn's grouped convolution takes a slower direct path there, and
-/// rounds unlike fedrun's kernels that one client at a time uses).
+/// weights `[K·o, c, kh, kw]`, bias `[K·o]`): on flex with fedrun's kernels each copy's own
+/// (burn's grouped convolution takes a slower direct path there, and rounds unlike fedrun's
+/// kernels that one client at a time uses); on the GPU backends with fedrun's kernels batched
+/// products ([`conv2d_batched`]: launches that do not grow with K); else burn's grouped
+/// convolution.
 pub fn conv2d_copies(
     x: Tensor<4>,
     w: Tensor<4>,
@@ -353,6 +357,9 @@ pub fn conv2d_copies(
     kernels: Kernels,
 ) -> Tensor<4> {
     let k = o.groups;
+    if k > 1 && kernels == Kernels::Fedrun && on_cube(&x.device()) && o.dilation == [1, 1] {
+        return conv2d_batched(x, w, b, &o);
+    }
     if !(kernels == Kernels::Fedrun && is_flex(&x.device())) || k == 1 {
         return conv2d_of(x, w, b, o, kernels);
     }

@@ -2,6 +2,7 @@
 //! formats.
 #![allow(dead_code)]
 
+pub mod conv_copies;
 pub mod simd;
 pub mod stacked;
 

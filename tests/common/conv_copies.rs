@@ -1,0 +1,75 @@
+//! The K copies' convolution as batched products against burn's grouped convolution, on a
+//! device: the output and the gradients of the input, the weight and the bias.
+
+use burn::backend::ops::ConvOptions;
+use burn::tensor::{Device, Distribution, Tensor};
+
+/// The largest difference of `a` from `b`, relative to `b`'s largest magnitude.
+fn rel<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
+    let a = a.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+    let b = b.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
+    a.iter()
+        .zip(&b)
+        .fold(0f32, |m, (x, y)| m.max((x - y).abs()))
+        / scale
+}
+
+/// The geometries of the models' convolutions: (copies, in, out, map, kernel, stride, pad).
+pub const CASES: &[(usize, usize, usize, usize, usize, usize, usize)] = &[
+    (1, 3, 4, 9, 3, 1, 1),
+    (3, 3, 6, 10, 5, 1, 0),
+    (3, 4, 5, 9, 3, 2, 1),
+    (2, 4, 6, 8, 1, 2, 0),
+    (4, 2, 3, 7, 3, 1, 1),
+    // ResNet-18's first stage: a large map
+    (3, 16, 16, 32, 3, 1, 1),
+    // ResNet-18's last stages: wide channels on small maps
+    (3, 128, 256, 4, 3, 2, 1),
+    (3, 256, 256, 2, 3, 1, 1),
+    (3, 128, 256, 4, 1, 2, 0),
+];
+
+/// Check every case of [`CASES`] on `device` (an autodiff device) to `tol`.
+pub fn check(device: &Device, tol: f32) {
+    for &(k, c, o, m, ks, s, p) in CASES {
+        let opts = ConvOptions::new([s, s], [p, p], [1, 1], k);
+        let u = Distribution::Uniform(-1.0, 1.0);
+        let x = Tensor::<4>::random([2, k * c, m, m], u, device);
+        let w = Tensor::<4>::random([k * o, c, ks, ks], u, device);
+        let b = Tensor::<1>::random([k * o], u, device);
+        // a loss that weighs each output differently, the same for both forms
+        let side = (m + 2 * p - ks) / s + 1;
+        let dims = [2, k * o, side, side];
+        let n: usize = dims.iter().product();
+        let wv: Vec<f32> = (0..n)
+            .map(|i| 0.5 + (i * 37 % 101) as f32 / 101.0)
+            .collect();
+        let wts = Tensor::<4>::from_data(burn::tensor::TensorData::new(wv, dims), device);
+        let run = |batched: bool| {
+            let (x, w, b) = (
+                x.clone().require_grad(),
+                w.clone().require_grad(),
+                b.clone().require_grad(),
+            );
+            let y = if batched {
+                fedrun::kernels::conv2d_batched(x.clone(), w.clone(), Some(b.clone()), &opts)
+            } else {
+                burn::tensor::module::conv2d(x.clone(), w.clone(), Some(b.clone()), opts.clone())
+            };
+            let g = (y.clone() * wts.clone()).sum().backward();
+            let gx = x.grad(&g).unwrap();
+            let gw = w.grad(&g).unwrap();
+            let gb = b.grad(&g).unwrap();
+            (y.inner(), gx, gw, gb)
+        };
+        let (y1, x1, w1, b1) = run(true);
+        let (y0, x0, w0, b0) = run(false);
+        let tag = format!("K {k}, {c}→{o}, {m}², kernel {ks}, stride {s}, pad {p}");
+        assert_eq!(y1.dims(), y0.dims(), "{tag}: shape");
+        let errs = [rel(y1, y0), rel(x1, x0), rel(w1, w0), rel(b1, b0)];
+        for (e, what) in errs.iter().zip(["output", "dx", "dw", "db"]) {
+            assert!(*e <= tol, "{tag}: {what} off by {e:e}");
+        }
+    }
+}
