@@ -8,8 +8,6 @@
 
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
-use super::transform::Ctx;
-
 /// The step tables of a training and the step index ([`Steps::at`] reads a table there).
 pub struct Steps {
     /// Each row's learning rate l at each step.
@@ -25,29 +23,28 @@ pub struct Steps {
 }
 
 impl Steps {
-    /// The tables of `ctx[s][k]` (row k's context at step s) and `active[s][k]` (whether it
-    /// steps), `scaled`: whether the chain applies the learning rate itself.
-    pub fn new(ctx: &[Vec<Ctx>], active: &[Vec<bool>], scaled: bool, device: &Device) -> Self {
+    /// The tables of `lr[s][k]` (row k's learning rate at step s) and `active[s][k]` (whether
+    /// it steps), `scaled`: whether the chain applies the learning rate itself.
+    pub fn new(lr: &[Vec<f64>], active: &[Vec<bool>], scaled: bool, device: &Device) -> Self {
         let device = &device.clone().without_autodiff();
-        let rows = ctx
+        let rows = lr
             .first()
             .map_or(active.first().map_or(0, Vec::len), Vec::len);
-        let lr = |c: &Ctx| c.lr as f32;
-        let rate = |(c, &a): (&Ctx, &bool)| match (a, scaled) {
+        let rate = |(&l, &a): (&f64, &bool)| match (a, scaled) {
             (false, _) => 0.0,
             (true, true) => 1.0,
-            (true, false) => c.lr as f32,
+            (true, false) => l as f32,
         };
         let per_step =
-            |f: &dyn Fn(usize) -> Vec<f32>| -> Vec<Vec<f32>> { (0..ctx.len()).map(f).collect() };
+            |f: &dyn Fn(usize) -> Vec<f32>| -> Vec<Vec<f32>> { (0..lr.len()).map(f).collect() };
         Steps {
             lr: table(
-                &per_step(&|s| ctx[s].iter().map(lr).collect()),
+                &per_step(&|s| lr[s].iter().map(|&l| l as f32).collect()),
                 rows,
                 device,
             ),
             rate: table(
-                &per_step(&|s| ctx[s].iter().zip(&active[s]).map(rate).collect()),
+                &per_step(&|s| lr[s].iter().zip(&active[s]).map(rate).collect()),
                 rows,
                 device,
             ),

@@ -143,7 +143,7 @@ impl DeviceChain {
             term: DeviceTerm::new(&terms, anchors, &plan.ctx, ranges, device),
             base: base.device(),
             rule,
-            steps: Steps::new(&plan.ctx, &plan.active, scaled, device),
+            steps: Steps::new(&lr_of(&plan.ctx), &plan.active, scaled, device),
         })
     }
 
@@ -199,4 +199,11 @@ impl DeviceChain {
         }
         log
     }
+}
+
+/// Each row's learning rate at each step, from their contexts.
+fn lr_of(ctx: &[Vec<Ctx>]) -> Vec<Vec<f64>> {
+    ctx.iter()
+        .map(|s| s.iter().map(|c| c.lr).collect())
+        .collect()
 }
