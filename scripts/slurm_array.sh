@@ -10,20 +10,26 @@
 #   fedrun report results/sweep_wd          # once the array is done
 #
 # What each task asks for; set them here or on sbatch's command line (which wins):
-#   --gres=gpu:1      one GPU, for `run.backend = "cuda"` or "vulkan" (a CPU run on flex needs
-#                     none: delete the line or give `--gres=none`);
+#   --gres=gpu:1      one GPU, only for `run.backend = "cuda"` or "vulkan": give it on sbatch's
+#                     command line for such a spec (the shipped configs run on the CPU, flex);
+#   --mem=SIZE        the task's memory: `fedrun check --config SPEC` prints the run's peak
+#                     estimate ("memory: about … at its peak"); ask for it with a margin. fedrun
+#                     reads the job's cgroup limit and refuses a spec over it before it starts;
 #   --time=HH:MM:SS   the task's time limit: a run that reaches it stops and is resumed from its
-#                     checkpoint when the task is submitted again (the same line, the same
-#                     folder); pair it with `--set run.checkpoint_minutes=M` (M well under the
-#                     limit) so that a stop loses at most M minutes, whatever a round lasts;
-#   --signal=B:TERM@120   SIGTERM to this script 120 s before the limit; `exec` below makes the
-#                     run this script's process, so the run itself gets it and stops within a
-#                     local step, keeping its last checkpoint, long before Slurm's SIGKILL.
+#                     checkpoint (the same line, the same folder); pair it with `--set
+#                     run.checkpoint_minutes=M` (M well under the limit) so that a stop loses at
+#                     most M minutes, whatever a round lasts;
+#   --signal=B:TERM@120   SIGTERM to this script 120 s before the limit: the script passes it to
+#                     the run, which stops within a local step, keeps its last checkpoint and
+#                     exits with status 75; the script then requeues the task (`scontrol
+#                     requeue`, allowed by --requeue), which resumes the run, so that an array
+#                     finishes without hands. Any other exit status is the task's.
 #SBATCH --job-name=fedrun
 #SBATCH --cpus-per-task=2
-#SBATCH --gres=gpu:1
+#SBATCH --mem=8G
 #SBATCH --time=04:00:00
 #SBATCH --signal=B:TERM@120
+#SBATCH --requeue
 #SBATCH --output=fedrun_%A_%a.out
 set -euo pipefail
 file="${1:?usage: sbatch --array=1-N scripts/slurm_array.sh COMMANDS_FILE}"
@@ -36,5 +42,26 @@ fi
 # one thread per core Slurm gave the task
 export RAYON_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
 echo "[task $id] $line" >&2
-# the run replaces this shell, so that Slurm's signal (--signal=B:...) reaches it
-eval "exec $line"
+# the run as this script's child, which gets Slurm's early signal (--signal=B:...) from the trap
+set +e
+( eval "exec $line" ) &
+pid=$!
+trap 'kill -TERM "$pid" 2> /dev/null' TERM INT
+wait "$pid"
+rc=$?
+# a signal interrupts `wait`: wait again until the run has stopped, for its own status
+while kill -0 "$pid" 2> /dev/null; do
+    wait "$pid"
+    rc=$?
+done
+# stopped by the signal with its checkpoint kept (75): requeue the task, which resumes the run
+if [ "$rc" -eq 75 ]; then
+    job="${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}}"
+    job="${job:-${SLURM_JOB_ID:-}}"
+    if [ -n "$job" ] && scontrol requeue "$job"; then
+        echo "[task $id] stopped at the time limit: requeued as job $job, to resume" >&2
+        exit 0
+    fi
+    echo "[task $id] stopped by a signal: submit the task again to resume it" >&2
+fi
+exit "$rc"

@@ -12,7 +12,14 @@ pub enum Error {
     Io(String, std::io::Error),
     /// Anything else the run could not do.
     Run(String),
+    /// A run or a sweep stopped by a signal, resumable by the same command (exit status
+    /// [`STOPPED`]: a scheduler's script requeues it).
+    Stopped(String),
 }
+
+/// The exit status of a run or sweep stopped by a signal and resumable (`EX_TEMPFAIL`: try
+/// again), apart from 1 for every other error.
+pub const STOPPED: i32 = 75;
 
 impl Error {
     pub fn io(what: impl Into<String>, e: std::io::Error) -> Self {
@@ -26,7 +33,7 @@ impl fmt::Display for Error {
             Error::Config(m) => write!(f, "config error: {m}"),
             Error::Data(m) => write!(f, "data error: {m}"),
             Error::Io(m, e) => write!(f, "{m}: {e}"),
-            Error::Run(m) => write!(f, "{m}"),
+            Error::Run(m) | Error::Stopped(m) => write!(f, "{m}"),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The `fedrun` binary: parse the command line and run it (`cli`); an error is one line on
-//! stderr and exit status 1.
+//! stderr and exit status 1, or 75 for a run or sweep stopped by a signal (resumable).
 
 use clap::Parser;
 
@@ -33,6 +33,7 @@ fn main() {
     }
     if let Err(e) = fedrun::cli::main_with(cli) {
         eprintln!("error: {e}");
-        std::process::exit(1);
+        let stopped = matches!(e, fedrun::error::Error::Stopped(_));
+        std::process::exit(if stopped { fedrun::error::STOPPED } else { 1 });
     }
 }

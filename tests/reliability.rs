@@ -609,10 +609,12 @@ fn a_checkpoint_interval_in_minutes_bounds_what_a_signal_loses() {
 }
 
 /// Slurm's early signal (`--signal=B:TERM@…`, sent to the batch script) reaches the run that
-/// `scripts/slurm_array.sh` starts: the run is the script's own process (`exec`), so it stops as
-/// a run does, interrupted and resumable, instead of going on as an orphan of a killed shell.
+/// `scripts/slurm_array.sh` starts, which stops as a run does (interrupted, its checkpoint kept,
+/// exit status 75), and the script then requeues its task (a fake `scontrol` on the PATH
+/// records the call) and ends well, so that an array finishes without hands; no orphan goes
+/// on. The script asks for memory and a requeue, and no GPU by default.
 #[test]
-fn the_slurm_script_passes_the_signal_to_its_run() {
+fn the_slurm_script_passes_the_signal_to_its_run_and_requeues_it() {
     let d = TempDir::new("slurm-signal");
     let cfg = long_spec(d.path(), 40, 2);
     let out = d.path().join("out");
@@ -630,16 +632,34 @@ fn the_slurm_script_passes_the_signal_to_its_run() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm_array.sh");
     let text = std::fs::read_to_string(&script).unwrap();
     for asked in [
-        "#SBATCH --gres=",
+        "#SBATCH --mem=",
         "#SBATCH --time=",
         "#SBATCH --signal=B:TERM@",
+        "#SBATCH --requeue",
     ] {
         assert!(text.contains(asked), "the script asks for {asked}");
     }
+    assert!(!text.contains("#SBATCH --gres"), "a GPU only when asked");
+    let (bin, calls) = (d.path().join("bin"), d.path().join("scontrol.log"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = format!("#!/bin/sh\necho \"$@\" >> {}\n", calls.display());
+    std::fs::write(bin.join("scontrol"), fake).unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(bin.join("scontrol"))
+        .status()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let task = Command::new("bash")
         .arg(&script)
         .arg(&cmds)
         .env("SLURM_ARRAY_TASK_ID", "1")
+        .env("SLURM_ARRAY_JOB_ID", "77")
+        .env("PATH", path)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -649,6 +669,9 @@ fn the_slurm_script_passes_the_signal_to_its_run() {
     let o = terminate(task);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("stopping: signal received"), "{err}");
+    assert!(o.status.success(), "the requeued task ends well: {err}");
+    let logged = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(logged.trim(), "requeue 77_1", "{err}");
     let rows = std::fs::read_to_string(&csv).unwrap();
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(
@@ -721,4 +744,75 @@ fn an_automatic_cohort_fits_its_memory_budget() {
     assert!(spec(&[]).to_toml().contains("cohort = \"auto\""));
     let e = fedrun::schema::parse("[run]\ncohort = \"many\"\n", "t", &[]).unwrap_err();
     assert!(e.to_string().contains("cohort"), "{e}");
+}
+
+/// The memory limit read as clusters enforce it: what is left under the process's cgroup limit
+/// (v2 `memory.max` less `memory.current`, v1 `memory.limit_in_bytes` less its usage, the
+/// tightest of the cgroup and those above it; "max" and v1's near-2⁶³ are no limit), and Slurm's
+/// `--mem` from its environment.
+#[test]
+fn the_memory_limit_is_the_cgroups_and_slurms() {
+    use fedrun::fl::engine::memory_limit::{cgroup, slurm};
+    let d = TempDir::new("cgroup");
+    let write = |p: &str, v: &str| {
+        let f = d.path().join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, v).unwrap();
+    };
+    // v2: the job's cgroup limits, its parent does not
+    write("job/step/memory.max", "400000000\n");
+    write("job/step/memory.current", "100000000\n");
+    write("job/memory.max", "max\n");
+    let l = cgroup(d.path(), "0::/job/step\n").expect("a v2 limit");
+    assert_eq!(l.bytes, 300_000_000);
+    assert!(l.source.contains("memory.max"), "{}", l.source);
+    // a parent tighter than the cgroup binds
+    write("job/memory.max", "200000000\n");
+    assert_eq!(
+        cgroup(d.path(), "0::/job/step\n").unwrap().bytes,
+        200_000_000
+    );
+    // v1 (a hybrid's memory controller): no limit on the cgroup, one at the container's root
+    write("memory/ctr/memory.limit_in_bytes", "9223372036854771712\n");
+    write("memory/memory.limit_in_bytes", "500000000\n");
+    write("memory/memory.usage_in_bytes", "0\n");
+    let v1 = "4:memory:/ctr\n3:cpu:/\n";
+    assert_eq!(cgroup(d.path(), v1).unwrap().bytes, 500_000_000);
+    assert!(
+        cgroup(d.path(), "3:cpu:/\n").is_none(),
+        "no memory controller, no limit"
+    );
+    // Slurm: per node, or per CPU times the CPUs
+    let env = |vars: &'static [(&'static str, &'static str)]| {
+        move |k: &str| vars.iter().find(|v| v.0 == k).map(|v| v.1.to_string())
+    };
+    let node = slurm(env(&[("SLURM_MEM_PER_NODE", "400")])).unwrap();
+    assert_eq!(node.bytes, 400 << 20);
+    assert!(node.source.contains("--mem"), "{}", node.source);
+    let cpu = slurm(env(&[
+        ("SLURM_MEM_PER_CPU", "100"),
+        ("SLURM_CPUS_ON_NODE", "4"),
+    ]));
+    assert_eq!(cpu.unwrap().bytes, 400 << 20);
+    assert!(slurm(env(&[])).is_none());
+}
+
+/// Inside a job whose cgroup allows 40 MB, `fedrun check` refuses the quickstart (about 1 GB at
+/// its peak) and names the job's limit, where before it read only the machine's free memory
+/// and passed (the run was then killed by the kernel with no message).
+#[test]
+fn check_refuses_a_spec_over_the_jobs_memory_limit() {
+    let d = TempDir::new("cgroup-check");
+    // the limit at the root of both hierarchies, so that it binds whatever the cgroup path
+    std::fs::write(d.path().join("memory.max"), "40000000\n").unwrap();
+    std::fs::create_dir_all(d.path().join("memory")).unwrap();
+    std::fs::write(d.path().join("memory/memory.limit_in_bytes"), "40000000\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fedrun"))
+        .args(["check", "--no-data"])
+        .env("FEDRUN_CGROUP_ROOT", d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "check passed inside 40 MB: {err}");
+    assert!(err.contains("memory limit"), "the limit is named: {err}");
 }

@@ -61,7 +61,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         wait_acknowledged();
     }
     if opts.stopping() && s.status == Status::Interrupted {
-        return Err(Error::Run(format!("{}: {}", dir.display(), s.message)));
+        return Err(Error::Stopped(format!("{}: {}", dir.display(), s.message)));
     }
     if a.spec.config.is_none() && s.status == Status::Complete {
         draw_quickstart(&dir);

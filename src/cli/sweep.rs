@@ -96,7 +96,7 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
         .is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst))
     {
         wait_acknowledged();
-        return Err(Error::Run(format!(
+        return Err(Error::Stopped(format!(
             "sweep stopped by a signal: its running points are interrupted (each resumes from its last checkpoint) and the rest not run; run the same command to go on ({})",
             out.join("sweep.csv").display()
         )));

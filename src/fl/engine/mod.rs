@@ -31,6 +31,7 @@ pub mod launches;
 mod local_trainer;
 mod lock;
 pub mod membership;
+pub mod memory_limit;
 mod options;
 pub mod resources;
 mod round;

@@ -9,13 +9,21 @@ use crate::data::{FedData, Sample};
 use crate::error::{Error, Result};
 use crate::model::size::{estimate, size_keys};
 
-/// Bytes a run may use: the machine's available memory (`MemAvailable` in `/proc/meminfo`), or
-/// None where it cannot be read (then nothing is refused for size).
+use super::memory_limit;
+
+/// Bytes a run may use: the smallest of the machine's available memory, what is left under the
+/// process's cgroup limit and Slurm's `--mem` ([`memory_limit::limit`]), or None where none can
+/// be read (then nothing is refused for size).
 pub fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kb.checked_mul(1024)
+    memory_limit::limit().map(|l| l.bytes)
+}
+
+/// Where a budget of `budget` bytes comes from, for a refusal.
+fn budget_source(budget: u64) -> String {
+    match memory_limit::limit() {
+        Some(l) if l.bytes == budget => l.source,
+        _ => "the run's memory budget".into(),
+    }
 }
 
 /// `n` bytes in the largest unit that keeps it above 1.
@@ -40,9 +48,10 @@ fn fits(bytes: u128, budget: u64, keys: &str, what: &str) -> Result<()> {
         return Ok(());
     }
     Err(Error::Config(format!(
-        "{keys}: {what} would take {} of memory; this machine has {} available (lower the key, or run on a larger machine)",
+        "{keys}: {what} would take {} of memory; {} is available: {} (lower the key, or ask for more memory)",
         human(bytes),
-        human(budget as u128)
+        human(budget as u128),
+        budget_source(budget)
     )))
 }
 
@@ -203,7 +212,19 @@ pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
         let what = "a model copy per client trained at once";
         fits(data + model_bytes(size.params, copies), budget, &key, what)?;
     }
-    Ok(())
+    // the whole estimate: with a training step's activations (a batch of `local.batch_size`
+    // for every client trained at once) or an evaluation batch's
+    let m = memory(spec);
+    let keys = format!(
+        "keys `local.batch_size` = {}, `fl.eval_batch_size` = {}",
+        spec.local.batch_size, spec.fl.eval_batch_size
+    );
+    fits(
+        m.peak(),
+        budget,
+        &keys,
+        "the run's estimated peak (data, model copies and a step's activations)",
+    )
 }
 
 /// Check a batch's activations once the data is loaded, with the batches as they will be: a
