@@ -19,16 +19,17 @@
 #                     checkpoint (the same line, the same folder); pair it with `--set
 #                     run.checkpoint_minutes=M` (M well under the limit) so that a stop loses at
 #                     most M minutes, whatever a round lasts;
-#   --signal=B:TERM@120   SIGTERM to this script 120 s before the limit: the script passes it to
-#                     the run, which stops within a local step, keeps its last checkpoint and
-#                     exits with status 75; the script then requeues the task (`scontrol
+#   --signal=B:USR1@120   SIGUSR1 to this script 120 s before the limit: the script sends the
+#                     run SIGTERM, the run stops within a local step, keeps its last checkpoint
+#                     and exits with status 75, and the script requeues the task (`scontrol
 #                     requeue`, allowed by --requeue), which resumes the run, so that an array
-#                     finishes without hands. Any other exit status is the task's.
+#                     finishes without hands. A SIGTERM to the script (`scancel`) stops the run
+#                     the same way without a requeue. Any other exit status is the task's.
 #SBATCH --job-name=fedrun
 #SBATCH --cpus-per-task=2
 #SBATCH --mem=8G
 #SBATCH --time=04:00:00
-#SBATCH --signal=B:TERM@120
+#SBATCH --signal=B:USR1@120
 #SBATCH --requeue
 #SBATCH --output=fedrun_%A_%a.out
 set -euo pipefail
@@ -42,10 +43,13 @@ fi
 # one thread per core Slurm gave the task
 export RAYON_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
 echo "[task $id] $line" >&2
-# the run as this script's child, which gets Slurm's early signal (--signal=B:...) from the trap
+# the run as this script's child: Slurm's early signal (USR1) and a cancel (TERM) reach it as
+# SIGTERM; only the early signal requeues
 set +e
 ( eval "exec $line" ) &
 pid=$!
+limit=0
+trap 'limit=1; kill -TERM "$pid" 2> /dev/null' USR1
 trap 'kill -TERM "$pid" 2> /dev/null' TERM INT
 wait "$pid"
 rc=$?
@@ -54,8 +58,8 @@ while kill -0 "$pid" 2> /dev/null; do
     wait "$pid"
     rc=$?
 done
-# stopped by the signal with its checkpoint kept (75): requeue the task, which resumes the run
-if [ "$rc" -eq 75 ]; then
+# stopped at the time limit with its checkpoint kept (75): requeue the task, which resumes the run
+if [ "$rc" -eq 75 ] && [ "$limit" -eq 1 ]; then
     job="${SLURM_ARRAY_JOB_ID:+${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}}"
     job="${job:-${SLURM_JOB_ID:-}}"
     if [ -n "$job" ] && scontrol requeue "$job"; then

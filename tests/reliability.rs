@@ -608,11 +608,12 @@ fn a_checkpoint_interval_in_minutes_bounds_what_a_signal_loses() {
     assert!(s.rounds >= 3, "{s:?}");
 }
 
-/// Slurm's early signal (`--signal=B:TERM@…`, sent to the batch script) reaches the run that
-/// `scripts/slurm_array.sh` starts, which stops as a run does (interrupted, its checkpoint kept,
-/// exit status 75), and the script then requeues its task (a fake `scontrol` on the PATH
-/// records the call) and ends well, so that an array finishes without hands; no orphan goes
-/// on. The script asks for memory and a requeue, and no GPU by default.
+/// Slurm's early signal (`--signal=B:USR1@…`, sent to the batch script) reaches the run that
+/// `scripts/slurm_array.sh` starts as SIGTERM, and the run stops as a run does (interrupted,
+/// its checkpoint kept, exit status 75); the script then requeues its task (a fake `scontrol`
+/// on the PATH records the call) and ends well, so that an array finishes without hands; no
+/// orphan goes on. A SIGTERM to the script (a cancel) stops the run without a requeue. The
+/// script asks for memory and a requeue, and no GPU by default.
 #[test]
 fn the_slurm_script_passes_the_signal_to_its_run_and_requeues_it() {
     let d = TempDir::new("slurm-signal");
@@ -634,7 +635,7 @@ fn the_slurm_script_passes_the_signal_to_its_run_and_requeues_it() {
     for asked in [
         "#SBATCH --mem=",
         "#SBATCH --time=",
-        "#SBATCH --signal=B:TERM@",
+        "#SBATCH --signal=B:USR1@",
         "#SBATCH --requeue",
     ] {
         assert!(text.contains(asked), "the script asks for {asked}");
@@ -659,14 +660,20 @@ fn the_slurm_script_passes_the_signal_to_its_run_and_requeues_it() {
         .arg(&cmds)
         .env("SLURM_ARRAY_TASK_ID", "1")
         .env("SLURM_ARRAY_JOB_ID", "77")
-        .env("PATH", path)
+        .env("PATH", &path)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let csv = out.join("t/rounds.csv");
     wait_for_lines(&csv, 2);
-    let o = terminate(task);
+    // Slurm's early signal (--signal=B:USR1@…)
+    let kill = Command::new("kill")
+        .args(["-USR1", &task.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = task.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("stopping: signal received"), "{err}");
     assert!(o.status.success(), "the requeued task ends well: {err}");
@@ -681,6 +688,27 @@ fn the_slurm_script_passes_the_signal_to_its_run_and_requeues_it() {
     );
     let s = Summary::read(&out.join("t")).unwrap();
     assert_eq!(s.status, Status::Interrupted, "{s:?}");
+    // a cancel: the run resumes, is stopped by SIGTERM to the script, and nothing is requeued
+    let task = Command::new("bash")
+        .arg(&script)
+        .arg(&cmds)
+        .env("SLURM_ARRAY_TASK_ID", "1")
+        .env("SLURM_ARRAY_JOB_ID", "77")
+        .env("PATH", &path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&csv, rows.lines().count() + 1);
+    let o = terminate(task);
+    assert_eq!(
+        o.status.code(),
+        Some(75),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let logged = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(logged.trim(), "requeue 77_1", "a cancel requeues nothing");
 }
 
 /// The synthetic MLP (hidden 200) with `clients` clients, all of them in every round, batches of
