@@ -655,16 +655,7 @@ fn the_slurm_script_passes_the_signal_to_its_run_and_requeues_it() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let task = Command::new("bash")
-        .arg(&script)
-        .arg(&cmds)
-        .env("SLURM_ARRAY_TASK_ID", "1")
-        .env("SLURM_ARRAY_JOB_ID", "77")
-        .env("PATH", &path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let task = slurm_task(&script, &cmds, &path);
     let csv = out.join("t/rounds.csv");
     wait_for_lines(&csv, 2);
     // Slurm's early signal (--signal=B:USR1@…)
@@ -689,16 +680,7 @@ fn the_slurm_script_passes_the_signal_to_its_run_and_requeues_it() {
     let s = Summary::read(&out.join("t")).unwrap();
     assert_eq!(s.status, Status::Interrupted, "{s:?}");
     // a cancel: the run resumes, is stopped by SIGTERM to the script, and nothing is requeued
-    let task = Command::new("bash")
-        .arg(&script)
-        .arg(&cmds)
-        .env("SLURM_ARRAY_TASK_ID", "1")
-        .env("SLURM_ARRAY_JOB_ID", "77")
-        .env("PATH", &path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let task = slurm_task(&script, &cmds, &path);
     wait_for_lines(&csv, rows.lines().count() + 1);
     let o = terminate(task);
     assert_eq!(
@@ -709,6 +691,20 @@ fn the_slurm_script_passes_the_signal_to_its_run_and_requeues_it() {
     );
     let logged = std::fs::read_to_string(&calls).unwrap_or_default();
     assert_eq!(logged.trim(), "requeue 77_1", "a cancel requeues nothing");
+}
+
+/// Task 1 of array job 77 of the Slurm script over `cmds`, with `path` as its PATH.
+fn slurm_task(script: &Path, cmds: &Path, path: &str) -> Child {
+    Command::new("bash")
+        .arg(script)
+        .arg(cmds)
+        .env("SLURM_ARRAY_TASK_ID", "1")
+        .env("SLURM_ARRAY_JOB_ID", "77")
+        .env("PATH", path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// The synthetic MLP (hidden 200) with `clients` clients, all of them in every round, batches of

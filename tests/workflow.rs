@@ -1164,3 +1164,50 @@ fn check_lists_the_algorithms_the_error_lists() {
     assert!(named.len() >= 24, "{named:?}");
     assert_eq!(shown, named);
 }
+
+/// What a new user met (#69, items 9 and 11), each said plainly: a count key gives the same
+/// rule for 0 and for a negative value; an empty config file is refused instead of running
+/// every default; `plot` given a CSV file says runs are read from folders and names the file's
+/// folder; `check --data-dir DIR` prints the folder it checks as `data.path`.
+#[test]
+fn a_new_users_slips_get_plain_messages() {
+    for key in ["run.cohort", "local.batch_size"] {
+        let rules: Vec<String> = ["0", "-2"]
+            .iter()
+            .map(|v| {
+                let o = fedrun(&["check", "--no-data", "--set", &format!("{key}={v}")]);
+                assert!(!o.status.success(), "{key} = {v} passed");
+                let e = stderr(&o);
+                let at = e.find("must be").unwrap_or_else(|| panic!("{e}"));
+                e[at..e.find(", got").unwrap_or(e.len())].to_string()
+            })
+            .collect();
+        assert_eq!(rules[0], rules[1], "{key}: one rule for 0 and -2");
+    }
+    let d = TempDir::new("new-user");
+    let empty = d.path().join("empty.toml");
+    std::fs::write(&empty, "# a study\n\n").unwrap();
+    let o = fedrun(&["check", "--no-data", "--config", empty.to_str().unwrap()]);
+    assert!(!o.status.success(), "an empty config passed");
+    assert!(stderr(&o).contains("is empty"), "{}", stderr(&o));
+    let csv = d.path().join("rounds.csv");
+    std::fs::write(&csv, "round,test_acc\n1,0.5\n").unwrap();
+    let png = d.path().join("p.png");
+    let o = fedrun(&["plot", csv.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("is a file") && e.contains(&d.path().display().to_string()),
+        "{e}"
+    );
+    let dir = d.path().to_str().unwrap();
+    let o = fedrun(&[
+        "check",
+        "--config",
+        config("cifar_fedavg.toml").to_str().unwrap(),
+        "--data-dir",
+        dir,
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&format!("path = \"{dir}")), "{out}");
+}

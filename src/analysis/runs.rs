@@ -338,6 +338,22 @@ pub fn resolve_key(groups: &[Group], key: &str) -> Result<String> {
     }
 }
 
+/// Why `paths` hold no run: no run folder in them, and for a file (a run's `rounds.csv`, a
+/// sweep's `sweep.csv`) that runs are read from folders, with the folder that holds it.
+fn no_runs(paths: &[PathBuf]) -> String {
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let mut why = format!("no run folders (with spec.toml) in: {}", names.join(", "));
+    if let Some(f) = paths.iter().find(|p| p.is_file()) {
+        let dir = f.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = dir.map_or(".".into(), |d| d.display().to_string());
+        why.push_str(&format!(
+            "; {} is a file: runs are read from their folders (each with spec.toml and rounds.csv) or from a folder of them, such as {dir}",
+            f.display()
+        ));
+    }
+    why
+}
+
 /// The runs named on the command line: a folder with `spec.toml` is a run; any other folder
 /// contributes the run folders inside it (sorted by name). What is neither (a sweep's `.log`
 /// files and `sweep.csv`, which a shell glob over a sweep folder brings along, or a folder
@@ -375,14 +391,7 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<Run>> {
         }
     }
     if out.is_empty() {
-        return Err(Error::Data(format!(
-            "no run folders (with spec.toml) in: {}",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(Error::Data(no_runs(paths)));
     }
     if !skipped.is_empty() {
         eprintln!(

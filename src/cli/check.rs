@@ -25,13 +25,15 @@ pub struct CheckArgs {
 }
 
 pub fn check(a: &CheckArgs) -> Result<()> {
-    let mut spec = a.spec.load()?;
+    let spec = a.spec.load()?;
     // the run's own gates: work that can finish, sizes this machine can hold
     use crate::fl::engine::resources::{available_memory, check_spec, check_work, memory};
     check_work(&spec, None)?;
     if let Some(budget) = available_memory() {
         check_spec(&spec, budget)?;
     }
+    // the spec as the run will record it: `data.path` the `--data-dir` given
+    let mut spec = crate::data::recorded(&spec, a.data_dir.as_deref());
     let reads = tables_of(&spec.fl.algorithm);
     for t in tables() {
         if !reads.contains(&t.name()) {

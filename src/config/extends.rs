@@ -24,10 +24,24 @@ pub fn resolve(path: &Path) -> Result<String> {
     toml::to_string(&table).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
 }
 
+/// Refuse a spec file `path` whose `text` is empty or only comments: it would run every default
+/// (a 1,000-round CIFAR-10 study) in silence.
+pub(crate) fn not_empty(text: &str, path: &Path) -> Result<()> {
+    let empty = (text.lines().map(str::trim)).all(|l| l.is_empty() || l.starts_with('#'));
+    match empty {
+        false => Ok(()),
+        true => Err(Error::Config(format!(
+            "config {} is empty (or only comments): a spec names at least its data set; `fedrun check --config configs/cifar_fedavg.toml` prints a complete one, and `fedrun` alone runs the quickstart",
+            path.display()
+        ))),
+    }
+}
+
 /// The table of `path` over its bases; `chain` holds the files read so far.
 fn read(path: &Path, chain: &mut Vec<PathBuf>) -> Result<toml::Table> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::io(format!("cannot read config {}", path.display()), e))?;
+    not_empty(&text, path)?;
     let here = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     if chain.contains(&here) || chain.len() >= MAX_DEPTH {
         let files: Vec<String> = chain.iter().map(|p| p.display().to_string()).collect();

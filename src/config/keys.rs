@@ -65,7 +65,8 @@ fn check_value(v: &toml::Value, expected: &toml::Value, path: &str, origin: &str
         // integers are counts and sizes, never negative, except where the default is (a
         // sentinel such as `run.init_seed = -1`, whose own check says what it accepts)
         (V::Integer(i), V::Integer(d)) if *i < 0 && *d >= 0 => Err(Error::Config(format!(
-            "{origin}: key `{path}` must be a non-negative integer, got {i}"
+            "{origin}: {}, got {i}",
+            super::validate::count_rule(path)
         ))),
         // lists hold counts (`local.lr_milestones`): never negative either
         (V::Array(items), V::Array(_)) => {

@@ -18,6 +18,7 @@ impl Spec {
     pub fn load(path: &Path, overrides: &[String], schema: &Schema) -> Result<Spec> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::io(format!("cannot read config {}", path.display()), e))?;
+        super::extends::not_empty(&text, path)?;
         Self::parse(&text, &path.display().to_string(), overrides, schema)
     }
 
