@@ -585,6 +585,13 @@ fn a_signal_to_a_sweep_stops_its_running_point_too() {
     let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
     assert!(csv.contains("t__seed=0,interrupted"), "{csv}");
     assert!(csv.contains("t__seed=1,not run"), "{csv}");
+    // the sweep says why a point was not run, and that it stopped resumably (status 75)
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("t__seed=1: not run: the sweep was stopped by a signal"),
+        "{said}"
+    );
+    assert_eq!(o.status.code(), Some(75), "{err}");
 }
 
 /// `run.checkpoint_minutes` bounds in time what a signal loses: with checkpoints by round count

@@ -301,6 +301,7 @@ pub fn run(base: &Spec, o: &SweepOptions) -> Result<Vec<(Point, String, Summary)
                 s.unwrap_or_else(|| Summary {
                     status: Status::NotRun,
                     name: n,
+                    message: not_run_because(o),
                     ..Default::default()
                 }),
             )
@@ -547,6 +548,16 @@ fn write_csv(path: &Path, axes: &[Axis], rows: &[(Point, String, Summary)]) -> R
         ));
     }
     crate::io::write_atomic(path, s.as_bytes())
+}
+
+/// Why a point was not run: the sweep stopped by a signal, or after a divergence
+/// (`--stop-on-divergence`).
+fn not_run_because(o: &SweepOptions) -> String {
+    let signalled = (o.stop.as_ref()).is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst));
+    match signalled {
+        true => "the sweep was stopped by a signal before it started; run the same sweep to run it".into(),
+        false => "the sweep stopped before it started (--stop-on-divergence: a point diverged); run the sweep without it to run it".into(),
+    }
 }
 
 #[cfg(test)]
