@@ -345,7 +345,12 @@ fn resumes_to_the_whole_runs_csv(cfg: &Path, out: &Path, whole: &Path) {
             .arg(dir)
             .output()
             .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        if dir == out {
+            // the round it resumes after, and the one it runs next
+            assert!(err.contains("after round") && err.contains("next"), "{err}");
+        }
     }
     assert_eq!(
         without_time(&out.join("t/rounds.csv")),

@@ -76,7 +76,13 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
     let restored = match resume {
         Some(_) => {
             let (p, csv) = dir.restore(&mut ex)?;
-            eprintln!("resuming {} at round {}", dir.path().display(), p.next);
+            eprintln!(
+                "resuming {} after round {} of {} (its checkpoint): round {} next",
+                dir.path().display(),
+                p.next,
+                spec.fl.rounds,
+                p.next + 1
+            );
             Some((p, csv))
         }
         None => None,
