@@ -53,6 +53,33 @@ fn check_table(t: &toml::Table, schema: &toml::Table, prefix: &str, origin: &str
     Ok(())
 }
 
+/// The count keys that must be at least 1 (the others at least 0).
+pub const AT_LEAST_ONE: &[&str] = &[
+    "run.cohort",
+    "data.num_clients",
+    "data.shards_per_client",
+    "model.layers",
+    "model.heads",
+    "fl.rounds",
+    "fl.clients_per_round",
+    "fl.eval_every",
+    "fl.eval_batch_size",
+    "local.steps",
+    "local.batch_size",
+];
+
+/// What a count key accepts, for its errors: the same words for a 0 and for a negative value
+/// (`run.cohort` also takes `"auto"`).
+pub fn count_rule(key: &str) -> String {
+    let least = if AT_LEAST_ONE.contains(&key) { 1 } else { 0 };
+    let auto = if key == "run.cohort" {
+        ", or \"auto\""
+    } else {
+        ""
+    };
+    format!("key `{key}` must be a whole number >= {least}{auto}")
+}
+
 /// The integer keys that also take the string `"auto"`.
 const AUTO_KEYS: &[&str] = &["run.cohort"];
 
@@ -66,7 +93,7 @@ fn check_value(v: &toml::Value, expected: &toml::Value, path: &str, origin: &str
         // sentinel such as `run.init_seed = -1`, whose own check says what it accepts)
         (V::Integer(i), V::Integer(d)) if *i < 0 && *d >= 0 => Err(Error::Config(format!(
             "{origin}: {}, got {i}",
-            super::validate::count_rule(path)
+            count_rule(path)
         ))),
         // lists hold counts (`local.lr_milestones`): never negative either
         (V::Array(items), V::Array(_)) => {

@@ -51,42 +51,18 @@ pub fn positive(key: &str, v: f64) -> Result<()> {
     }
 }
 
-/// The count keys that must be at least 1 (the others at least 0).
-pub const AT_LEAST_ONE: &[&str] = &[
-    "run.cohort",
-    "data.num_clients",
-    "data.shards_per_client",
-    "model.layers",
-    "model.heads",
-    "fl.rounds",
-    "fl.clients_per_round",
-    "fl.eval_every",
-    "fl.eval_batch_size",
-    "local.steps",
-    "local.batch_size",
-];
-
-/// What a count key accepts, for its errors: the same words for a 0 and for a negative value
-/// (`run.cohort` also takes `"auto"`).
-pub fn count_rule(key: &str) -> String {
-    let least = if AT_LEAST_ONE.contains(&key) { 1 } else { 0 };
-    let auto = if key == "run.cohort" {
-        ", or \"auto\""
-    } else {
-        ""
-    };
-    format!("key `{key}` must be a whole number >= {least}{auto}")
-}
-
 pub fn at_least_one(key: &str, v: usize) -> Result<()> {
     debug_assert!(
-        AT_LEAST_ONE.contains(&key),
+        super::keys::AT_LEAST_ONE.contains(&key),
         "{key} is listed in AT_LEAST_ONE"
     );
     if v >= 1 {
         Ok(())
     } else {
-        Err(Error::Config(format!("{}, got {v}", count_rule(key))))
+        Err(Error::Config(format!(
+            "{}, got {v}",
+            super::keys::count_rule(key)
+        )))
     }
 }
 
