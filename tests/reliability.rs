@@ -783,7 +783,8 @@ fn an_automatic_cohort_fits_its_memory_budget() {
 }
 
 /// The memory limit read as clusters enforce it: what is left under the process's cgroup limit
-/// (v2 `memory.max` less `memory.current`, v1 `memory.limit_in_bytes` less its usage, the
+/// (v2 `memory.max` less `memory.current` and the inactive file cache, v1
+/// `memory.limit_in_bytes` less its usage, the
 /// tightest of the cgroup and those above it; "max" and v1's near-2⁶³ are no limit), and Slurm's
 /// `--mem` from its environment.
 #[test]
@@ -797,7 +798,12 @@ fn the_memory_limit_is_the_cgroups_and_slurms() {
     };
     // v2: the job's cgroup limits, its parent does not
     write("job/step/memory.max", "400000000\n");
-    write("job/step/memory.current", "100000000\n");
+    write("job/step/memory.current", "150000000\n");
+    // the inactive file cache is given back before a kill: not counted as used
+    write(
+        "job/step/memory.stat",
+        "anon 90000000\ninactive_file 50000000\n",
+    );
     write("job/memory.max", "max\n");
     let l = cgroup(d.path(), "0::/job/step\n").expect("a v2 limit");
     assert_eq!(l.bytes, 300_000_000);

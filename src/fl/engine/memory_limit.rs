@@ -1,7 +1,8 @@
 //! The memory a run may use: the smallest of the machine's available memory (`MemAvailable` in
 //! `/proc/meminfo`), what is left under the process's cgroup limit (cgroup v2 `memory.max` less
-//! `memory.current`, v1 `memory.limit_in_bytes` less `memory.usage_in_bytes`: the limit Slurm's
-//! `--mem` and containers enforce, by killing the process), and Slurm's `SLURM_MEM_PER_NODE`, or
+//! the working set, `memory.current` less the inactive file cache; v1 `memory.limit_in_bytes`
+//! less `memory.usage_in_bytes` and `total_inactive_file`: the limit Slurm's `--mem` and
+//! containers enforce, by killing the process), and Slurm's `SLURM_MEM_PER_NODE`, or
 //! `SLURM_MEM_PER_CPU` times `SLURM_CPUS_ON_NODE`, when set (megabytes). Each with where it came
 //! from, so that a refusal names the limit that binds.
 
@@ -54,12 +55,18 @@ pub fn cgroup(root: &Path, cgroups: &str) -> Option<Limit> {
         let (Some(_), Some(ctrl), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
             continue;
         };
-        let (base, max, used) = match ctrl {
-            "" => (root.to_path_buf(), "memory.max", "memory.current"),
+        let (base, max, used, cache) = match ctrl {
+            "" => (
+                root.to_path_buf(),
+                "memory.max",
+                "memory.current",
+                "inactive_file",
+            ),
             c if c.split(',').any(|c| c == "memory") => (
                 root.join("memory"),
                 "memory.limit_in_bytes",
                 "memory.usage_in_bytes",
+                "total_inactive_file",
             ),
             _ => continue,
         };
@@ -69,7 +76,7 @@ pub fn cgroup(root: &Path, cgroups: &str) -> Option<Limit> {
         loop {
             let dir = base.join(at);
             if let Some(cap) = bytes_in(&dir.join(max)) {
-                let left = cap.saturating_sub(bytes_in(&dir.join(used)).unwrap_or(0));
+                let left = cap.saturating_sub(working_set(&dir, used, cache));
                 if out.as_ref().is_none_or(|o| left < o.bytes) {
                     let file = dir.join(max);
                     out = Some(Limit {
@@ -89,6 +96,24 @@ pub fn cgroup(root: &Path, cgroups: &str) -> Option<Limit> {
         }
     }
     out
+}
+
+/// The memory a cgroup at `dir` holds that it cannot give back: its usage (file `used`) less the
+/// inactive file cache (key `cache` of `memory.stat`), which the kernel reclaims before it kills
+/// (the working set, as container runtimes count it).
+fn working_set(dir: &Path, used: &str, cache: &str) -> u64 {
+    let usage = bytes_in(&dir.join(used)).unwrap_or(0);
+    let stat = std::fs::read_to_string(dir.join("memory.stat")).unwrap_or_default();
+    let inactive = (stat.lines())
+        .find_map(|l| {
+            l.strip_prefix(cache)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0);
+    usage.saturating_sub(inactive)
 }
 
 /// Slurm's memory request from its environment `env`: `SLURM_MEM_PER_NODE`, or
