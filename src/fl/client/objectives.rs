@@ -38,17 +38,20 @@ pub struct Objectives<'a> {
     /// The frozen models whose outputs the losses read: for the j-th of the clients' plans, each
     /// parameter tensor as `[K, n]` rows, row k client k's (zeros where it has none).
     stacks: Vec<Vec<Tensor<2>>>,
-    /// The starting model with gradient, when a client's term reads its gradient.
+    /// The starting model with gradient, when a client's term reads its gradient on the host step.
     anchor: Option<Stacked<'a>>,
 }
 
 impl<'a> Objectives<'a> {
-    /// The objectives of `plans` (one per client) starting from `anchor`, on `device`.
+    /// The objectives of `plans` (one per client) starting from `anchor`, on `device`; `host`:
+    /// the steps run on the host, which computes the starting model's gradient here (the device
+    /// step computes it in its own backward).
     pub fn new(
         plans: &[ClientPlan<'a>],
         model: &'a Model,
         anchor: &[f32],
         device: &Device,
+        host: bool,
     ) -> Self {
         let runs_own = |p: &ClientPlan| !p.frozen_outputs;
         let mut nets = Vec::new();
@@ -87,7 +90,7 @@ impl<'a> Objectives<'a> {
                 upload_rows(&rows, &ranges, device)
             })
             .collect();
-        let grad = clients.iter().any(|c| c.anchor_grad);
+        let grad = host && clients.iter().any(|c| c.anchor_grad);
         Objectives {
             model,
             clients,

@@ -92,8 +92,10 @@ impl Trainer {
             .collect();
         // the objectives read the model while the steps write the buffers
         let model = self.model.clone();
-        let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device);
-        let mut stats = match self.device_chain(data, &plans, works) {
+        let chain = self.device_chain(data, &plans, works);
+        let host = chain.is_none();
+        let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device, host);
+        let mut stats = match chain {
             Some(mut chain) => {
                 let resident = Resident {
                     model: &model,
