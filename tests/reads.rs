@@ -80,4 +80,44 @@ fn no_step_reads_the_device() {
             }
         }
     }
+    captured_steps_read_as_eager_ones(&d);
+}
+
+/// The captured step (`run.graph = "on"`, batches of 2 so that the steps are full): its steps'
+/// numbers are written into a table on the device and read with the eager steps' in the same
+/// one read, so a training reads as many times as without it, at 3 local steps as at 9.
+fn captured_steps_read_as_eager_ones(d: &TempDir) {
+    use fedrun::fl::client::full_steps;
+    let mut backends = vec!["flex"];
+    if cfg!(feature = "wgpu") {
+        backends.push("wgpu");
+    }
+    for b in backends {
+        let backend = format!("run.backend=\"{b}\"");
+        for (alg, per_training) in [("fedavg", 2), ("fedlamb", 3)] {
+            let a = format!("fl.algorithm=\"{alg}\"");
+            let mut got = Vec::new();
+            for steps in [3, 9] {
+                let st = format!("local.steps={steps}");
+                let name = format!("graph_{b}_{alg}_{steps}");
+                let before = full_steps();
+                let set = [
+                    backend.as_str(),
+                    &a,
+                    &st,
+                    "run.graph=\"on\"",
+                    "local.batch_size=2",
+                ];
+                let (n, rows) = reads_of(d, &name, &set);
+                assert_eq!(rows.len(), 2, "{name}: two rounds");
+                // 3 steps are too few to capture (the first step eager, 3 warm-up runs, then the
+                // recorded one); 9 are captured
+                let captured = full_steps() > before;
+                assert_eq!(captured, steps == 9, "{name}: captured steps");
+                got.push(n);
+            }
+            let want = 2 * 2 * per_training;
+            assert_eq!(got, [want, want], "{b}, {alg} captured");
+        }
+    }
 }

@@ -180,6 +180,7 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
             let mut xt = split(&x0, &cuts, &dev);
             let mut gt = split(&g0, &cuts, &dev);
             let norm = device.step(&mut xt, &mut gt, &[]).unwrap();
+            device.advance();
             let norm = norm.into_scalar::<f32>() as f64;
             let st = device.read_norm(norm);
             assert_eq!(st.clipped, s.clipped, "nar {nar}, A {a}");
@@ -235,6 +236,7 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
         let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
         let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
         let norms = chain.step(&mut xt, &mut gt, &[]).unwrap();
+        chain.advance();
         let norms = norms
             .into_data()
             .convert::<f32>()
@@ -248,6 +250,7 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
             let mut x1 = split(&xs[k], &cuts, &dev);
             let mut g1 = split(&gs[k], &cuts, &dev);
             let n1 = alone.step(&mut x1, &mut g1, &[]);
+            alone.advance();
             let n1 = f64::from(n1.unwrap().into_scalar::<f32>());
             let (log_k, log_1) = (chain.read_norm(f64::from(norms[k])), alone.read_norm(n1));
             assert_eq!(log_k.clipped, log_1.clipped, "nar {nar}, row {k}");
@@ -316,6 +319,7 @@ fn the_lamb_rule_over_rows_steps_each_row_as_the_host_chain() {
         let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
         let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
         chain.step(&mut xt, &mut gt, &[]);
+        chain.advance();
         let (m_rows, v_rows) = chain.take_moments().expect("the rule's moments");
         for k in [0, 2] {
             let rule = lamb(trust, &ranges, &ms[k], &vhat[k]);
@@ -446,6 +450,7 @@ fn the_device_chain_replays_as_one_closure_with_nothing_from_the_host() {
         let step = move || {
             let mut g: Vec<Tensor<2>> = xt.iter().map(|x| grad_at(x.clone())).collect();
             chain.step(&mut xt, &mut g, &[]);
+            chain.advance();
             xt.clone()
         };
         let mut graph = burn::tensor::capture(&dev, step);

@@ -67,6 +67,7 @@ pub fn check(a: &CheckArgs) -> Result<()> {
         println!("# {}", cohort_line(&spec));
     }
     let on_gpu = spec.run.backend != crate::config::Backend::Flex;
+    println!("# {}", crate::fl::engine::graph_line(&spec));
     println!("# {}", memory(&spec).line(on_gpu));
     if let Some(p) = crate::fl::engine::precision(&spec.run) {
         println!("# precision: {p}");

@@ -140,6 +140,16 @@ crate::choice! {
     pub enum LocalStep { Auto = "auto", Host = "host", Device = "device" }
 }
 
+crate::choice! {
+    /// `run.graph`, whether the device step's full steps (every client a full batch) run as one
+    /// captured graph, replayed a step: `auto` (on `cuda`, where burn records a CUDA graph:
+    /// one launch a step instead of hundreds) | `on` (every backend: elsewhere the captured
+    /// closure runs again each step, the same values, which is how the path is tested off a
+    /// GPU) | `off`. Needs the device step (`run.local_step`) and the training split kept on
+    /// the device (`run.device_data_mb`); the numbers are the eager step's to the bit.
+    pub enum GraphChoice { Auto = "auto", On = "on", Off = "off" }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DataSpec {
@@ -354,6 +364,7 @@ pub struct RunSpec {
     pub backend: Backend,
     pub kernels: KernelChoice,
     pub local_step: LocalStep,
+    pub graph: GraphChoice,
     /// On CUDA, whether f32 matrix products (and the implicit-GEMM convolutions burn's tuning
     /// may choose) run on the tensor cores as TF32 (a 10-bit mantissa: faster, and numbers
     /// that drift from flex by about 1e-3 in a few rounds) or in f32 (the default: flex's
@@ -410,6 +421,7 @@ impl Default for RunSpec {
             backend: Backend::Flex,
             kernels: KernelChoice::Fedrun,
             local_step: LocalStep::Auto,
+            graph: GraphChoice::Auto,
             tf32: false,
             tf32_conv: true,
             checkpoint_every: 10,

@@ -30,19 +30,59 @@ pub fn batch(
         return None;
     }
     let on = resident(split, device)?;
-    let lift = device.is_autodiff();
     let b = idx.len();
     let rows: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
     let rows = Tensor::<1, Int>::from_data(TensorData::new(rows, [b]), &on.device);
+    let map = rng
+        .and_then(|rng| draw_maps(split, aug, rng, b))
+        .map(|(map, m)| Tensor::from_data(TensorData::new(map, [m, map_len(split)]), &on.device));
+    gather(split, rows, map, aug, device)
+}
+
+/// The pixel maps of an augmented batch of `b` rows of `split`, drawn from `rng` as [`batch`]
+/// and the host gather draw them: one for all rows or one a row, and how many. None without
+/// augmentation or for tokens (nothing drawn).
+pub fn draw_maps(
+    split: &Split,
+    aug: Augment,
+    rng: &mut Rng,
+    b: usize,
+) -> Option<(Vec<i64>, usize)> {
+    let (_, h, w) = split.x.image_shape()?;
+    maps(aug, Some(rng), b, h, w)
+}
+
+/// Whether `split` is kept on `device` ([`gather`] then gathers from it): its copy made now if
+/// it fits the budget, on any backend.
+pub fn keeps(split: &Split, device: &Device) -> bool {
+    resident(split, device).is_some()
+}
+
+/// The length of a pixel map of `split` (its pixels a channel; 1 for tokens).
+pub fn map_len(split: &Split) -> usize {
+    split.x.image_shape().map_or(1, |(_, h, w)| h * w)
+}
+
+/// Rows `rows` of `split` (indices on `device`'s inner device) gathered from its copy on
+/// `device` (made now within the budget, on any backend), an image row's pixels through
+/// `map` (`[m, h·w]`, m = 1 or the rows; None: the identity), filled as `aug` fills; with their
+/// labels. None where the split is not kept on `device`.
+pub fn gather(
+    split: &Split,
+    rows: Tensor<1, Int>,
+    map: Option<Tensor<2, Int>>,
+    aug: Augment,
+    device: &Device,
+) -> Option<(Input, Tensor<1, Int>)> {
+    let on = resident(split, device)?;
+    let lift = device.is_autodiff();
+    let b = rows.dims()[0];
     let y = on.y.select(0, rows.clone());
     let x = match (&on.x, split.x.image_shape()) {
         (Held::Tokens(t), _) => Input::Tokens(up(t.clone().select(0, rows), lift)),
         (Held::Images(src), Some((c, h, w))) => {
             let k = on.constants.as_ref()?;
-            let map = match maps(aug, rng, b, h, w) {
-                Some((map, m)) => Tensor::from_data(TensorData::new(map, [m, h * w]), &on.device),
-                None => k.identity.clone(),
-            };
+            let map = map.unwrap_or_else(|| k.identity.clone());
             let fill = match aug {
                 Augment::Fedacg => k.black.clone(),
                 _ => k.zero.clone(),

@@ -45,6 +45,7 @@ mod unread;
 
 pub use batch::batch;
 pub use check::check_spec;
+pub use device_batch::{draw_maps, gather as gather_resident, keeps, map_len};
 pub use fed::{Augment, Features, FedData, Input, Split};
 pub use info::{Info, Sample, info};
 pub use load::{load, path_of, recorded};

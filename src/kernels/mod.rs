@@ -307,19 +307,67 @@ pub fn lstm_layers(xw: Tensor<4>, wh: Tensor<3>) -> Tensor<4> {
 
 /// Rows `rows` (`[b]`) of `src` (`[n, c, p]`), each with its pixel `q` taken from pixel
 /// `map[k mod m, q]` (`map` `[m, p]`, m = 1 or b) or `fill[channel]` where the map holds −1:
-/// one kernel (`ext_gpu_gather.rs`). On cubecl's runtimes only ([`on_cube`]).
+/// one kernel on cubecl's runtimes (`ext_gpu_gather.rs`), burn's `select` and `gather`
+/// elsewhere (the same values: both only copy).
 pub fn gather_rows(
     src: Tensor<3>,
     rows: Tensor<1, burn::tensor::Int>,
     map: Tensor<2, burn::tensor::Int>,
     fill: Tensor<1>,
 ) -> Tensor<3> {
+    if !on_cube(&src.device()) {
+        return gather_rows_by_ops(src, rows, map, fill);
+    }
     Tensor::from_dispatch(<burn::backend::Dispatch as FrGather>::fr_gather(
         src.into_dispatch(),
         rows.into_dispatch(),
         map.into_dispatch(),
         fill.into_dispatch(),
     ))
+}
+
+thread_local! {
+    /// The index ranges by length and device, uploaded once.
+    static RANGES: std::cell::RefCell<std::collections::HashMap<(usize, String), Tensor<1, burn::tensor::Int>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// `0..n` on `device`, uploaded the first time this thread asks for it there and then kept: a
+/// forward that needs an index range uploads nothing at a step (a captured step may not).
+pub fn range(n: usize, device: &Device) -> Tensor<1, burn::tensor::Int> {
+    let key = (n, format!("{device:?}"));
+    RANGES.with(|m| {
+        m.borrow_mut()
+            .entry(key)
+            .or_insert_with(|| Tensor::arange(0..n as i64, device))
+            .clone()
+    })
+}
+
+/// [`gather_rows`] in burn's ops: the rows selected, each pixel gathered through the map
+/// (repeated over the rows when it is one), the fill where the map holds −1.
+fn gather_rows_by_ops(
+    src: Tensor<3>,
+    rows: Tensor<1, burn::tensor::Int>,
+    map: Tensor<2, burn::tensor::Int>,
+    fill: Tensor<1>,
+) -> Tensor<3> {
+    let picked = src.select(0, rows);
+    let [b, c, p] = picked.dims();
+    let m = map.dims()[0];
+    let map = match m == b {
+        true => map,
+        false => map.repeat_dim(0, b / m.max(1)),
+    };
+    let outside = map
+        .clone()
+        .lower_elem(0)
+        .reshape([b, 1, p])
+        .expand([b, c, p]);
+    let idx = map.clamp_min(0).reshape([b, 1, p]).expand([b, c, p]);
+    let got = picked.gather(2, idx);
+    let fill = fill.reshape([1, c, 1]).expand([b, c, p]);
+    got.mask_where(outside, fill)
 }
 
 /// `d.forward(x)`, on fedrun's kernel where it applies: the same probability and scaling, a

@@ -7,7 +7,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Gradients, Int, Tensor, TensorData};
 
 use super::Model;
-use super::cursor::Cursor;
+use super::cursor::{Cursor, Seeds};
 use super::outputs::Outputs3;
 use crate::data::Input;
 
@@ -61,7 +61,7 @@ impl<'m> Stacked<'m> {
         }
     }
 
-    fn cursor<'a>(&'a self, masks: Option<&'a [u64]>) -> Cursor<'a> {
+    fn cursor<'a>(&'a self, masks: Option<Seeds<'a>>) -> Cursor<'a> {
         Cursor {
             params: &self.params,
             shapes: &self.shapes,
@@ -77,7 +77,15 @@ impl<'m> Stacked<'m> {
     /// (`[K·b, …]`). `masks`: each copy's dropout seed for this step (training), or None (no
     /// dropout).
     pub fn outputs(&self, input: Input, masks: Option<&[u64]>) -> Outputs3 {
-        self.model.net.outputs(input, &mut self.cursor(masks))
+        self.outputs_with(input, masks.map(Seeds::Host)).0
+    }
+
+    /// [`Stacked::outputs`] with the seeds on the host or on the device ([`Seeds`]), and the
+    /// number of dropout sites the forward met.
+    pub fn outputs_with(&self, input: Input, masks: Option<Seeds>) -> (Outputs3, u64) {
+        let mut c = self.cursor(masks);
+        let out = self.model.net.outputs(input, &mut c);
+        (out, c.site)
     }
 
     /// The logits `[K, b, classes]` (evaluation: no dropout).

@@ -4,7 +4,7 @@
 
 use burn::tensor::Tensor;
 
-use crate::kernels::{Kernels, dropout_copies, is_flex, linear_of};
+use crate::kernels::{Kernels, dropout_copies, dropout_mask, is_flex, linear_of};
 use crate::rng::{Rng, Stream};
 
 /// The K copies' parameters in the layout's order, taken one tensor at a time as a model's
@@ -16,10 +16,26 @@ pub struct Cursor<'a> {
     /// K, the number of copies.
     pub copies: usize,
     pub kernels: Kernels,
-    /// Each copy's dropout seed for this step; None: no dropout (evaluation).
-    pub masks: Option<&'a [u64]>,
+    /// Each copy's dropout seeds for this step; None: no dropout (evaluation).
+    pub masks: Option<Seeds<'a>>,
     /// The dropout sites met so far in this forward.
     pub site: u64,
+}
+
+/// The copies' dropout seeds at a step: each copy's step seed on the host (a site's seed derived
+/// from it there and given with the op), or every site's seeds already derived and held on the
+/// device, `[sites, K, 4]` (site s's seed of copy k as its four 16-bit quarters,
+/// [`crate::kernels::ext_mask::quarters`]): what a step that takes nothing from the host reads.
+/// Both give each copy the same masks.
+#[derive(Clone, Copy)]
+pub enum Seeds<'a> {
+    Host(&'a [u64]),
+    Device(&'a Tensor<3>),
+}
+
+/// A copy's step seed at dropout site `site` (the seed its masks there are drawn from).
+pub fn site_seed(step_seed: u64, site: u64) -> u64 {
+    Rng::derive(step_seed, Stream::Dropout, &[site]).next_u64()
 }
 
 impl<'a> Cursor<'a> {
@@ -44,14 +60,26 @@ impl<'a> Cursor<'a> {
                         self.params[j].clone().narrow(0, i * len, len)
                     })
                     .collect();
-                let seeds = self.masks.map(|m| [m[i]]);
+                let host = match self.masks {
+                    Some(Seeds::Host(m)) => [m[i]],
+                    _ => [0],
+                };
+                let device = match self.masks {
+                    Some(Seeds::Device(t)) => Some(t.clone().narrow(1, i, 1)),
+                    _ => None,
+                };
+                let masks = match (self.masks, &device) {
+                    (Some(Seeds::Host(_)), _) => Some(Seeds::Host(&host[..])),
+                    (Some(Seeds::Device(_)), Some(t)) => Some(Seeds::Device(t)),
+                    _ => None,
+                };
                 let mut one = Cursor {
                     params: &own,
                     shapes: &self.shapes[from..from + n],
                     at: 0,
                     copies: 1,
                     kernels: self.kernels,
-                    masks: seeds.as_ref().map(|s| &s[..]),
+                    masks,
                     site: self.site,
                 };
                 let y = f(i, &mut one);
@@ -137,10 +165,18 @@ impl<'a> Cursor<'a> {
         };
         let site = self.site;
         self.site += 1;
-        let own: Vec<u64> = (seeds.iter())
-            .map(|&s| Rng::derive(s, Stream::Dropout, &[site]).next_u64())
-            .collect();
-        dropout_copies(x, &own, axis, p, self.kernels)
+        match seeds {
+            Seeds::Host(seeds) => {
+                let own: Vec<u64> = seeds.iter().map(|&s| site_seed(s, site)).collect();
+                dropout_copies(x, &own, axis, p, self.kernels)
+            }
+            Seeds::Device(all) => {
+                let k = all.dims()[1];
+                let own = all.clone().narrow(0, site as usize, 1).reshape([k, 4]);
+                let mask = dropout_mask(&x, own, axis, p);
+                x * mask
+            }
+        }
     }
 }
 

@@ -89,7 +89,7 @@ impl Network for Lstm {
             return Outputs3::logits_only(p.linear(Tensor::stack::<3>(last, 0)));
         }
         let (table, [vocab, d]) = p.matrix();
-        let offsets = Tensor::<1, Int>::arange(0..k as i64, &x.device())
+        let offsets = crate::kernels::range(k, &x.device())
             .mul_scalar(vocab as i64)
             .reshape([k, 1, 1]);
         let idx: Tensor<3, Int> = x.reshape([k, b, len]) + offsets;

@@ -31,6 +31,7 @@ pub mod size;
 mod transformer;
 mod unread;
 
+pub use cursor::{Seeds, site_seed};
 pub use outputs::{Outputs, Outputs3};
 pub use unread::unread_keys;
 

@@ -95,9 +95,9 @@ impl Network for Transformer {
         let device = x.device();
         let (tok, [vocab, d]) = p.matrix();
         let (pos, [positions, _]) = p.matrix();
-        let copy = Tensor::<1, Int>::arange(0..k as i64, &device).reshape([k, 1, 1]);
+        let copy = crate::kernels::range(k, &device).reshape([k, 1, 1]);
         let tokens: Tensor<3, Int> = x.reshape([k, b, len]) + copy.clone().mul_scalar(vocab as i64);
-        let at = Tensor::<1, Int>::arange(0..len as i64, &device).reshape([1, 1, len]);
+        let at = crate::kernels::range(len, &device).reshape([1, 1, len]);
         let at: Tensor<3, Int> = at.repeat_dim(1, b) + copy.mul_scalar(positions as i64);
         let scale = (self.d as f32).sqrt();
         let h =

@@ -78,10 +78,11 @@ fn link(
     }
 }
 
-/// `t` where `keep` (`[K, 1]`) is true, else `t`'s new value `new`: a row that does not step
-/// keeps its state.
-fn kept(new: Tensor<2>, old: &Tensor<2>, keep: &Tensor<2, Bool>) -> Tensor<2> {
-    new.mask_where(keep.clone().expand(old.dims()), old.clone())
+/// `old` set to `new` in the rows where `active` (`[K, 1]`) is true, written in place (the same
+/// buffer every step, as a captured step needs): a row that does not step keeps its state.
+fn set_rows(old: &mut Tensor<2>, new: Tensor<2>, active: &Tensor<2, Bool>) {
+    let dims = old.dims();
+    old.inplace(|o| o.mask_where(active.clone().expand(dims), new));
 }
 
 /// AMSGrad's moments of K rows: `m ← β1·m + (1−β1)·u`, `v ← β2·v + (1−β2)·u·u`,
@@ -97,14 +98,13 @@ struct RowsAmsgrad {
 impl TensorTransform for RowsAmsgrad {
     fn update_tensors(&mut self, s: &mut TensorStep) {
         let (b1, b2) = (self.b1, self.b2);
-        let keep = s.active.clone().bool_not();
         for (i, u) in s.u.iter_mut().enumerate() {
             // the host link's f32 operations in its order (moments::ema, ema_sq)
             let g = u.clone();
             let m = self.m[i].clone().mul_scalar(b1) + g.clone().mul_scalar(1.0f32 - b1);
             let v = self.v[i].clone().mul_scalar(b2) + g.clone().mul_scalar(1.0f32 - b2) * g;
-            self.m[i] = kept(m, &self.m[i], &keep);
-            self.v[i] = kept(v, &self.v[i], &keep);
+            set_rows(&mut self.m[i], m, &s.active);
+            set_rows(&mut self.v[i], v, &s.active);
             *u = self.m[i].clone() * self.inv[i].clone();
         }
     }

@@ -70,6 +70,12 @@ impl Steps {
         self.at(&self.active).equal_elem(1.0)
     }
 
+    /// The step index `[1]` (a handle: drop it before [`Steps::advance`], which then writes the
+    /// index in its buffer).
+    pub fn index(&self) -> Tensor<1, Int> {
+        self.index.clone()
+    }
+
     /// On to the next step, the index written in place.
     pub fn advance(&mut self) {
         self.index.inplace(|i| i.add_scalar(1));

@@ -37,15 +37,27 @@ pub fn offsets(tau: f64, counts: &[usize]) -> Vec<f32> {
 /// A client's calibrated cross-entropy.
 pub struct Calibrated {
     offsets: Vec<f32>,
+    /// The offsets on each training device, uploaded at its first step (no step uploads them
+    /// again: a captured step may not).
+    on_device: std::sync::Mutex<Vec<(String, Tensor<2>)>>,
 }
 
 impl LocalLoss for Calibrated {
     fn loss(&self, input: &LossInput) -> Tensor<1> {
         let logits = input.out.logits.clone();
-        let offsets = Tensor::<2>::from_data(
-            TensorData::new(self.offsets.clone(), [1, self.offsets.len()]),
-            &logits.device(),
-        );
+        let device = logits.device();
+        let key = format!("{device:?}");
+        let mut held = self.on_device.lock().unwrap_or_else(|e| e.into_inner());
+        let offsets = match held.iter().find(|(d, _)| *d == key) {
+            Some((_, t)) => t.clone(),
+            None => {
+                let data = TensorData::new(self.offsets.clone(), [1, self.offsets.len()]);
+                let t = Tensor::<2>::from_data(data, &device);
+                held.push((key, t.clone()));
+                t
+            }
+        };
+        drop(held);
         calibrated_cross_entropy(logits, offsets, input.targets.clone())
     }
 }
@@ -65,6 +77,7 @@ impl FromSetup for FedLc {
                 .iter()
                 .map(|c| Calibrated {
                     offsets: offsets(tau, c),
+                    on_device: Default::default(),
                 })
                 .collect()
         } else {

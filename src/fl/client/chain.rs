@@ -147,11 +147,11 @@ impl DeviceChain {
         })
     }
 
-    /// The next step: the term, clip, decay, the rule's links and `x ← x − l·u` over tensors,
+    /// A step: the term, clip, decay, the rule's links and `x ← x − l·u` over tensors (in place),
     /// each row with its learning rate l at the step if it steps, else left as it is (a client
     /// past its last step); `aux`: each row's starting model's gradient on its batch when the
     /// term reads it ([`DeviceChain::reads_anchor_grad`]), else empty. Each row's pre-clip norm
-    /// `[K, 1]`.
+    /// `[K, 1]`. The step index stays: [`DeviceChain::advance`] moves it.
     pub fn step(
         &mut self,
         x: &mut [Tensor<2>],
@@ -173,10 +173,21 @@ impl DeviceChain {
         let norm = s.norm;
         let rate = self.steps.at(&self.steps.rate);
         for (x, u) in x.iter_mut().zip(g.iter()) {
-            *x = x.clone() - u.clone() * rate.clone();
+            // in place: the same buffer every step (a captured step replays on it)
+            x.inplace(|x| x - u.clone() * rate.clone());
         }
-        self.steps.advance();
         norm
+    }
+
+    /// The step index (`[1]`, on the device), for a table read at the step ([`Steps`]): read
+    /// it before [`DeviceChain::advance`], and hold no copy across it.
+    pub fn index(&self) -> Tensor<1, burn::tensor::Int> {
+        self.steps.index()
+    }
+
+    /// On to the next step (the index written in place), after [`DeviceChain::step`].
+    pub fn advance(&mut self) {
+        self.steps.advance();
     }
 
     /// Whether the term reads each row's starting model's gradient on its batch (Mime's SVRG

@@ -77,6 +77,27 @@ pub fn input_of(group: &[Drawn]) -> Input {
     Input::cat(group.iter().map(|d| &d.input).collect())
 }
 
+/// A step's clients of one batch size with their batches side by side: client `ks[i]`'s `len`
+/// samples are rows `i·len..(i+1)·len` of `input` and `y`.
+pub struct Group {
+    pub ks: Vec<usize>,
+    pub len: usize,
+    pub input: Input,
+    pub y: Tensor<1, Int>,
+}
+
+impl Group {
+    /// The group of `drawn` (batches of one size).
+    pub fn of(drawn: &[Drawn]) -> Group {
+        Group {
+            ks: drawn.iter().map(|d| d.k).collect(),
+            len: drawn.first().map_or(0, |d| d.len),
+            input: input_of(drawn),
+            y: Tensor::cat(drawn.iter().map(|d| d.y.clone()).collect(), 0),
+        }
+    }
+}
+
 /// The drawn batches in groups of one size, in client order within each group.
 pub fn groups(drawn: Vec<Drawn>) -> Vec<Vec<Drawn>> {
     let mut out: Vec<Vec<Drawn>> = Vec::new();

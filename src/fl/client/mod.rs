@@ -13,6 +13,8 @@
 //! |---|---|
 //! | `trainer.rs` | the [`Trainer`]: the clients' steps with the chains on the host, the full-data gradient |
 //! | `resident.rs` | the steps with the parameters on the training device (`run.local_step`) |
+//! | `feed.rs` | a device training's batches and dropout seeds drawn before its first step, as tables on the device read at the step index |
+//! | `captured.rs` | the full steps of a device training as one captured graph, replayed (`run.graph`) |
 //! | `work.rs` | what a client is asked to do ([`Work`]) and what it reports besides Δ ([`LocalStats`]) |
 //! | `objectives.rs` | each client's objective on its slice of the outputs, the frozen models it reads, the starting model's gradient |
 //! | `draw.rs` | the clients' batches at a step, each from its own stream, grouped by size |
@@ -21,14 +23,17 @@
 //! | `deferred.rs` | a device-resident training's per-step numbers, read once at its end; the count of reads |
 
 mod batches;
+mod captured;
 mod chain;
 pub mod deferred;
 mod draw;
+mod feed;
 mod objectives;
 mod resident;
 mod trainer;
 mod work;
 
+pub use captured::{full_steps, hardware_graphs};
 pub use chain::{ClipDecay, DeviceChain, HostChain, StepPlan};
 pub use trainer::Trainer;
 pub use work::{LocalStats, Work, local_steps, step_masks};

@@ -7,7 +7,8 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::draw::{Drawn, input_of};
+use super::draw::Drawn;
+use crate::data::Input;
 use crate::fl::losses::cross_entropy;
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
 use crate::model::copies::Stacked;
@@ -116,18 +117,24 @@ impl<'a> Objectives<'a> {
         am.read_grads(&mut grads, &mut [out]);
     }
 
-    /// Each client's loss `[k]` in `group` (batches of b samples, targets `ys` one client's
-    /// after another) from the K copies' outputs `out`.
-    pub fn losses(&self, out: Outputs3, group: &[Drawn], ys: Tensor<1, Int>) -> Tensor<1> {
-        if group.iter().all(|d| self.clients[d.k].loss.is_none()) {
+    /// Each client's loss `[k]` of the clients `ks` (batches of b samples side by side in
+    /// `input`, targets `ys` one client's after another) from the K copies' outputs `out`.
+    pub fn losses(
+        &self,
+        out: Outputs3,
+        ks: &[usize],
+        input: &Input,
+        ys: Tensor<1, Int>,
+    ) -> Tensor<1> {
+        if ks.iter().all(|&k| self.clients[k].loss.is_none()) {
             return Stacked::losses(out.logits, ys);
         }
         let b = out.logits.dims()[1];
-        let stacked = self.frozen_outputs(group);
-        let per = group.iter().enumerate().map(|(i, d)| {
+        let stacked = self.frozen_outputs(ks, input);
+        let per = ks.iter().enumerate().map(|(i, &k)| {
             let own = out.copy(i);
             let y = ys.clone().narrow(0, i * b, b);
-            let c = &self.clients[d.k];
+            let c = &self.clients[k];
             let Some(loss) = c.loss else {
                 return cross_entropy(own.logits, y);
             };
@@ -145,18 +152,18 @@ impl<'a> Objectives<'a> {
         Tensor::cat(per.collect(), 0)
     }
 
-    /// The outputs of the group's clients' frozen models on their batches, the j-th of every
-    /// client as one stacked forward (`[k, b, …]`, copy i the group's i-th client's), for each
-    /// j a client of the group reads.
-    fn frozen_outputs(&self, group: &[Drawn]) -> Vec<Outputs3> {
-        let slots = group.iter().map(|d| self.clients[d.k].outputs).max();
+    /// The outputs of the clients `ks`' frozen models on their batches (`input`), the j-th of
+    /// every client as one stacked forward (`[k, b, …]`, copy i the i-th client's), for each j
+    /// a client reads.
+    fn frozen_outputs(&self, ks: &[usize], input: &Input) -> Vec<Outputs3> {
+        let slots = ks.iter().map(|&k| self.clients[k].outputs).max();
         let (Some(slots), Some(first)) = (slots, self.stacks.first()) else {
             return Vec::new();
         };
-        let (n, k) = (self.clients.len(), group.len());
+        let (n, k) = (self.clients.len(), ks.len());
         // the group's rows: all of them, or gathered (one index upload)
         let idx = (k < n).then(|| {
-            let idx: Vec<i64> = group.iter().map(|d| d.k as i64).collect();
+            let idx: Vec<i64> = ks.iter().map(|&k| k as i64).collect();
             Tensor::<1, Int>::from_data(TensorData::new(idx, [k]), &first[0].device())
         });
         (self.stacks.iter().take(slots))
@@ -171,7 +178,7 @@ impl<'a> Objectives<'a> {
                         Tensor::from_inner(r.reshape([k * len]))
                     })
                     .collect();
-                Stacked::of(self.model, params, k).outputs(input_of(group), None)
+                Stacked::of(self.model, params, k).outputs(input.clone(), None)
             })
             .collect()
     }

@@ -12,27 +12,48 @@
 //! ([`super::deferred`]). The anchors, the terms' vectors and the rules' moments go up once per
 //! cohort; the trained parameters (and the moments a rule ends with) come down once.
 
+use std::cell::Cell;
+
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::chain::DeviceChain;
 use super::deferred::{Deferred, read_f32};
-use super::draw::{Drawn, batches_of, draw, groups, input_of, stopped};
+use super::draw::{Group, batches_of, draw, groups, stopped};
+use super::feed::Feed;
 use super::objectives::Objectives;
 use super::work::{LocalStats, Work, step_masks};
 use crate::data::FedData;
 use crate::model::copies::Stacked;
-use crate::model::{Model, Outputs3};
+use crate::model::{Model, Outputs3, Seeds};
 use crate::optim::{Moments, upload_rows};
 use crate::rng::Rng;
 
-/// What the device steps read: the model, the device and the clients' objectives.
+/// What the device steps read: the model, the device and the clients' objectives, and whether
+/// the full steps run as one captured graph (`run.graph`).
 pub struct Resident<'a> {
     pub model: &'a Model,
     pub device: &'a Device,
     pub objectives: &'a Objectives<'a>,
+    pub graph: bool,
+    /// The dropout sites the last forward met.
+    pub(super) sites: Cell<u64>,
 }
 
-impl Resident<'_> {
+/// Each trained step's number: the step, its clients `(client, batch size)` in their order,
+/// and its losses then every row's norm (when the chain has one).
+pub(super) type Trained = Vec<(usize, Vec<(usize, usize)>, Vec<f32>)>;
+
+impl<'a> Resident<'a> {
+    pub fn new(model: &'a Model, device: &'a Device, objectives: &'a Objectives<'a>) -> Self {
+        Resident {
+            model,
+            device,
+            objectives,
+            graph: false,
+            sites: Cell::new(0),
+        }
+    }
+
     /// Train `works`' clients with `chain` (built from their plans), each with its own stream
     /// `rngs[k]`; Δ_k = x_k − anchor_k lands in `out[k]`.
     pub fn train(
@@ -46,30 +67,21 @@ impl Resident<'_> {
         let ranges = self.model.layout().ranges();
         let anchors: Vec<Option<&[f32]>> = works.iter().map(|w| Some(w.anchor)).collect();
         let mut x = upload_rows(&anchors, &ranges, self.device);
-        // the starting rows, for a term that reads their gradient (the same buffers: x moves on)
+        // the starting rows, for a term that reads their gradient (a copy: x moves on in place)
         let start: Vec<Tensor<2>> = match chain.reads_anchor_grad() {
-            true => x.clone(),
+            true => upload_rows(&anchors, &ranges, self.device),
             false => Vec::new(),
         };
-        let (mut batches, steps) = batches_of(data, works);
+        let feed = match self.graph {
+            true => Feed::new(data, works, rngs, self.device),
+            false => None,
+        };
+        let trained = match feed {
+            Some(mut feed) => self.run_fed(&mut feed, data, chain, works, &mut x, &start),
+            None => self.run_eager(data, chain, works, rngs, &mut x, &start),
+        };
         let mut stats = vec![LocalStats::default(); works.len()];
-        let (mut pending, mut trained) = (Deferred::default(), Vec::new());
-        for step in 0..steps {
-            if stopped(works) {
-                break;
-            }
-            let drawn = draw(data, works, &mut batches, rngs, step, self.device);
-            let groups = groups(drawn);
-            let who: Vec<(usize, usize)> = groups.iter().flatten().map(|d| (d.k, d.len)).collect();
-            let numbers;
-            let masks: Vec<u64> = works.iter().map(|w| step_masks(w, step)).collect();
-            (x, numbers) = self.step(x, &start, groups, chain, &masks);
-            if let Some(t) = numbers {
-                pending.push(t);
-                trained.push((step, who));
-            }
-        }
-        record(chain, pending, &trained, &mut stats);
+        record(chain, &trained, &mut stats);
         self.read_deltas(x, works, out);
         if let Some((m, v)) = chain.take_moments() {
             // each row m then v, in one read
@@ -86,38 +98,69 @@ impl Resident<'_> {
         stats
     }
 
-    /// One step of every client in `groups`: forwards, one backward, the chain on the rows
-    /// (with `start`'s rows' gradients on the same batches, when the chain reads them: one
-    /// backward for both). The step's numbers stay on the device: the trained clients' losses
-    /// (in `groups`' order), then every row's pre-clip norm when the chain clips or decays.
-    fn step(
+    /// The steps drawn as they go, each client's batch from its stream at its step.
+    fn run_eager(
         &self,
-        mut x: Vec<Tensor<2>>,
-        start: &[Tensor<2>],
-        groups: Vec<Vec<Drawn>>,
+        data: &FedData,
         chain: &mut DeviceChain,
-        masks: &[u64],
-    ) -> (Vec<Tensor<2>>, Option<Tensor<1>>) {
-        let n = masks.len();
-        let leaves = leaves_of(&x);
+        works: &[Work],
+        rngs: &mut [Rng],
+        x: &mut [Tensor<2>],
+        start: &[Tensor<2>],
+    ) -> Trained {
+        let (mut batches, steps) = batches_of(data, works);
+        let (mut pending, mut who_at) = (Deferred::default(), Vec::new());
+        for step in 0..steps {
+            if stopped(works) {
+                break;
+            }
+            let drawn = draw(data, works, &mut batches, rngs, step, self.device);
+            let groups: Vec<Group> = groups(drawn).iter().map(|g| Group::of(g)).collect();
+            let masks: Vec<u64> = works.iter().map(|w| step_masks(w, step)).collect();
+            let numbers = self.step(x, start, &groups, chain, Some(Seeds::Host(&masks)));
+            chain.advance();
+            if let Some(t) = numbers {
+                pending.push(t);
+                who_at.push((step, who(&groups)));
+            }
+        }
+        (who_at.into_iter().zip(pending.read()))
+            .map(|((s, w), n)| (s, w, n))
+            .collect()
+    }
+
+    /// One step of every client in `groups`: forwards, one backward, the chain on the rows `x`
+    /// (in place), with `start`'s rows' gradients on the same batches when the chain reads
+    /// them (one backward for both); `seeds`: the clients' dropout seeds (on the host, one a
+    /// client; on the device, for one group of every client). The step's numbers stay on the
+    /// device: the trained clients' losses (in `groups`' order), then every row's pre-clip
+    /// norm when the chain clips or decays. The step index stays where it is.
+    pub(super) fn step(
+        &self,
+        x: &mut [Tensor<2>],
+        start: &[Tensor<2>],
+        groups: &[Group],
+        chain: &mut DeviceChain,
+        seeds: Option<Seeds>,
+    ) -> Option<Tensor<1>> {
+        let n = x.first().map_or(0, |t| t.dims()[0]);
+        let leaves = leaves_of(x);
         let starts = leaves_of(start);
         let (mut per, mut at_start) = (Vec::new(), Vec::new());
-        for g in &groups {
-            per.push(
-                self.objectives
-                    .losses(self.outputs(&leaves, g, n, masks), g, ys_of(g)),
-            );
+        for g in groups {
+            let out = self.outputs(&leaves, g, n, seeds);
+            per.push(self.objectives.losses(out, &g.ks, &g.input, g.y.clone()));
             if !starts.is_empty() {
-                let out = self.outputs(&starts, g, n, masks);
-                at_start.push(Stacked::losses(out.logits, ys_of(g)));
+                let out = self.outputs(&starts, g, n, seeds);
+                at_start.push(Stacked::losses(out.logits, g.y.clone()));
             }
         }
         if per.is_empty() {
-            return (x, None);
+            return None;
         }
         // the trained clients' losses in `groups`' order; the backward of their sum
         let all = Tensor::cat(per, 0);
-        let mut losses = vec![all.clone().inner()];
+        let mut numbers = vec![all.clone().inner()];
         let total = match at_start.is_empty() {
             true => all.sum(),
             false => all.sum() + Tensor::cat(at_start, 0).sum(),
@@ -128,23 +171,29 @@ impl Resident<'_> {
                 .map(|(l, xt)| l.grad(&grads).unwrap_or_else(|| xt.zeros_like()))
                 .collect()
         };
-        let mut g = grad_of(&leaves, &x);
+        let mut g = grad_of(&leaves, x);
         let aux = grad_of(&starts, start);
-        drop(grads);
-        let norm = chain.step(&mut x, &mut g, &aux);
-        if let Some(nm) = norm {
-            losses.push(nm.reshape([n]));
+        // nothing else holds the rows now: the chain writes them in place
+        drop((grads, leaves, starts));
+        if let Some(nm) = chain.step(x, &mut g, &aux) {
+            numbers.push(nm.reshape([n]));
         }
-        (x, Some(Tensor::cat(losses, 0)))
+        Some(Tensor::cat(numbers, 0))
     }
 
     /// The outputs of the clients of `group` (batches of one size) with their masks, their rows
     /// taken from `leaves` (all `n` rows when the group is every client).
-    fn outputs(&self, leaves: &[Tensor<2>], group: &[Drawn], n: usize, masks: &[u64]) -> Outputs3 {
-        let k = group.len();
+    fn outputs(
+        &self,
+        leaves: &[Tensor<2>],
+        group: &Group,
+        n: usize,
+        seeds: Option<Seeds>,
+    ) -> Outputs3 {
+        let k = group.ks.len();
         // the group's rows: all of them, or gathered (one index upload)
         let idx = (k < n).then(|| {
-            let idx: Vec<i64> = group.iter().map(|d| d.k as i64).collect();
+            let idx: Vec<i64> = group.ks.iter().map(|&k| k as i64).collect();
             Tensor::<1, Int>::from_data(TensorData::new(idx, [k]), self.device)
         });
         let params: Vec<Tensor<1>> = leaves
@@ -159,8 +208,17 @@ impl Resident<'_> {
             })
             .collect();
         let stacked = Stacked::of(self.model, params, k);
-        let own: Vec<u64> = group.iter().map(|d| masks[d.k]).collect();
-        stacked.outputs(input_of(group), Some(&own))
+        let own: Vec<u64>;
+        let seeds = match seeds {
+            Some(Seeds::Host(all)) => {
+                own = group.ks.iter().map(|&k| all[k]).collect();
+                Some(Seeds::Host(&own))
+            }
+            other => other,
+        };
+        let (out, sites) = stacked.outputs_with(group.input.clone(), seeds);
+        self.sites.set(sites);
+        out
     }
 
     /// Read the rows back once (`[K, n]`: row k is client k's flat vector, the tensors side by
@@ -185,29 +243,25 @@ fn leaves_of(x: &[Tensor<2>]) -> Vec<Tensor<2>> {
         .collect()
 }
 
-/// The targets of a group's batches, one client's after another.
-fn ys_of(group: &[Drawn]) -> Tensor<1, Int> {
-    Tensor::cat(group.iter().map(|d| d.y.clone()).collect(), 0)
+/// The clients of `groups` as `(client, batch size)`, in their order.
+pub(super) fn who(groups: &[Group]) -> Vec<(usize, usize)> {
+    groups
+        .iter()
+        .flat_map(|g| g.ks.iter().map(move |&k| (k, g.len)))
+        .collect()
 }
 
-/// Record each step's numbers, read once for all steps: for each `(step, who)` of `trained` (its
-/// clients as `(client, batch size)`, in the step's order), their losses, then every row's
-/// norm when the chain has one.
-fn record(
-    chain: &DeviceChain,
-    pending: Deferred,
-    trained: &[(usize, Vec<(usize, usize)>)],
-    stats: &mut [LocalStats],
-) {
-    for (numbers, (step, who)) in pending.read().iter().zip(trained) {
-        let step = *step;
+/// Record each trained step's numbers (read once for all steps): its clients' losses, then every
+/// row's norm when the chain has one.
+fn record(chain: &DeviceChain, trained: &Trained, stats: &mut [LocalStats]) {
+    for (step, who, numbers) in trained {
         let (losses, norms) = numbers.split_at(who.len().min(numbers.len()));
         for (&(k, len), &loss) in who.iter().zip(losses) {
             let log = norms
                 .get(k)
                 .map(|&v| chain.read_norm(f64::from(v)))
                 .unwrap_or_default();
-            stats[k].record(step, f64::from(loss), len, &log);
+            stats[k].record(*step, f64::from(loss), len, &log);
         }
     }
 }

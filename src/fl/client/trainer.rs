@@ -34,6 +34,8 @@ pub struct Trainer {
     /// Keep the parameters on the device for the steps (`run.local_step`) when the plans'
     /// chains run there.
     device_step: bool,
+    /// Replay the device step's full steps as one captured graph (`run.graph`).
+    graph: bool,
     xs: Vec<Vec<f32>>,
     gs: Vec<Vec<f32>>,
     anchor_gs: Vec<Vec<f32>>,
@@ -47,10 +49,17 @@ impl Trainer {
             device,
             base,
             device_step,
+            graph: false,
             xs: Vec::new(),
             gs: Vec::new(),
             anchor_gs: Vec::new(),
         }
+    }
+
+    /// Run the device step's full steps as one captured graph (`run.graph`).
+    pub fn with_graph(mut self, graph: bool) -> Self {
+        self.graph = graph;
+        self
     }
 
     /// Δ_k = x_k − anchor of the k-th client of the last training.
@@ -97,11 +106,8 @@ impl Trainer {
         let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device, host);
         let mut stats = match chain {
             Some(mut chain) => {
-                let resident = Resident {
-                    model: &model,
-                    device: &self.device,
-                    objectives: &objectives,
-                };
+                let mut resident = Resident::new(&model, &self.device, &objectives);
+                resident.graph = self.graph;
                 resident.train(data, &mut chain, works, rngs, &mut self.xs[..n])
             }
             None => self.train_host(data, plans, works, rngs, &objectives),
@@ -200,8 +206,9 @@ impl Trainer {
         let xs: Vec<&[f32]> = ks.iter().map(|&k| self.xs[k].as_slice()).collect();
         let stacked = Stacked::new(&self.model, &xs, &self.device);
         let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
-        let out = stacked.outputs(input_of(group), Some(masks));
-        let per = objectives.losses(out, group, Tensor::cat(ys, 0));
+        let input = input_of(group);
+        let out = stacked.outputs(input.clone(), Some(masks));
+        let per = objectives.losses(out, &ks, &input, Tensor::cat(ys, 0));
         let values = per.clone().into_data().convert::<f32>().try_to_vec::<f32>();
         let values = values.expect("f32").into_iter().map(f64::from).collect();
         let mut grads = per.sum().backward();

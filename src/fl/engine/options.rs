@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::tensor::Device;
 
-use crate::config::{Backend, LocalStep, RunSpec, Spec};
+use crate::config::{Backend, GraphChoice, LocalStep, RunSpec, Spec};
 use crate::data::FedData;
 use crate::error::{Error, Result};
 use crate::model::Shape;
@@ -157,6 +157,41 @@ pub fn device_step(spec: &Spec) -> bool {
         LocalStep::Device => true,
         LocalStep::Host => false,
         LocalStep::Auto => spec.run.backend != Backend::Flex,
+    }
+}
+
+/// Whether the device step's full steps run as one captured graph (`run.graph`; `auto`: on
+/// `cuda`): only with the device step.
+pub fn graph(spec: &Spec) -> bool {
+    device_step(spec)
+        && match spec.run.graph {
+            GraphChoice::On => true,
+            GraphChoice::Off => false,
+            GraphChoice::Auto => spec.run.backend == Backend::Cuda,
+        }
+}
+
+/// What `run.graph` does with `spec`, in a line (`fedrun check`).
+pub fn graph_line(spec: &Spec) -> String {
+    let how = match spec.run.backend {
+        Backend::Cuda => {
+            "recorded as a CUDA graph, one launch a step; a capture that fails is said once in the log and the steps run eagerly"
+        }
+        _ => "captured as one closure that runs again each step (no hardware graph off cuda)",
+    };
+    match (graph(spec), device_step(spec), spec.run.graph) {
+        (true, _, _) => format!(
+            "run.graph = \"{}\": the local steps where every client takes a full batch are {how}; the training split must fit run.device_data_mb on the device, else they run eagerly",
+            spec.run.graph.as_str()
+        ),
+        (false, false, GraphChoice::On) => {
+            "run.graph = \"on\" is not used: the local step runs on the host (run.local_step)"
+                .into()
+        }
+        (false, _, _) => format!(
+            "run.graph = \"{}\": each local step runs eagerly",
+            spec.run.graph.as_str()
+        ),
     }
 }
 

@@ -1,0 +1,182 @@
+//! The captured step (`run.graph`): a device training whose full steps run as one closure that
+//! takes nothing from the host (burn's `capture`, which off CUDA runs the closure again at each
+//! replay) gives every client the Δ, losses and clip counts of the eager device step, bit for
+//! bit, with what changes from step to step: a learning rate that decays each local epoch,
+//! AMSGrad's moments, the trust ratio, FedCM's factor, augmentation maps, dropout masks, clients
+//! that stop early or take a short batch (steps run eagerly between replays), and Mime's
+//! starting-model gradient. A closure that kept any of these from when it was made would repeat
+//! it at every replay and fail.
+
+mod common;
+
+use fedrun::data;
+use fedrun::fl::client::{LocalStats, full_steps};
+use fedrun::fl::engine::{BurnClients, Experiment, LocalTrainer};
+
+/// Δ_i and the stats of `clients` trained from the initial model in round 0 of `base` with
+/// `sets`, as one cohort, on the device step with `run.graph` = `graph`.
+fn deltas(
+    base: &str,
+    sets: &[&str],
+    graph: &str,
+    clients: &[usize],
+) -> (Vec<Vec<f32>>, Vec<LocalStats>) {
+    let mut set: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    set.push(format!("run.cohort={}", clients.len()));
+    set.push("run.client_workers=1".into());
+    set.push("run.local_step=\"device\"".into());
+    set.push(format!("run.graph=\"{graph}\""));
+    let s = fedrun::schema::parse(base, "graph", &set).unwrap();
+    let d = data::load(&s, None).unwrap();
+    let mut ex = Experiment::new(&s, d).unwrap();
+    let anchor = ex.global.clone();
+    let mut bc = BurnClients {
+        trainers: &mut ex.trainers,
+        pools: &ex.pools,
+        data: &ex.data,
+        spec: &ex.spec,
+        device: &ex.device,
+        stop: None,
+        cohort: ex.cohort,
+    };
+    let plans = clients.iter().map(|&c| ex.alg.plan(c)).collect();
+    let stats = bc.train_many(0, clients, &anchor, plans);
+    let ds = (0..clients.len()).map(|k| bc.delta(k).to_vec()).collect();
+    (ds, stats)
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// The captured path against the eager one on `base` with `sets`: the same bits, and the
+/// closure ran.
+fn replays_as_eager(base: &str, sets: &[&str], clients: &[usize]) {
+    // one training at a time: the count of captured steps is the process's
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let (eager, s0) = deltas(base, sets, "off", clients);
+    let before = full_steps();
+    let (captured, s1) = deltas(base, sets, "on", clients);
+    assert!(full_steps() > before, "{sets:?}: no step ran captured");
+    for (k, (a, b)) in captured.iter().zip(&eager).enumerate() {
+        assert!(
+            b.iter().any(|&v| v != 0.0),
+            "{sets:?}: client {k} moved nothing"
+        );
+        let d = a
+            .iter()
+            .zip(b)
+            .map(|(u, v)| (u - v).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            bits(a) == bits(b),
+            "{sets:?}: client {k}'s Δ differs by {d:e}"
+        );
+        assert_eq!(
+            s0[k].loss_sum.to_bits(),
+            s1[k].loss_sum.to_bits(),
+            "{sets:?}: client {k}'s loss"
+        );
+        assert_eq!(s0[k].steps, s1[k].steps, "{sets:?}: client {k}'s steps");
+        assert_eq!(
+            s0[k].clipped, s1[k].clipped,
+            "{sets:?}: client {k}'s clipped steps"
+        );
+    }
+}
+
+/// Clients with 30, 17, 40 and 9 samples at batch 3 for 2 epochs: steps 0–4 are full (the
+/// closure), then short batches and clients that have stopped (eager steps between replays).
+fn unequal(dir: &common::TempDir) -> Vec<String> {
+    let file = dir.path().join("split.txt");
+    let mut at = 0;
+    let lists: Vec<String> = [30, 17, 40, 9]
+        .iter()
+        .enumerate()
+        .map(|(c, &n)| {
+            let idx: Vec<String> = (at..at + n).map(|i| i.to_string()).collect();
+            at += n;
+            format!("{c}: [{}]", idx.join(", "))
+        })
+        .collect();
+    std::fs::write(&file, format!("{{{}}}", lists.join(", "))).unwrap();
+    vec![
+        "data.partition=\"file\"".into(),
+        format!("data.partition_file=\"{}\"", file.display()),
+        "data.synthetic_train = 96".into(),
+        "local.epochs=2".into(),
+        "local.batch_size=3".into(),
+        // the learning rate decays each local epoch (FedACG's LambdaLR)
+        "local.lr_schedule=\"epoch\"".into(),
+        "local.lr_decay=0.5".into(),
+    ]
+}
+
+#[test]
+fn the_captured_step_gives_the_eager_steps_bits_for_every_plan_family() {
+    let dir = common::TempDir::new("graph-partition");
+    let base = common::synthetic_spec("");
+    let sets = unequal(&dir);
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let all = [0, 1, 2, 3];
+    replays_as_eager(&base, &sets, &all);
+    let with = |more: &[&'static str]| -> Vec<&str> { [&sets[..], more].concat() };
+    replays_as_eager(&base, &with(&["data.augmentation=\"sample\""]), &all);
+    replays_as_eager(
+        &base,
+        &with(&["local.nar=true", "local.max_norm=0.05"]),
+        &all,
+    );
+    for alg in ["fedams", "fedlamb", "fedacg", "fedcm", "moon", "scaffold"] {
+        let a = format!("fl.algorithm=\"{alg}\"");
+        let a: &'static str = Box::leak(a.into_boxed_str());
+        replays_as_eager(&base, &with(&[a]), &all);
+    }
+    let mime = [
+        "fl.algorithm=\"mime\"",
+        "mime.base=\"sgdm\"",
+        "mime.lite=false",
+    ];
+    replays_as_eager(&base, &with(&mime), &[0, 2]);
+}
+
+/// Dropout: the masks of the quickstart's transformer (with dropout 0.1) come from the seeds'
+/// table at the step index; one client alone (K = 1), 12 full steps.
+#[test]
+fn the_captured_step_draws_the_eager_steps_dropout_masks() {
+    let base = std::fs::read_to_string("configs/quickstart.toml").unwrap();
+    let sets = ["model.dropout=0.1", "local.steps=12"];
+    replays_as_eager(&base, &sets, &[3]);
+    replays_as_eager(&base, &sets, &[1, 4]);
+}
+
+/// On the GPU backend (lavapipe in CI): the batches gathered by fedrun's kernel from the split
+/// kept on the device, the dropout masks drawn from the seeds' table by the mask kernel, the
+/// chain from its tables, burn's fusion writing the state in place: the captured closure still
+/// gives the eager steps' bits.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn the_captured_step_gives_the_eager_steps_bits_on_wgpu() {
+    let dir = common::TempDir::new("graph-wgpu");
+    let base = common::synthetic_spec("");
+    let sets = unequal(&dir);
+    let mut sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    sets.push("run.backend=\"wgpu\"");
+    let all = [0, 1, 2, 3];
+    // each capture records a graph: cubecl's capture window on wgpu refuses any upload or read
+    // inside it, so nothing in the step touches the host, and the replays run on the buffers
+    // the capture saw, so every state is written in place
+    let recorded = |base: &str, sets: &[&str], clients: &[usize]| {
+        let before = fedrun::fl::client::hardware_graphs();
+        replays_as_eager(base, sets, clients);
+        let got = fedrun::fl::client::hardware_graphs() - before;
+        assert!(got > 0, "{sets:?}: no graph recorded");
+    };
+    recorded(&base, &sets, &all);
+    let lamb: Vec<&str> = [&sets[..], &["fl.algorithm=\"fedlamb\""]].concat();
+    recorded(&base, &lamb, &all);
+    let quick = std::fs::read_to_string("configs/quickstart.toml").unwrap();
+    let drop = ["model.dropout=0.1", "local.steps=8", "run.backend=\"wgpu\""];
+    recorded(&quick, &drop, &[1, 4]);
+}
