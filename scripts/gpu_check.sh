@@ -45,6 +45,11 @@
 # and with `run.cohort = K` (at most the round's clients), beside scripts/bench/torch_round.py's
 # per-client loop and torch.func vmap on CUDA on inputs of the same shape (cohort.jsonl, and a
 # table of its own).
+# --graph a,b,c: the captured step (`run.graph`; `auto` captures on cuda) against the eager one:
+# for each algorithm listed, one round of the quickstart with 20 local steps of 2 clients with
+# `run.graph = "on"` and `"off"` on the backend (train_loss, test_loss and update_norm must agree
+# to 1e-6, relative; graph.txt); and each model's bench again with `run.graph = "off"` (the
+# backend labelled `B eager` in the table), so that the table shows both.
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -61,6 +66,7 @@ agree_algorithms="fedavg,fedprox,scaffold,fedacg,feddyn,fedcm,fedadam,fedlamb,mi
 cache=""
 cohort=""
 cohort_list="w2-cnn,resnet18,lstm-small,transformer-small"
+graph_algorithms=""
 second=1
 carry=1
 pairs=()
@@ -78,9 +84,10 @@ while [ $# -gt 0 ]; do
         --agree) agree_algorithms="$2"; shift 2 ;;
         --cohort) cohort="$2"; shift 2 ;;
         --cohort-rounds) cohort_list="$2"; shift 2 ;;
+        --graph) graph_algorithms="$2"; shift 2 ;;
         --no-second) second=0; shift ;;
         --no-carry) carry=0; shift ;;
-        -h|--help) sed -n 2,47p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,52p "$0"; exit 0 ;;
         *=*) pairs+=("$1"); shift ;;
         *) echo "gpu_check: unknown argument '$1' (expected BACKEND=BINARY or an option; --help)" >&2; exit 2 ;;
     esac
@@ -215,6 +222,34 @@ print(f"agreement {sys.argv[3]}: {'PASS' if ok else 'FAIL'} (2 rounds of the qui
 EOF
     done
 }
+graph_agree() {  # backend binary label: the captured step against the eager one, 20 steps
+    local b="$1" bin="$2" label="$3" d="$out/graph" a g name extra hw
+    mkdir -p "$d"
+    for a in ${graph_algorithms//,/ }; do
+        for g in off on; do
+            name="${a}_${label}_$g"
+            [ "$(left)" -gt 30 ] || { echo "graph $a $label: budget spent, skipped"; return 1; }
+            extra=(); [ "$a" = mime ] && extra=(--set 'mime.base="sgdm"' --set 'mime.lite=false')
+            timeout 150 "$bin" --set fl.rounds=1 --set local.steps=20 --set fl.clients_per_round=2 "${extra[@]}" \
+                --set fl.algorithm="\"$a\"" --set run.backend="\"$b\"" --set run.graph="\"$g\"" \
+                --set run.name="\"$name\"" --out "$d" --force > "$out/logs/graph_$name.log" 2>&1 \
+                || { echo "graph $a $label: $name failed (logs/graph_$name.log)"; continue 2; }
+        done
+        hw=$(grep -c "no hardware graph" "$out/logs/graph_${a}_${label}_on.log")
+        $py - "$d/${a}_${label}_off/rounds.csv" "$d/${a}_${label}_on/rounds.csv" "$a $label" "$hw" <<'EOF' | tee -a "$out/graph.txt"
+import csv, sys
+a, b = (list(csv.DictReader(open(p))) for p in sys.argv[1:3])
+worst = 0.0
+for ra, rb in zip(a, b):
+    for k in ("test_loss", "train_loss", "update_norm"):
+        x, y = float(ra[k]), float(rb[k])
+        worst = max(worst, abs(x - y) / max(abs(x), 1e-12))
+ok = len(a) == len(b) == 1 and worst <= 1e-6
+how = "no hardware graph (the closure re-run)" if sys.argv[4] != "0" else "a hardware graph"
+print(f"graph {sys.argv[3]}: {'PASS' if ok else 'FAIL'} (replay against eager after 20 steps of 2 clients, {how}; worst relative difference of test_loss/train_loss/update_norm {worst:.2e}, tolerance 1e-6)")
+EOF
+    done
+}
 carry_cache() {  # backend binary label: `fedrun tune --export` here, `--import` into an empty cache
     local b="$1" bin="$2" label="$3" t0 fresh="$out/cache-imported-$3"
     [ "$(left)" -gt 60 ] || { echo "kernel cache $label: budget spent, skipped"; return; }
@@ -267,6 +302,16 @@ for pair in "${pairs[@]}"; do
                 | grep '"summary"' | sed "s/^{/{\"backend\":\"$label\",/" >> "$out/fedrun.jsonl" \
                 || echo "fedrun $label $m: failed or timed out (logs/fedrun_$label.err)"
         done
+        if [ -n "$graph_algorithms" ]; then
+            graph_agree "$b" "$bin" "$label"
+            for m in ${list//,/ }; do
+                t=$(left); [ "$t" -gt 15 ] || { echo "fedrun $b $m eager: budget spent, skipped"; continue; }
+                timeout $(( t < per_model ? t : per_model )) "$bin" bench --workload model --model "$m" --steps "$steps" \
+                    --rounds "$reps" --set run.backend="\"$b\"" --set 'run.graph="off"' 2>>"$out/logs/fedrun_$label.err" \
+                    | grep '"summary"' | sed "s/^{/{\"backend\":\"$label eager\",/" >> "$out/fedrun.jsonl" \
+                    || echo "fedrun $label $m eager: failed or timed out (logs/fedrun_$label.err)"
+            done
+        fi
         if [ "$second" = 1 ]; then
             for m in ${list//,/ }; do
                 t=$(left); [ "$t" -gt 15 ] || { echo "second start $label $m: budget spent, skipped"; continue; }
@@ -294,6 +339,8 @@ second = {(r["backend"], r["model"]): r.get("warmup_s") for r in rd("second.json
 cohort = rd("cohort.jsonl") if os.path.exists(os.path.join(out, "cohort.jsonl")) else []
 machine = open(os.path.join(out, "machine.txt")).read().strip().splitlines()
 agree = open(os.path.join(out, "agree.txt")).read().strip().splitlines() if os.path.exists(os.path.join(out, "agree.txt")) else []
+if os.path.exists(os.path.join(out, "graph.txt")):
+    agree += open(os.path.join(out, "graph.txt")).read().strip().splitlines()
 tp = {r["model"]: r for r in torch}
 backends = sorted({r["backend"] for r in fed})
 ms = lambda s: "–" if s is None else f"{s * 1e3:.1f}"

@@ -9,7 +9,8 @@
 #   cargo build --release --features gpu && cp target/release/fedrun /tmp/f && strip /tmp/f
 #   mkdir -p .gpubin && xz -T2 -9 -c /tmp/f > .gpubin/fedrun.xz   # .gpubin/ in .git/info/exclude
 # On the GPU machine (the device tool: carry .gpubin):
-#   scripts/gpu_run.sh --budget 450 --agree fedavg,fedacg,fedlamb,mime --no-carry --cohort 50 cuda=fedrun
+#   scripts/gpu_run.sh --budget 450 --agree fedavg,fedacg,fedlamb,mime --graph fedavg,fedacg,fedlamb,mime \
+#       --no-carry --cohort 50 cuda=fedrun
 # Dry run here on lavapipe (a `--features gpu` build serves wgpu and vulkan too):
 #   OUT=/tmp/gs scripts/gpu_run.sh --budget 200 --steps 2 --reps 1 --models mlp \
 #       --agree fedavg --no-carry --no-second --cohort 2 --cohort-rounds lstm-small wgpu=fedrun

@@ -133,6 +133,48 @@ fn spec_toml_records_the_data_dir_used_and_a_copy_elsewhere_continues_the_run() 
     assert_eq!(recorded("copy", 2), abs("copy").display().to_string());
 }
 
+/// A run resumed on other data is refused, before it writes anything: the checkpoint keeps the
+/// loaded data's CRC-32. Two CIFAR batch files exchanged (the same images, another order and so
+/// other clients' data) are refused naming the checkpoint; put back, the run resumes to its end.
+#[test]
+fn a_resume_on_other_data_is_refused() {
+    let d = TempDir::new("other-data");
+    let data = d.path().join("cifar");
+    std::fs::create_dir_all(&data).unwrap();
+    write_mini_cifar(&data, 40);
+    let text = "[data]\ndataset = \"cifar10\"\nnum_clients = 10\n[model]\nkind = \"tiny-cnn\"\n[fl]\nrounds = 4\nclients_per_round = 3\n[local]\nsteps = 2\nbatch_size = 10\n[run]\nname = \"mini\"\n";
+    let spec = fedrun::schema::parse(text, "t", &[]).unwrap();
+    let opts = |max: Option<usize>| RunOptions {
+        out: d.path().join("out"),
+        data_dir: Some(data.clone()),
+        max_rounds_this_call: max,
+        ..Default::default()
+    };
+    assert_eq!(
+        run(&spec, &opts(Some(2))).unwrap().status,
+        Status::Interrupted
+    );
+    let csv_p = d.path().join("out/mini/rounds.csv");
+    let csv = std::fs::read(&csv_p).unwrap();
+    let [a, b] = [0, 1].map(|i| data.join(fedrun::data::cifar::TRAIN_FILES[i]));
+    let swap = || {
+        let tmp = data.join("swap.bin");
+        std::fs::rename(&a, &tmp).unwrap();
+        std::fs::rename(&b, &a).unwrap();
+        std::fs::rename(&tmp, &b).unwrap();
+    };
+    swap();
+    let e = run(&spec, &opts(None)).expect_err("refused").to_string();
+    assert!(
+        e.contains("checkpoint.bin") && e.contains("other data") && e.contains("--force"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&csv_p).unwrap(), csv, "rounds.csv untouched");
+    swap();
+    let s = run(&spec, &opts(None)).unwrap();
+    assert_eq!((s.status, s.rounds), (Status::Complete, 4), "{s:?}");
+}
+
 #[test]
 fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
     for (alg, keys) in variants() {

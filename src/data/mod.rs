@@ -5,6 +5,7 @@
 //! | file | what |
 //! |---|---|
 //! | `fed.rs` | the data set in memory: splits, features, clients; a batch's input |
+//! | `fingerprint.rs` | a CRC-32 of the loaded data, so that a resume can tell it has the data it ran on |
 //! | `load.rs` | loading the data set a spec names, and its partition |
 //! | `unread.rs` | which `[data]` keys a spec's data set and partition leave unread, and why |
 //! | `check.rs` | what a spec needs of its data set, checked before anything loads |
@@ -25,6 +26,7 @@ pub mod cifar;
 pub mod cifar100;
 mod device_batch;
 mod fed;
+mod fingerprint;
 pub mod idx;
 pub mod image_cache;
 mod info;
@@ -47,6 +49,7 @@ pub use batch::batch;
 pub use check::check_spec;
 pub use device_batch::{draw_maps, gather as gather_resident, keeps, map_len};
 pub use fed::{Augment, Features, FedData, Input, Split};
+pub use fingerprint::fingerprint;
 pub use info::{Info, Sample, info};
 pub use load::{load, path_of, recorded};
 pub use unread::unread_keys;

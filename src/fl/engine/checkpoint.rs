@@ -45,6 +45,10 @@ pub struct Header {
     pub csv_crc: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub csv_rows: Option<usize>,
+    /// The fingerprint of the data the run ran on ([`crate::data::fingerprint`]): a resume
+    /// refuses other data. Absent in checkpoints of fedrun before it (then not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_crc: Option<u32>,
 }
 
 /// Named vectors of a checkpoint.

@@ -50,6 +50,8 @@ pub struct Experiment {
     /// Set from outside (SIGINT, SIGTERM): clients stop before their next local step, the
     /// evaluation is skipped, and the run discards the round in flight.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The loaded data's fingerprint ([`crate::data::fingerprint`]), kept in each checkpoint.
+    pub data_crc: u32,
 }
 
 impl Experiment {
@@ -109,6 +111,7 @@ impl Experiment {
             pools,
             cohort: super::resources::cohort(spec).0,
             evaluator: Evaluator::new(model, eval_device, spec.fl.eval_batch_size),
+            data_crc: crate::data::fingerprint(&data),
             data,
             layout,
             global,

@@ -279,6 +279,7 @@ impl RunDir {
             Some(p) => p,
             None => checkpoint::read(&self.checkpoint())?,
         };
+        check_same_data(&self.checkpoint(), h.data_crc, ex.data_crc)?;
         let gi = vecs
             .iter()
             .position(|(n, _)| n == "global")
@@ -336,6 +337,7 @@ impl RunDir {
             active: ex.members.active().map(<[usize]>::to_vec),
             csv_crc: Some(csv_crc),
             csv_rows: Some(csv_rows),
+            data_crc: Some(ex.data_crc),
         };
         checkpoint::write(&self.checkpoint(), &header, &vectors)?;
         drop(vectors);
@@ -353,6 +355,18 @@ impl RunDir {
             s.seal = Some(Seal::of(&self.dir)?);
         }
         s.write(&self.dir)
+    }
+}
+
+/// Refuse to resume on data other than the run's: the checkpoint `ck` holds the fingerprint of
+/// the data it was written on (`then`; none before fedrun kept it), `now` is the loaded data's.
+fn check_same_data(ck: &Path, then: Option<u32>, now: u32) -> Result<()> {
+    match then {
+        Some(then) if then != now => Err(Error::Run(format!(
+            "{}: the run ran on other data than it is given now (the loaded data's CRC-32 was {then:08x}, it is {now:08x}): --data-dir or data.path points at other files, or they changed since; resuming would splice two runs into one rounds.csv. Give the run its data, run with --force to start afresh, or use another run.name",
+            ck.display()
+        ))),
+        _ => Ok(()),
     }
 }
 
