@@ -21,6 +21,20 @@ fn deltas(
     graph: &str,
     clients: &[usize],
 ) -> (Vec<Vec<f32>>, Vec<LocalStats>) {
+    let (mut d, mut s) = trainings(base, sets, graph, &[clients]);
+    (d.remove(0), s.remove(0))
+}
+
+/// [`deltas`] of each cohort of `cohorts` in turn, on the same trainer (round 0, the same
+/// anchor).
+#[allow(clippy::type_complexity)]
+fn trainings(
+    base: &str,
+    sets: &[&str],
+    graph: &str,
+    cohorts: &[&[usize]],
+) -> (Vec<Vec<Vec<f32>>>, Vec<Vec<LocalStats>>) {
+    let clients = cohorts[0];
     let mut set: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     set.push(format!("run.cohort={}", clients.len()));
     set.push("run.client_workers=1".into());
@@ -39,10 +53,21 @@ fn deltas(
         stop: None,
         cohort: ex.cohort,
     };
-    let plans = clients.iter().map(|&c| ex.alg.plan(c)).collect();
-    let stats = bc.train_many(0, clients, &anchor, plans);
-    let ds = (0..clients.len()).map(|k| bc.delta(k).to_vec()).collect();
+    let (mut ds, mut stats) = (Vec::new(), Vec::new());
+    for clients in cohorts {
+        let plans = clients.iter().map(|&c| ex.alg.plan(c)).collect();
+        stats.push(bc.train_many(0, clients, &anchor, plans));
+        let d: Vec<Vec<f32>> = (0..clients.len()).map(|k| bc.delta(k).to_vec()).collect();
+        ds.push(d);
+    }
     (ds, stats)
+}
+
+/// One comparison at a time in this binary: the counts of captures and captured steps are the
+/// process's.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn bits(v: &[f32]) -> Vec<u32> {
@@ -52,9 +77,7 @@ fn bits(v: &[f32]) -> Vec<u32> {
 /// The captured path against the eager one on `base` with `sets`: the same bits, and the
 /// closure ran.
 fn replays_as_eager(base: &str, sets: &[&str], clients: &[usize]) {
-    // one training at a time: the count of captured steps is the process's
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_at_a_time();
     let (eager, s0) = deltas(base, sets, "off", clients);
     let before = full_steps();
     let (captured, s1) = deltas(base, sets, "on", clients);
@@ -111,6 +134,46 @@ fn unequal(dir: &common::TempDir) -> Vec<String> {
         "local.lr_schedule=\"epoch\"".into(),
         "local.lr_decay=0.5".into(),
     ]
+}
+
+/// A graph captured in one training serves the trainer's next ones (other clients, the same
+/// shapes): their anchors, tables and moments are written into the buffers it replays on, and
+/// they get the eager steps' bits with one capture for all three (`kept` asserts the count).
+fn kept_graph_serves_the_next_trainings(base: &str, sets: &[&str], kept: bool) {
+    let _one = one_at_a_time();
+    let cohorts: [&[usize]; 3] = [&[0, 1], &[2, 3], &[1, 2]];
+    let (eager, s0) = trainings(base, sets, "off", &cohorts);
+    let before = fedrun::fl::client::captures();
+    let (captured, s1) = trainings(base, sets, "on", &cohorts);
+    let made = fedrun::fl::client::captures() - before;
+    assert_eq!(made == 1, kept, "{sets:?}: {made} captures for 3 trainings");
+    for (t, (a, b)) in captured.iter().zip(&eager).enumerate() {
+        for k in 0..2 {
+            assert!(
+                bits(&a[k]) == bits(&b[k]),
+                "{sets:?}: training {t}, client {k}'s Δ"
+            );
+            assert_eq!(s0[t][k].loss_sum.to_bits(), s1[t][k].loss_sum.to_bits());
+        }
+    }
+}
+
+#[test]
+fn a_kept_graph_serves_the_trainers_next_trainings() {
+    let base = common::synthetic_spec("");
+    let sets = ["local.steps=9", "local.batch_size=2", "model.kind=\"mlp\""];
+    kept_graph_serves_the_next_trainings(&base, &sets, true);
+    let with = |a: &'static str| -> Vec<&str> { [&sets[..], &[a]].concat() };
+    // moments, a per-client shift (SCAFFOLD's control variates), the prox term's anchors
+    for alg in [
+        "fl.algorithm=\"fedlamb\"",
+        "fl.algorithm=\"scaffold\"",
+        "fl.algorithm=\"fedprox\"",
+    ] {
+        kept_graph_serves_the_next_trainings(&base, &with(alg), true);
+    }
+    // FedNTD's frozen global model and its own loss: a graph per training
+    kept_graph_serves_the_next_trainings(&base, &with("fl.algorithm=\"fedntd\""), false);
 }
 
 #[test]
@@ -179,4 +242,19 @@ fn the_captured_step_gives_the_eager_steps_bits_on_wgpu() {
     let quick = std::fs::read_to_string("configs/quickstart.toml").unwrap();
     let drop = ["model.dropout=0.1", "local.steps=8", "run.backend=\"wgpu\""];
     recorded(&quick, &drop, &[1, 4]);
+    // a graph kept across trainings replays on the buffers it recorded: the next trainings'
+    // values are written into them in place, or the replays would train on the first's
+    let mlp = [
+        "local.steps=9",
+        "local.batch_size=2",
+        "run.backend=\"wgpu\"",
+    ];
+    let before = fedrun::fl::client::hardware_graphs();
+    kept_graph_serves_the_next_trainings(&base, &mlp, true);
+    let lamb: Vec<&str> = [&mlp[..], &["fl.algorithm=\"fedlamb\""]].concat();
+    kept_graph_serves_the_next_trainings(&base, &lamb, true);
+    assert!(
+        fedrun::fl::client::hardware_graphs() >= before + 2,
+        "kept graphs recorded"
+    );
 }

@@ -63,6 +63,23 @@ pub fn map_len(split: &Split) -> usize {
     split.x.image_shape().map_or(1, |(_, h, w)| h * w)
 }
 
+/// A split's copy on a device, held by its tensors (what a batch is gathered from, with no
+/// borrow of the split: a captured step that outlives a training keeps one).
+#[derive(Clone)]
+pub struct Kept {
+    on: OnDevice,
+    shape: Option<(usize, usize, usize)>,
+}
+
+/// `split`'s copy on `device` (made now within the budget, on any backend); None where it is
+/// not kept.
+pub fn kept(split: &Split, device: &Device) -> Option<Kept> {
+    Some(Kept {
+        on: resident(split, device)?,
+        shape: split.x.image_shape(),
+    })
+}
+
 /// Rows `rows` of `split` (indices on `device`'s inner device) gathered from its copy on
 /// `device` (made now within the budget, on any backend), an image row's pixels through
 /// `map` (`[m, h·w]`, m = 1 or the rows; None: the identity), filled as `aug` fills; with their
@@ -74,25 +91,38 @@ pub fn gather(
     aug: Augment,
     device: &Device,
 ) -> Option<(Input, Tensor<1, Int>)> {
-    let on = resident(split, device)?;
-    let lift = device.is_autodiff();
-    let b = rows.dims()[0];
-    let y = on.y.select(0, rows.clone());
-    let x = match (&on.x, split.x.image_shape()) {
-        (Held::Tokens(t), _) => Input::Tokens(up(t.clone().select(0, rows), lift)),
-        (Held::Images(src), Some((c, h, w))) => {
-            let k = on.constants.as_ref()?;
-            let map = map.unwrap_or_else(|| k.identity.clone());
-            let fill = match aug {
-                Augment::Fedacg => k.black.clone(),
-                _ => k.zero.clone(),
-            };
-            let out = crate::kernels::gather_rows(src.clone(), rows, map, fill);
-            Input::Images(up(out.reshape([b, c, h, w]), lift))
-        }
-        (Held::Images(_), None) => return None,
-    };
-    Some((x, up(y, lift)))
+    kept(split, device)?.gather(rows, map, aug, device)
+}
+
+impl Kept {
+    /// [`gather`] from this copy.
+    pub fn gather(
+        &self,
+        rows: Tensor<1, Int>,
+        map: Option<Tensor<2, Int>>,
+        aug: Augment,
+        device: &Device,
+    ) -> Option<(Input, Tensor<1, Int>)> {
+        let on = &self.on;
+        let lift = device.is_autodiff();
+        let b = rows.dims()[0];
+        let y = on.y.clone().select(0, rows.clone());
+        let x = match (&on.x, self.shape) {
+            (Held::Tokens(t), _) => Input::Tokens(up(t.clone().select(0, rows), lift)),
+            (Held::Images(src), Some((c, h, w))) => {
+                let k = on.constants.as_ref()?;
+                let map = map.unwrap_or_else(|| k.identity.clone());
+                let fill = match aug {
+                    Augment::Fedacg => k.black.clone(),
+                    _ => k.zero.clone(),
+                };
+                let out = crate::kernels::gather_rows(src.clone(), rows, map, fill);
+                Input::Images(up(out.reshape([b, c, h, w]), lift))
+            }
+            (Held::Images(_), None) => return None,
+        };
+        Some((x, up(y, lift)))
+    }
 }
 
 /// `t` on the autodiff device when `lift` (untracked data).

@@ -13,6 +13,7 @@ use std::ops::Range;
 
 use burn::tensor::{Device, Tensor};
 
+use crate::optim::buffers::{Buf, Buffers};
 use crate::optim::{
     Ctx, Log, RowFactor, TensorStep, TensorTransform, Transform, table, upload_rows,
 };
@@ -251,6 +252,22 @@ impl DeviceTerm {
             shifts,
             anchor_grad: RowFactor::new(&per(|t| t.anchor_grad), device),
         }
+    }
+
+    /// The term's buffers and host numbers ([`crate::optim::buffers`]).
+    pub fn buffers<'a>(&'a mut self, out: &mut Vec<Buf<'a>>) {
+        self.scale.buffers(out);
+        self.prox.buffers(out);
+        self.anchor.buffers(out);
+        out.push(Buf::Host(self.shifts.len() as u64));
+        for slot in &mut self.shifts {
+            match &mut slot.factor {
+                Factor::Fixed(f) => f.buffers(out),
+                Factor::PerStep(t) => out.push(Buf::F2(t)),
+            }
+            slot.v.buffers(out);
+        }
+        self.anchor_grad.buffers(out);
     }
 
     /// Whether a row's term reads its starting model's gradient on the batch.

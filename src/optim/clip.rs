@@ -22,6 +22,13 @@ impl Transform for ClipByGlobalNorm {
 }
 
 impl TensorTransform for ClipByGlobalNorm {
+    fn buffers<'a>(&'a mut self, out: &mut Vec<super::buffers::Buf<'a>>) {
+        out.extend([
+            super::buffers::Buf::Host(1),
+            super::buffers::host(f64::from(self.0)),
+        ]);
+    }
+
     fn update_tensors(&mut self, s: &mut TensorStep) {
         // each row's sum of squares over every tensor, `[K, 1]`, in pieces: an f32 sum over
         // millions of elements in one run loses digits (the host's norm sums in f64)

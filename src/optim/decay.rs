@@ -18,6 +18,13 @@ impl Transform for AddDecayedWeights {
 }
 
 impl TensorTransform for AddDecayedWeights {
+    fn buffers<'a>(&'a mut self, out: &mut Vec<super::buffers::Buf<'a>>) {
+        out.extend([
+            super::buffers::Buf::Host(2),
+            super::buffers::host(f64::from(self.0)),
+        ]);
+    }
+
     fn update_tensors(&mut self, s: &mut TensorStep) {
         if self.0 != 0.0 {
             for (u, x) in s.u.iter_mut().zip(s.x) {

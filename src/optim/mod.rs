@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `transform.rs` | the [`Transform`] trait (host) and [`TensorTransform`] (the same link over device tensors), the step's context and log, a [`Chain`] |
 //! | `rows.rs` | K clients' parameters as the rows of `[K, n]` device tensors, and a factor per row (the device-resident steps) |
+//! | `buffers.rs` | a device training's state as a list of buffers, written in place by the next training's (a kept captured graph replays on them) |
 //! | `steps.rs` | what changes between a device training's steps (each row's learning rate and whether it steps) as tables on the device, read at a step index there |
 //! | `rows_links.rs` | the local rules' links (AMSGrad, decay, trust ratio) over K clients' rows, built from their host links |
 //! | `norm.rs` | the global L2 norm, in a fixed order |
@@ -25,6 +26,7 @@
 
 mod adaptive;
 mod amsgrad;
+pub mod buffers;
 mod clip;
 mod decay;
 mod keep;

@@ -25,6 +25,14 @@ impl RowFactor {
         }
     }
 
+    /// Its buffer, or its one value as a host number ([`super::buffers`]).
+    pub fn buffers<'a>(&'a mut self, out: &mut Vec<super::buffers::Buf<'a>>) {
+        match self {
+            RowFactor::One(a) => out.push(super::buffers::host(f64::from(*a))),
+            RowFactor::Rows(t) => out.push(super::buffers::Buf::F2(t)),
+        }
+    }
+
     /// Whether every row's factor is `a`.
     pub fn is(&self, a: f32) -> bool {
         matches!(self, RowFactor::One(b) if *b == a)

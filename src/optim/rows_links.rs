@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use burn::tensor::{Bool, Device, Tensor};
 
+use super::buffers::{Buf, Buffers, host};
 use super::decay::AddDecayedWeights;
 use super::rows::{row_sums, upload_rows};
 use super::transform::{RowsForm, TensorStep, TensorTransform};
@@ -112,6 +113,21 @@ impl TensorTransform for RowsAmsgrad {
     fn take_moments(&mut self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
         Some((std::mem::take(&mut self.m), std::mem::take(&mut self.v)))
     }
+
+    fn moments(&self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
+        Some((self.m.clone(), self.v.clone()))
+    }
+
+    fn buffers<'a>(&'a mut self, out: &mut Vec<Buf<'a>>) {
+        out.extend([
+            Buf::Host(3),
+            host(f64::from(self.b1)),
+            host(f64::from(self.b2)),
+        ]);
+        self.m.buffers(out);
+        self.v.buffers(out);
+        self.inv.buffers(out);
+    }
 }
 
 /// LAMB's trust ratio of K rows: for each parameter tensor and row k, `u ← (l_k·r)·u` with
@@ -121,6 +137,10 @@ struct RowsTrust {
 }
 
 impl TensorTransform for RowsTrust {
+    fn buffers<'a>(&'a mut self, out: &mut Vec<Buf<'a>>) {
+        out.extend([Buf::Host(4), host(self.on_zero)]);
+    }
+
     fn update_tensors(&mut self, s: &mut TensorStep) {
         let lr = s.steps.at(&s.steps.lr);
         for (u, x) in s.u.iter_mut().zip(s.x) {

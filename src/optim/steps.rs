@@ -76,6 +76,18 @@ impl Steps {
         self.index.clone()
     }
 
+    /// The tables and the index as buffers ([`super::buffers`]).
+    pub fn buffers<'a>(&'a mut self, out: &mut Vec<super::buffers::Buf<'a>>) {
+        use super::buffers::Buf;
+        out.push(Buf::Host(self.rows as u64));
+        out.extend([
+            Buf::F2(&mut self.lr),
+            Buf::F2(&mut self.rate),
+            Buf::F2(&mut self.active),
+        ]);
+        out.push(Buf::I1(&mut self.index));
+    }
+
     /// On to the next step, the index written in place.
     pub fn advance(&mut self) {
         self.index.inplace(|i| i.add_scalar(1));

@@ -142,6 +142,18 @@ pub trait TensorTransform: Send {
     fn take_moments(&mut self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
         None
     }
+
+    /// The moments the link holds now, as [`TensorTransform::take_moments`] gives them, left
+    /// in place (default: none).
+    fn moments(&self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
+        None
+    }
+
+    /// The link's state buffers and the host numbers its launches are given, in a fixed order,
+    /// after a number of its own that tells the link's kind ([`super::buffers`]): a link with
+    /// state or numbers lists them all, or a captured graph would replay another training's
+    /// (default: none).
+    fn buffers<'a>(&'a mut self, _out: &mut Vec<super::buffers::Buf<'a>>) {}
 }
 
 /// Links applied in order.

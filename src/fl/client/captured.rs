@@ -6,21 +6,28 @@
 //! `capture` and replayed: one CUDA graph launch a step on `cuda`, the closure run again
 //! elsewhere (the same values either way). The other steps run eagerly from the same draws.
 //!
+//! The closure reads and writes a [`State`] that it owns. Where the clients train on the
+//! cross-entropy alone (no local loss, no frozen model), the graph is kept for the trainer's next
+//! training ([`Kept`]): when that training's state lists alike (the same buffers' shapes, the
+//! same host numbers: [`crate::optim::buffers`]), its values are written into the kept state's
+//! buffers in place and the graph replays from its first full step on, with no new capture.
+//!
 //! A capture is process-global on CUDA (no other thread may allocate meanwhile): each device step
 //! of every worker holds [`QUIET`] shared, and a capture holds it alone.
 
-use std::cell::RefCell;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use burn::tensor::{Tensor, capture};
+use burn::tensor::{Device, Graph, Tensor, capture};
 
 use super::chain::DeviceChain;
 use super::deferred::Deferred;
 use super::feed::Feed;
+use super::objectives::Objectives;
 use super::resident::{Resident, Trained, who};
-use crate::data::FedData;
-use crate::model::Seeds;
+use super::work::{LocalStats, Work};
+use crate::model::{Model, Seeds};
+use crate::optim::buffers::{Buf, Buffers, alike, refill};
 
 /// Held shared by a device step, alone by a capture.
 pub(super) static QUIET: RwLock<()> = RwLock::new(());
@@ -28,14 +35,17 @@ pub(super) static QUIET: RwLock<()> = RwLock::new(());
 /// The full steps run by the captured closure in this process (a replay or a capture's run).
 static FULL_STEPS: AtomicUsize = AtomicUsize::new(0);
 
+/// The captures that recorded a hardware graph in this process.
+static HARDWARE: AtomicUsize = AtomicUsize::new(0);
+
+/// The captures made in this process (hardware or not).
+static CAPTURES: AtomicUsize = AtomicUsize::new(0);
+
 /// How many steps the captured closure has run in this process so far (the tests' proof that a
 /// training took the captured path).
 pub fn full_steps() -> usize {
     FULL_STEPS.load(Ordering::SeqCst)
 }
-
-/// The captures that recorded a hardware graph in this process.
-static HARDWARE: AtomicUsize = AtomicUsize::new(0);
 
 /// How many captures recorded a hardware graph in this process (a CUDA graph; on wgpu, cubecl's
 /// capture window, which refuses any upload or read inside it).
@@ -43,111 +53,227 @@ pub fn hardware_graphs() -> usize {
     HARDWARE.load(Ordering::SeqCst)
 }
 
+/// How many captures this process has made (a kept graph serves a later training without one).
+pub fn captures() -> usize {
+    CAPTURES.load(Ordering::SeqCst)
+}
+
 /// The eager runs of the closure burn's `capture` makes before it records (each a real step).
 const WARMUP: usize = 3;
 
-/// What the captured closure and the eager steps between its replays share.
-struct Live<'c> {
+/// What the captured closure and the eager steps between its replays read and write.
+pub(super) struct State {
     x: Vec<Tensor<2>>,
-    chain: &'c mut DeviceChain,
+    start: Vec<Tensor<2>>,
+    chain: DeviceChain,
+    feed: Feed,
     /// The full steps' numbers `[S, w]`, each written at its step index.
     table: Tensor<2>,
 }
 
-impl Resident<'_> {
-    /// The steps of `feed`: eager where a step is not full or too few full steps follow to
-    /// capture, else replayed; the rows `x` trained in place.
-    pub(super) fn run_fed(
-        &self,
-        feed: &mut Feed,
-        data: &FedData,
-        chain: &mut DeviceChain,
-        works: &[super::work::Work],
-        x: &mut Vec<Tensor<2>>,
-        start: &[Tensor<2>],
-    ) -> Trained {
-        let (steps, k) = (feed.steps(), works.len());
-        if steps == 0 || super::draw::stopped(works) {
-            return Vec::new();
+impl State {
+    fn buffers<'a>(&'a mut self, out: &mut Vec<Buf<'a>>) {
+        self.x.buffers(out);
+        self.start.buffers(out);
+        self.chain.buffers(out);
+        self.feed.buffers(out);
+        out.push(Buf::F2(&mut self.table));
+    }
+}
+
+type Replay = Box<dyn FnMut() + Send>;
+
+/// A captured graph kept from one training to the trainer's next, with the state it replays on.
+pub struct Kept {
+    graph: Graph<(), Replay>,
+    state: Arc<Mutex<State>>,
+}
+
+impl Kept {
+    /// Write `fresh`'s values into the kept state in place, if the two list alike.
+    fn take(&self, fresh: &mut State) -> bool {
+        let mut kept = lock(&self.state);
+        let (mut to, mut from) = (Vec::new(), Vec::new());
+        kept.buffers(&mut to);
+        fresh.buffers(&mut from);
+        if !alike(&to, &from) {
+            return false;
         }
-        let mut pending = Deferred::default();
-        let groups = feed.groups(0, data);
-        let first = {
-            let _shared = QUIET.read();
-            let seeds = Some(Seeds::Host(feed.host_seeds(0)));
-            let t = self.step(x, start, &groups, chain, seeds);
-            chain.advance();
-            t
-        };
-        let mut eager = vec![(0, who(&groups))];
-        // a full step's numbers: K losses, and K norms when the first step had them
-        let width = first
-            .as_ref()
-            .map_or(k, |t| match t.dims()[0] > eager[0].1.len() {
-                true => 2 * k,
-                false => k,
-            });
-        pending.push(first.unwrap_or_else(|| Tensor::zeros([0], &x[0].device())));
-        feed.with_sites(self.sites.get() as usize);
-        let feed: &Feed = feed;
-        let live = RefCell::new(Live {
-            x: std::mem::take(x),
+        refill(to, from);
+        kept.feed.adopt(&mut fresh.feed);
+        true
+    }
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The numbers of a training's steps so far: the eager steps' (each its own part, with its
+/// clients), and the full steps run by the closure (their numbers in the state's table).
+#[derive(Default)]
+struct Run {
+    pending: Deferred,
+    eager: Vec<(usize, Vec<(usize, usize)>)>,
+    full: Vec<usize>,
+}
+
+impl Resident<'_> {
+    /// The training of `works` from `feed`, with its rows `x` and `start` and its `chain`: the
+    /// first step eager, then the captured closure for the full steps (the trainer's `kept`
+    /// graph where the clients' objectives are plain and the state lists alike); Δ_k lands in
+    /// `out[k]`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn train_fed(
+        &self,
+        feed: Feed,
+        chain: DeviceChain,
+        works: &[Work],
+        x: Vec<Tensor<2>>,
+        start: Vec<Tensor<2>>,
+        kept: &mut Option<Kept>,
+        out: &mut [Vec<f32>],
+    ) -> Vec<LocalStats> {
+        let (steps, k) = (feed.steps(), works.len());
+        let inner = feed.device().clone().without_autodiff();
+        let table = Tensor::zeros([1, 1], &inner);
+        let mut st = State {
+            x,
+            start,
             chain,
-            table: Tensor::zeros([steps, width], &feed.device().clone().without_autodiff()),
-        });
-        let step = || self.full_step(&live, feed, start, data);
-        let (mut graph, mut full, mut s) = (None, Vec::new(), 1);
+            feed,
+            table,
+        };
+        let mut run = Run::default();
+        let width = match super::draw::stopped(works) || steps == 0 {
+            true => k,
+            false => self.first_step(&mut st, &mut run, k),
+        };
+        st.feed.with_sites(self.sites.get() as usize);
+        st.table = Tensor::zeros([steps.max(1), width], &inner);
+        if !self.objectives.is_plain() {
+            let state = Mutex::new(st);
+            let mut graph = None;
+            self.drive(
+                &state,
+                &mut graph,
+                || || self.full_step(&mut lock(&state)),
+                works,
+                &mut run,
+            );
+            drop(graph);
+            return self.finish(&state, run, width, works, out);
+        }
+        // the kept graph, its state refilled with this training's, or a new one
+        let (state, mut graph) = match kept.take() {
+            Some(kp) if kp.take(&mut st) => (kp.state, Some(kp.graph)),
+            _ => (Arc::new(Mutex::new(st)), None),
+        };
+        let (model, device, s) = (self.model.clone(), self.device.clone(), Arc::clone(&state));
+        let make = move || -> Replay {
+            let (model, device, s) = (model.clone(), device.clone(), Arc::clone(&s));
+            Box::new(move || plain_step(&model, &device, &s, k))
+        };
+        self.drive(&state, &mut graph, make, works, &mut run);
+        let done = self.finish(&state, run, width, works, out);
+        *kept = graph.map(|graph| Kept { graph, state });
+        done
+    }
+
+    /// Step 0, eager, on `st`: the width of a full step's numbers (K losses, and K norms when
+    /// the chain has them).
+    fn first_step(&self, st: &mut State, run: &mut Run, k: usize) -> usize {
+        let _shared = QUIET.read();
+        let groups = st.feed.groups(0);
+        let seeds = Some(Seeds::Host(st.feed.host_seeds(0)));
+        let State {
+            x, start, chain, ..
+        } = st;
+        let first = self.step(x, start, &groups, chain, seeds);
+        chain.advance();
+        let who = who(&groups);
+        let width = match first.as_ref().is_some_and(|t| t.dims()[0] > who.len()) {
+            true => 2 * k,
+            false => k,
+        };
+        if let Some(t) = first {
+            run.pending.push(t);
+            run.eager.push((0, who));
+        }
+        width
+    }
+
+    /// Steps 1 on: replayed where full and a graph exists, captured (`make`'s closure) at the
+    /// first run of enough full steps, else eager.
+    fn drive<F: FnMut()>(
+        &self,
+        state: &Mutex<State>,
+        graph: &mut Option<Graph<(), F>>,
+        mut make: impl FnMut() -> F,
+        works: &[Work],
+        run: &mut Run,
+    ) {
+        let steps = lock(state).feed.steps();
+        let mut s = 1;
         while s < steps && !super::draw::stopped(works) {
-            let run = feed.full_run(s);
-            if let (true, Some(g)) = (run > 0, graph.as_mut()) {
+            let full_run = lock(state).feed.full_run(s);
+            if let (true, Some(g)) = (full_run > 0, graph.as_mut()) {
                 let _shared = QUIET.read();
-                // SAFETY: every tensor the closure touches is owned by `live`, `feed` or
-                // `start`, which outlive `graph`; no other thread runs on the device now
-                unsafe { burn::tensor::Graph::replay(g) };
-                full.push(s);
+                // SAFETY: every tensor the closure touches is owned by the state, which the
+                // closure (or this call) holds past the replay; no other thread runs on the
+                // device now
+                unsafe { g.replay() };
+                run.full.push(s);
                 s += 1;
                 continue;
             }
-            if graph.is_none() && run > WARMUP {
+            if graph.is_none() && full_run > WARMUP {
                 let _alone = QUIET.write();
-                let g = capture(&self.device.clone().without_autodiff(), step);
+                let g = capture(&self.device.clone().without_autodiff(), make());
+                CAPTURES.fetch_add(1, Ordering::SeqCst);
                 let done = if g.is_hardware() { WARMUP } else { WARMUP + 1 };
                 if g.is_hardware() {
                     HARDWARE.fetch_add(1, Ordering::SeqCst);
                 } else if !crate::kernels::is_flex(self.device) {
                     say_fallback();
                 }
-                full.extend(s..s + done);
+                run.full.extend(s..s + done);
                 s += done;
-                graph = Some(g);
+                *graph = Some(g);
                 continue;
             }
-            let _shared = QUIET.read();
-            let mut l = live.borrow_mut();
-            let groups = feed.groups(s, data);
-            let seeds = Some(Seeds::Host(feed.host_seeds(s)));
-            let Live { x, chain, .. } = &mut *l;
-            if let Some(t) = self.step(x, start, &groups, chain, seeds) {
-                pending.push(t);
-                eager.push((s, who(&groups)));
-            }
-            l.chain.advance();
+            self.eager_step(&mut lock(state), s, run);
             s += 1;
         }
-        drop(graph);
-        let live = live.into_inner();
-        *x = live.x;
-        pending.push(live.table.reshape([steps * width]));
-        collect(pending, eager, &full, width, feed)
     }
 
-    /// One full step from `feed`'s tables at the chain's step index: nothing from the host.
-    fn full_step(&self, live: &RefCell<Live>, feed: &Feed, start: &[Tensor<2>], data: &FedData) {
+    /// Step `s` eagerly from the feed's draws.
+    fn eager_step(&self, st: &mut State, s: usize, run: &mut Run) {
+        let _shared = QUIET.read();
+        let groups = st.feed.groups(s);
+        let seeds = Some(Seeds::Host(st.feed.host_seeds(s)));
+        let State {
+            x, start, chain, ..
+        } = st;
+        if let Some(t) = self.step(x, start, &groups, chain, seeds) {
+            run.pending.push(t);
+            run.eager.push((s, who(&groups)));
+        }
+        chain.advance();
+    }
+
+    /// One full step from the feed's tables at the chain's step index: nothing from the host.
+    fn full_step(&self, st: &mut State) {
         FULL_STEPS.fetch_add(1, Ordering::SeqCst);
-        let mut l = live.borrow_mut();
-        let Live { x, chain, table } = &mut *l;
+        let State {
+            x,
+            start,
+            chain,
+            feed,
+            table,
+        } = st;
         let index = chain.index();
-        let group = feed.full_group(&index, data).expect("the split is kept");
+        let group = feed.full_group(&index).expect("the split is kept");
         let seeds = feed.seeds_at(&index);
         let numbers = self.step(x, start, &[group], chain, seeds.as_ref().map(Seeds::Device));
         if let Some(t) = numbers {
@@ -158,6 +284,30 @@ impl Resident<'_> {
         }
         chain.advance();
     }
+
+    /// The training's end from `state`: its numbers in one read, the rows in one more (Δ_k into
+    /// `out[k]`), the rule's moments in one more; each client's stats.
+    fn finish(
+        &self,
+        state: &Mutex<State>,
+        mut run: Run,
+        width: usize,
+        works: &[Work],
+        out: &mut [Vec<f32>],
+    ) -> Vec<LocalStats> {
+        let st = lock(state);
+        let steps = st.feed.steps().max(1);
+        run.pending.push(st.table.clone().reshape([steps * width]));
+        let trained = collect(run, width, works.len(), st.feed.batch());
+        self.end(&st.chain, &trained, st.x.clone(), works, out)
+    }
+}
+
+/// A full step of clients that train on the cross-entropy alone, from what a kept graph owns.
+fn plain_step(model: &Model, device: &Device, state: &Mutex<State>, k: usize) {
+    let objectives = Objectives::plain(model, k);
+    let r = Resident::new(model, device, &objectives);
+    r.full_step(&mut lock(state));
 }
 
 /// Say once in the process that a capture recorded no hardware graph.
@@ -171,24 +321,17 @@ fn say_fallback() {
 }
 
 /// Every trained step's numbers in step order, from one read: the eager steps' (each its own
-/// part), then the full steps' rows of the table (the last part).
-fn collect(
-    pending: Deferred,
-    eager: Vec<(usize, Vec<(usize, usize)>)>,
-    full: &[usize],
-    width: usize,
-    feed: &Feed,
-) -> Trained {
-    let mut parts = pending.read();
+/// part), then the full steps' rows of the table (the last part), each of `width` numbers for
+/// all `k` clients of `batch` samples.
+fn collect(run: Run, width: usize, k: usize, batch: usize) -> Trained {
+    let mut parts = run.pending.read();
     let table = parts.pop().unwrap_or_default();
-    let all_k: Vec<(usize, usize)> = (0..width.min(feed.clients()))
-        .map(|k| (k, feed.batch()))
-        .collect();
-    let mut out: Trained = (eager.into_iter().zip(parts))
+    let all_k: Vec<(usize, usize)> = (0..k).map(|c| (c, batch)).collect();
+    let mut out: Trained = (run.eager.into_iter().zip(parts))
         .filter(|(_, n)| !n.is_empty())
         .map(|((s, w), n)| (s, w, n))
         .collect();
-    for &s in full {
+    for &s in &run.full {
         let row = table.get(s * width..(s + 1) * width).unwrap_or_default();
         out.push((s, all_k.clone(), row.to_vec()));
     }

@@ -202,6 +202,21 @@ impl DeviceChain {
         self.rule.iter_mut().find_map(|l| l.take_moments())
     }
 
+    /// The moments the rule holds now, left in place (a captured graph keeps their buffers).
+    pub fn moments(&self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
+        self.rule.iter().find_map(|l| l.moments())
+    }
+
+    /// The chain's buffers and host numbers, in a fixed order ([`crate::optim::buffers`]).
+    pub fn buffers<'a>(&'a mut self, out: &mut Vec<crate::optim::buffers::Buf<'a>>) {
+        self.term.buffers(out);
+        out.push(crate::optim::buffers::Buf::Host(self.rule.len() as u64));
+        for l in self.base.iter_mut().chain(self.rule.iter_mut()) {
+            l.buffers(out);
+        }
+        self.steps.buffers(out);
+    }
+
     /// The step's log from a row's norm that `step` returned, once read.
     pub fn read_norm(&self, norm: f64) -> Log {
         let mut log = Log::default();

@@ -15,6 +15,7 @@ use super::work::{Work, step_masks};
 use crate::data::{self, Augment, FedData};
 use crate::kernels::ext_mask::quarters;
 use crate::model::site_seed;
+use crate::optim::buffers::Buf;
 use crate::rng::Rng;
 
 /// A client's batch at a step, drawn: its rows and pixel maps (one, or one a row, and how many).
@@ -45,6 +46,8 @@ pub struct Feed {
     site_seeds: Option<(Tensor<2>, usize)>,
     aug: Augment,
     device: Device,
+    /// The training split on the device.
+    split: data::Kept,
 }
 
 impl Feed {
@@ -53,9 +56,10 @@ impl Feed {
     /// device or the clients' batch sizes differ (the steps then draw as they go).
     pub fn new(data: &FedData, works: &[Work], rngs: &mut [Rng], device: &Device) -> Option<Feed> {
         let batch = works.first()?.batch_size;
-        if works.iter().any(|w| w.batch_size != batch) || !data::keeps(&data.train, device) {
+        if works.iter().any(|w| w.batch_size != batch) {
             return None;
         }
+        let split = data::kept(&data.train, device)?;
         let steps = works.iter().map(|w| w.steps).max().unwrap_or(0);
         let mut batches: Vec<Batches> = (works.iter())
             .map(|w| Batches::new(&data.clients[w.client], batch))
@@ -87,6 +91,7 @@ impl Feed {
             site_seeds: None,
             aug: data.augment,
             device: device.clone(),
+            split,
         };
         feed.rows = feed.rows_table(k, &inner);
         feed.maps = feed.maps_table(k, data::map_len(&data.train), &inner);
@@ -96,11 +101,6 @@ impl Feed {
     /// The training device.
     pub fn device(&self) -> &Device {
         &self.device
-    }
-
-    /// The clients, K.
-    pub fn clients(&self) -> usize {
-        self.seeds.first().map_or(0, Vec::len)
     }
 
     /// The clients' batch size.
@@ -125,7 +125,7 @@ impl Feed {
 
     /// The groups of step `s` (each client's batch gathered on the device from its draws: the
     /// rows and maps uploaded).
-    pub fn groups(&self, s: usize, data: &FedData) -> Vec<Group> {
+    pub fn groups(&self, s: usize) -> Vec<Group> {
         let inner = self.device.clone().without_autodiff();
         let drawn: Vec<Drawn> = (self.plan[s].iter())
             .filter_map(|p| {
@@ -135,8 +135,7 @@ impl Feed {
                 let map = p.map.as_ref().map(|(m, n)| {
                     Tensor::from_data(TensorData::new(m.clone(), [*n, m.len() / n]), &inner)
                 });
-                let (input, y) =
-                    data::gather_resident(&data.train, rows, map, self.aug, &self.device)?;
+                let (input, y) = self.split.gather(rows, map, self.aug, &self.device)?;
                 Some(Drawn {
                     k: p.k,
                     len: b,
@@ -150,7 +149,7 @@ impl Feed {
 
     /// The full step at `index` (`[1]`, on the device): every client's batch gathered from the
     /// tables at the index, as one group. None where the split is not kept.
-    pub fn full_group(&self, index: &Tensor<1, Int>, data: &FedData) -> Option<Group> {
+    pub fn full_group(&self, index: &Tensor<1, Int>) -> Option<Group> {
         let k = self.seeds.first().map_or(0, Vec::len);
         let kb = k * self.batch;
         let rows = self.rows.clone().select(0, index.clone()).reshape([kb]);
@@ -158,7 +157,7 @@ impl Feed {
             let at = index.clone().mul_scalar(m.per_step as i64).expand([kb]);
             m.table.clone().select(0, m.offsets.clone() + at)
         });
-        let (input, y) = data::gather_resident(&data.train, rows, map, self.aug, &self.device)?;
+        let (input, y) = self.split.gather(rows, map, self.aug, &self.device)?;
         Some(Group {
             ks: (0..k).collect(),
             len: self.batch,
@@ -194,6 +193,29 @@ impl Feed {
             true => at.autodiff(),
             false => at,
         })
+    }
+
+    /// The tables as buffers and the host numbers the full step is given
+    /// ([`crate::optim::buffers`]).
+    pub fn buffers<'a>(&'a mut self, out: &mut Vec<Buf<'a>>) {
+        out.extend([Buf::Host(self.batch as u64), Buf::Host(self.aug as u64)]);
+        out.push(Buf::I2(&mut self.rows));
+        if let Some(m) = &mut self.maps {
+            out.push(Buf::Host(m.per_step as u64));
+            out.extend([Buf::I2(&mut m.table), Buf::I1(&mut m.offsets)]);
+        }
+        if let Some((t, sites)) = &mut self.site_seeds {
+            out.push(Buf::Host(*sites as u64));
+            out.push(Buf::F2(t));
+        }
+    }
+
+    /// Take `new`'s draws (its tables are written into this feed's with
+    /// [`crate::optim::buffers::refill`]).
+    pub fn adopt(&mut self, new: &mut Feed) {
+        std::mem::swap(&mut self.plan, &mut new.plan);
+        std::mem::swap(&mut self.seeds, &mut new.seeds);
+        std::mem::swap(&mut self.full, &mut new.full);
     }
 
     /// `[S, K·b]`: each full step's rows, client after client (0 elsewhere).

@@ -33,7 +33,7 @@ mod resident;
 mod trainer;
 mod work;
 
-pub use captured::{full_steps, hardware_graphs};
+pub use captured::{captures, full_steps, hardware_graphs};
 pub use chain::{ClipDecay, DeviceChain, HostChain, StepPlan};
 pub use trainer::Trainer;
 pub use work::{LocalStats, Work, local_steps, step_masks};

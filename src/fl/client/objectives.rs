@@ -101,6 +101,33 @@ impl<'a> Objectives<'a> {
         }
     }
 
+    /// The objectives of `k` clients that all train on the cross-entropy alone.
+    pub fn plain(model: &'a Model, k: usize) -> Self {
+        let client = || Client {
+            loss: None,
+            frozen: Vec::new(),
+            outputs: 0,
+            anchor_grad: false,
+        };
+        Objectives {
+            model,
+            clients: (0..k).map(|_| client()).collect(),
+            nets: Vec::new(),
+            stacks: Vec::new(),
+            anchor: None,
+        }
+    }
+
+    /// Whether every client trains on the cross-entropy alone, with no frozen model (a step
+    /// then reads nothing of the objectives but the batch).
+    pub fn is_plain(&self) -> bool {
+        self.clients
+            .iter()
+            .all(|c| c.loss.is_none() && c.outputs == 0)
+            && self.nets.is_empty()
+            && self.stacks.is_empty()
+    }
+
     /// Whether client `k`'s term reads the starting model's gradient.
     pub fn reads_anchor_grad(&self, k: usize) -> bool {
         self.clients[k].anchor_grad

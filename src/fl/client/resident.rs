@@ -16,6 +16,7 @@ use std::cell::Cell;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
+use super::captured::Kept;
 use super::chain::DeviceChain;
 use super::deferred::{Deferred, read_f32};
 use super::draw::{Group, batches_of, draw, groups, stopped};
@@ -55,14 +56,17 @@ impl<'a> Resident<'a> {
     }
 
     /// Train `works`' clients with `chain` (built from their plans), each with its own stream
-    /// `rngs[k]`; Δ_k = x_k − anchor_k lands in `out[k]`.
+    /// `rngs[k]`; Δ_k = x_k − anchor_k lands in `out[k]`. With `run.graph`, the steps are drawn
+    /// ahead and the full ones captured ([`super::captured`]; `kept`: the trainer's graph from
+    /// its last training, which this one reuses where it fits and may replace).
     pub fn train(
         &self,
         data: &FedData,
-        chain: &mut DeviceChain,
+        mut chain: DeviceChain,
         works: &[Work],
         rngs: &mut [Rng],
         out: &mut [Vec<f32>],
+        kept: &mut Option<Kept>,
     ) -> Vec<LocalStats> {
         let ranges = self.model.layout().ranges();
         let anchors: Vec<Option<&[f32]>> = works.iter().map(|w| Some(w.anchor)).collect();
@@ -72,18 +76,31 @@ impl<'a> Resident<'a> {
             true => upload_rows(&anchors, &ranges, self.device),
             false => Vec::new(),
         };
-        let feed = match self.graph {
-            true => Feed::new(data, works, rngs, self.device),
-            false => None,
-        };
-        let trained = match feed {
-            Some(mut feed) => self.run_fed(&mut feed, data, chain, works, &mut x, &start),
-            None => self.run_eager(data, chain, works, rngs, &mut x, &start),
-        };
+        if let Some(feed) = self
+            .graph
+            .then(|| Feed::new(data, works, rngs, self.device))
+            .flatten()
+        {
+            return self.train_fed(feed, chain, works, x, start, kept, out);
+        }
+        let trained = self.run_eager(data, &mut chain, works, rngs, &mut x, &start);
+        self.end(&chain, &trained, x, works, out)
+    }
+
+    /// A training's end: each client's stats from its steps' numbers (`trained`), the rows `x`
+    /// read back once (Δ_k into `out[k]`), the rule's moments in one more read.
+    pub(super) fn end(
+        &self,
+        chain: &DeviceChain,
+        trained: &Trained,
+        x: Vec<Tensor<2>>,
+        works: &[Work],
+        out: &mut [Vec<f32>],
+    ) -> Vec<LocalStats> {
         let mut stats = vec![LocalStats::default(); works.len()];
-        record(chain, &trained, &mut stats);
+        record(chain, trained, &mut stats);
         self.read_deltas(x, works, out);
-        if let Some((m, v)) = chain.take_moments() {
+        if let Some((m, v)) = chain.moments() {
             // each row m then v, in one read
             let total = self.model.layout().total;
             let both = read_f32(Tensor::cat(m.into_iter().chain(v).collect(), 1));

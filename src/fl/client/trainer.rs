@@ -36,6 +36,8 @@ pub struct Trainer {
     device_step: bool,
     /// Replay the device step's full steps as one captured graph (`run.graph`).
     graph: bool,
+    /// The captured graph of the last training, for the next where it fits.
+    kept: Option<super::captured::Kept>,
     xs: Vec<Vec<f32>>,
     gs: Vec<Vec<f32>>,
     anchor_gs: Vec<Vec<f32>>,
@@ -50,6 +52,7 @@ impl Trainer {
             base,
             device_step,
             graph: false,
+            kept: None,
             xs: Vec::new(),
             gs: Vec::new(),
             anchor_gs: Vec::new(),
@@ -105,10 +108,10 @@ impl Trainer {
         let host = chain.is_none();
         let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device, host);
         let mut stats = match chain {
-            Some(mut chain) => {
+            Some(chain) => {
                 let mut resident = Resident::new(&model, &self.device, &objectives);
                 resident.graph = self.graph;
-                resident.train(data, &mut chain, works, rngs, &mut self.xs[..n])
+                resident.train(data, chain, works, rngs, &mut self.xs[..n], &mut self.kept)
             }
             None => self.train_host(data, plans, works, rngs, &objectives),
         };
