@@ -1,13 +1,21 @@
-//! fedrun's own CPU kernels for the hot ops, plugged into burn as backend extensions, one per
-//! op (`ext_conv.rs`, `ext_norm.rs`, `ext_pool.rs`, `ext_linear.rs`, `ext_lstm.rs`,
-//! `ext_act.rs`; their shared helpers in `ext.rs`) for the flex backend, with their own backward under autodiff. The models keep
-//! burn's modules (parameters, records and the flat layout are unchanged) and call
-//! [`conv2d`], [`max_pool2d`], [`group_norm`], [`softmax_last`], [`sigmoid`], [`tanh`] and
-//! [`lstm_layer`] in their forward; on any other backend, or with `run.kernels = "burn"`, the
-//! call is burn's own op (the LSTM model runs burn's gate equations instead of the layer), but
-//! for the convolution, which on cubecl's GPU runtimes takes fedrun's kernel rule
-//! (`ext_gpu_conv.rs`: implicit GEMM, else burn's direct kernels), and the LSTM layer, which
-//! has a GPU side of its own there (`ext_gpu_lstm.rs`).
+//! The ops fedrun's models call, and fedrun's own kernels behind them, each plugged into burn as
+//! a backend extension of its own with its own backward under autodiff (their shared flex
+//! helpers in `ext.rs`):
+//!
+//! - on flex, fedrun's CPU kernels: the convolution (`ext_conv.rs`), GroupNorm (`ext_norm.rs`),
+//!   max-pooling (`ext_pool.rs`), the large linear layers (`ext_linear.rs`), the LSTM layer
+//!   (`ext_lstm.rs`), the activations and dropout (`ext_act.rs`);
+//! - on cubecl's runtimes (wgpu, Vulkan, CUDA), their GPU sides: the convolution rule
+//!   (`ext_gpu_conv.rs`: implicit GEMM, else burn's direct kernels), GroupNorm
+//!   (`ext_gpu_norm.rs`), the LSTM layer (`ext_gpu_lstm.rs`), a batch gathered from a split kept
+//!   on the device (`ext_gather.rs`, `ext_gpu_gather.rs`), and the K copies' dropout mask from
+//!   seeds held in a tensor (`ext_mask.rs`, `ext_gpu_mask.rs`; flex too);
+//! - a cohort's convolutions as batched products on the GPU backends (`batched_conv.rs`), and
+//!   index ranges uploaded once ([`range`]).
+//!
+//! The functions here ([`conv2d_copies`], [`max_pool2d`], [`group_norm`], [`softmax_last`],
+//! [`lstm_layer`], [`dropout_copies`], …) choose fedrun's kernel where it applies and burn's op
+//! elsewhere, or everywhere with `run.kernels = "burn"`.
 
 pub mod activation;
 mod batched_conv;
@@ -52,9 +60,9 @@ use burn::backend::{DispatchDevice, ops::ConvOptions};
 use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
 use burn::nn::pool::MaxPool2d;
-use burn::nn::{Dropout, GroupNorm, Linear};
+use burn::nn::{GroupNorm, Linear};
 use burn::tensor::activation::relu as relu_op;
-use burn::tensor::{Device, Distribution, Tensor};
+use burn::tensor::{Device, Tensor};
 
 pub use batched_conv::conv2d_batched;
 use ext_act::CpuActivations;
@@ -102,14 +110,6 @@ fn options(conv: &Conv2d) -> Option<ConvOptions<2>> {
 /// build, one of cubecl's runtimes (fedrun's kernel rule, `ext_gpu_conv.rs`).
 fn own_conv(device: &Device) -> bool {
     on_cube(device) || is_flex(device)
-}
-
-/// Whether fedrun's LSTM layer ([`lstm_layer`]) runs on `device` for a batch of `batch`
-/// sequences: on flex up to `flex_max` (larger batches are faster on burn's per-gate
-/// products), on cubecl's runtimes always (a time step two launches each way instead of a
-/// few dozen), unless `run.kernels = "burn"`.
-pub fn own_lstm(device: &Device, batch: usize, flex_max: usize, kernels: Kernels) -> bool {
-    kernels == Kernels::Fedrun && (on_cube(device) || (is_flex(device) && batch <= flex_max))
 }
 
 /// Whether `device` is one of cubecl's runtimes (wgpu, Vulkan, CUDA; never in a build without
@@ -281,22 +281,21 @@ fn activation<const D: usize>(x: Tensor<D>, is_tanh: bool, kernels: Kernels) -> 
 /// One LSTM layer over a whole sequence on fedrun's kernel ([`lstm`]): the hidden state after
 /// each character `[batch, len, hidden]` from the input projections `xw` (`[batch, len,
 /// 4·hidden]`, biases included, gates i, f, g, o) and the recurrent weight `wh` (`[hidden,
-/// 4·hidden]`), zero initial states. On flex and cubecl's runtimes only: the caller checks
-/// [`own_lstm`].
+/// 4·hidden]`), zero initial states. On flex and cubecl's runtimes.
 pub fn lstm_layer(xw: Tensor<3>, wh: Tensor<2>) -> Tensor<3> {
-    // autodiff keeps what its backward pass needs whatever `keep` says; flex alone keeps nothing
-    let (hs, _, _) = <burn::backend::Dispatch as FrRecurrent>::fr_lstm(
-        xw.into_dispatch(),
-        wh.into_dispatch(),
-        false,
-    );
-    Tensor::from_dispatch(hs)
+    lstm_states(xw, wh)
 }
 
 /// [`lstm_layer`] over a stack of copies, each its own weights: `xw` `[K, batch, len,
 /// 4·hidden]`, `wh` `[K, hidden, 4·hidden]`, the states `[K, batch, len, hidden]`. On cubecl's
 /// runtimes only (flex runs a copy at a time).
 pub fn lstm_layers(xw: Tensor<4>, wh: Tensor<3>) -> Tensor<4> {
+    lstm_states(xw, wh)
+}
+
+/// The layer's hidden states for either rank (the extension reads the copies from the rank).
+fn lstm_states<const D: usize, const W: usize>(xw: Tensor<D>, wh: Tensor<W>) -> Tensor<D> {
+    // autodiff keeps what its backward pass needs whatever `keep` says; flex alone keeps nothing
     let (hs, _, _) = <burn::backend::Dispatch as FrRecurrent>::fr_lstm(
         xw.into_dispatch(),
         wh.into_dispatch(),
@@ -368,27 +367,6 @@ fn gather_rows_by_ops(
     let got = picked.gather(2, idx);
     let fill = fill.reshape([1, c, 1]).expand([b, c, p]);
     got.mask_where(outside, fill)
-}
-
-/// `d.forward(x)`, on fedrun's kernel where it applies: the same probability and scaling, a
-/// mask drawn from one 64-bit seed taken from burn's generator (so seeding the backend still
-/// fixes every mask) instead of one Bernoulli draw per element. Like burn's, the identity when
-/// the layer is not training, off an autodiff device, or at probability 0.
-pub fn dropout<const D: usize>(d: &Dropout, x: Tensor<D>, kernels: Kernels) -> Tensor<D> {
-    if !(kernels == Kernels::Fedrun && is_flex(&x.device())) {
-        return d.forward(x);
-    }
-    if !d.training.is_enabled() || !x.device().is_autodiff() || d.prob == 0.0 {
-        return x;
-    }
-    let draw = Tensor::<1>::random([2], Distribution::Uniform(0.0, 1.0), &x.device());
-    let r = draw.into_data().try_to_vec::<f32>().expect("two f32 draws");
-    let seed = ((r[0].to_bits() as u64) << 32) | r[1].to_bits() as u64;
-    Tensor::from_dispatch(<burn::backend::Dispatch as CpuActivations>::fr_dropout(
-        x.into_dispatch(),
-        seed,
-        d.prob,
-    ))
 }
 
 /// The K copies' convolution on their maps side by side in the channels (`[b, K·c, h, w]`,
@@ -515,12 +493,22 @@ pub fn linear_of(x: Tensor<2>, w: Tensor<2>, b: Tensor<1>, kernels: Kernels) -> 
 }
 
 /// A max-pool of `size`×`size` windows, stride `size`, floor or `ceil` mode, then a ReLU if
-/// `relu` (see [`max_pool2d`]).
+/// `relu`: fedrun's kernel on flex with its kernels ([`max_pool2d`]'s), burn's op elsewhere.
 pub fn max_pool2d_of(x: Tensor<4>, size: usize, ceil: bool, relu: bool, k: Kernels) -> Tensor<4> {
-    let pool = burn::nn::pool::MaxPool2dConfig::new([size, size])
-        .with_ceil_mode(ceil)
-        .init();
-    max_pool2d(&pool, x, relu, k)
+    if !(k == Kernels::Fedrun && is_flex(&x.device())) {
+        let opts = burn::tensor::ops::MaxPoolOptions::new([size, size])
+            .with_stride([size, size])
+            .with_ceil_mode(ceil);
+        let y = burn::tensor::module::max_pool2d(x, opts);
+        return if relu { relu_op(y) } else { y };
+    }
+    Tensor::from_dispatch(<burn::backend::Dispatch as CpuPool>::fr_max_pool2d(
+        x.into_dispatch(),
+        [size, size],
+        [size, size],
+        relu,
+        ceil,
+    ))
 }
 
 /// `lin.forward(x)` for a batch of `x` `[m, k]`, on fedrun's dense kernel where it applies (a

@@ -119,21 +119,19 @@ struct Run {
 }
 
 impl Resident<'_> {
-    /// The training of `works` from `feed`, with its rows `x` and `start` and its `chain`: the
-    /// first step eager, then the captured closure for the full steps (the trainer's `kept`
-    /// graph where the clients' objectives are plain and the state lists alike); Δ_k lands in
+    /// The training of `works` from `feed` (their steps drawn ahead) with `chain`: the first
+    /// step eager, then the captured closure for the full steps (the trainer's `kept` graph
+    /// where the clients' objectives are plain and the state lists alike); Δ_k lands in
     /// `out[k]`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn train_fed(
         &self,
         feed: Feed,
         chain: DeviceChain,
         works: &[Work],
-        x: Vec<Tensor<2>>,
-        start: Vec<Tensor<2>>,
         kept: &mut Option<Kept>,
         out: &mut [Vec<f32>],
     ) -> Vec<LocalStats> {
+        let (x, start) = self.rows(works, &chain);
         let (steps, k) = (feed.steps(), works.len());
         let inner = feed.device().clone().without_autodiff();
         let table = Tensor::zeros([1, 1], &inner);

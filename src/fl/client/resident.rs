@@ -16,11 +16,9 @@ use std::cell::Cell;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::captured::Kept;
 use super::chain::DeviceChain;
 use super::deferred::{Deferred, read_f32};
 use super::draw::{Group, batches_of, draw, groups, stopped};
-use super::feed::Feed;
 use super::objectives::Objectives;
 use super::work::{LocalStats, Work, step_masks};
 use crate::data::FedData;
@@ -56,9 +54,9 @@ impl<'a> Resident<'a> {
     }
 
     /// Train `works`' clients with `chain` (built from their plans), each with its own stream
-    /// `rngs[k]`; Δ_k = x_k − anchor_k lands in `out[k]`. With `run.graph`, the steps are drawn
-    /// ahead and the full ones captured ([`super::captured`]; `kept`: the trainer's graph from
-    /// its last training, which this one reuses where it fits and may replace).
+    /// `rngs[k]`, each step drawn as it comes; Δ_k = x_k − anchor_k lands in `out[k]`. (With
+    /// `run.graph` the trainer draws the steps ahead and captures them instead:
+    /// [`super::captured`].)
     pub fn train(
         &self,
         data: &FedData,
@@ -66,25 +64,27 @@ impl<'a> Resident<'a> {
         works: &[Work],
         rngs: &mut [Rng],
         out: &mut [Vec<f32>],
-        kept: &mut Option<Kept>,
     ) -> Vec<LocalStats> {
+        let (mut x, start) = self.rows(works, &chain);
+        let trained = self.run_eager(data, &mut chain, works, rngs, &mut x, &start);
+        self.end(&chain, &trained, x, works, out)
+    }
+
+    /// The clients' rows on the device, from their anchors, and the starting rows again for a
+    /// term that reads their gradient (a copy: the rows move on in place), else none.
+    pub(super) fn rows(
+        &self,
+        works: &[Work],
+        chain: &DeviceChain,
+    ) -> (Vec<Tensor<2>>, Vec<Tensor<2>>) {
         let ranges = self.model.layout().ranges();
         let anchors: Vec<Option<&[f32]>> = works.iter().map(|w| Some(w.anchor)).collect();
-        let mut x = upload_rows(&anchors, &ranges, self.device);
-        // the starting rows, for a term that reads their gradient (a copy: x moves on in place)
-        let start: Vec<Tensor<2>> = match chain.reads_anchor_grad() {
+        let x = upload_rows(&anchors, &ranges, self.device);
+        let start = match chain.reads_anchor_grad() {
             true => upload_rows(&anchors, &ranges, self.device),
             false => Vec::new(),
         };
-        if let Some(feed) = self
-            .graph
-            .then(|| Feed::new(data, works, rngs, self.device))
-            .flatten()
-        {
-            return self.train_fed(feed, chain, works, x, start, kept, out);
-        }
-        let trained = self.run_eager(data, &mut chain, works, rngs, &mut x, &start);
-        self.end(&chain, &trained, x, works, out)
+        (x, start)
     }
 
     /// A training's end: each client's stats from its steps' numbers (`trained`), the rows `x`

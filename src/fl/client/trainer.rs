@@ -15,6 +15,7 @@ use burn::tensor::{Device, Int, Tensor};
 
 use super::chain::{ClipDecay, DeviceChain, HostChain, StepPlan};
 use super::draw::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
+use super::feed::Feed;
 use super::objectives::Objectives;
 use super::resident::Resident;
 use super::work::{LocalStats, Work, step_masks};
@@ -28,7 +29,8 @@ use crate::rng::Rng;
 /// A trainer: the model, and each client's flat parameters, gradient and, for a term that
 /// reads it, the starting model's gradient on its batch.
 pub struct Trainer {
-    model: Model,
+    /// Shared with the objectives of a training while its steps write the trainer's buffers.
+    model: std::sync::Arc<Model>,
     device: Device,
     base: ClipDecay,
     /// Keep the parameters on the device for the steps (`run.local_step`) when the plans'
@@ -47,7 +49,7 @@ impl Trainer {
     pub fn new(model: Model, device: Device, base: ClipDecay, device_step: bool) -> Self {
         keep_freed_memory();
         Trainer {
-            model,
+            model: std::sync::Arc::new(model),
             device,
             base,
             device_step,
@@ -103,7 +105,7 @@ impl Trainer {
             })
             .collect();
         // the objectives read the model while the steps write the buffers
-        let model = self.model.clone();
+        let model = std::sync::Arc::clone(&self.model);
         let chain = self.device_chain(data, &plans, works);
         let host = chain.is_none();
         let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device, host);
@@ -111,7 +113,14 @@ impl Trainer {
             Some(chain) => {
                 let mut resident = Resident::new(&model, &self.device, &objectives);
                 resident.graph = self.graph;
-                resident.train(data, chain, works, rngs, &mut self.xs[..n], &mut self.kept)
+                let out = &mut self.xs[..n];
+                match (self.graph)
+                    .then(|| Feed::new(data, works, rngs, &self.device))
+                    .flatten()
+                {
+                    Some(feed) => resident.train_fed(feed, chain, works, &mut self.kept, out),
+                    None => resident.train(data, chain, works, rngs, out),
+                }
             }
             None => self.train_host(data, plans, works, rngs, &objectives),
         };

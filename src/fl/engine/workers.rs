@@ -126,14 +126,7 @@ impl LocalTrainer for BurnClients<'_> {
                 .iter()
                 .zip(self.trainers.iter_mut())
                 .zip(plans)
-                .map(|((&c, tr), plan)| {
-                    // dropout draws from the backend's global generator: seed it per client
-                    self.device.seed(
-                        Rng::derive(spec.run.seed, Stream::Dropout, &[t as u64, c as u64])
-                            .next_u64(),
-                    );
-                    train_client(tr, job, t, c, anchor, plan)
-                })
+                .map(|((&c, tr), plan)| train_client(tr, job, t, c, anchor, plan))
                 .collect();
         }
         std::thread::scope(|s| {
