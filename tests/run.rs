@@ -175,6 +175,28 @@ fn a_resume_on_other_data_is_refused() {
     assert_eq!((s.status, s.rounds), (Status::Complete, 4), "{s:?}");
 }
 
+/// The summary line's pace is the whole run's; a resumed run whose last call went at another
+/// pace says that one too (the "46.4 s (18.01 s/round)" for 3 rounds read as a sum that
+/// did not add up).
+#[test]
+fn the_summary_line_gives_the_whole_runs_pace_and_the_last_calls() {
+    let mut s = Summary {
+        name: "t".into(),
+        rounds: 3,
+        elapsed_s: 46.4,
+        seconds_per_round: 18.01,
+        ..Default::default()
+    };
+    let line = s.line();
+    assert!(
+        line.contains("46.4 s (15.47 s/round; its last call 18.01 s/round)"),
+        "{line}"
+    );
+    s.seconds_per_round = 15.4;
+    let line = s.line();
+    assert!(line.ends_with("46.4 s (15.47 s/round)"), "{line}");
+}
+
 #[test]
 fn every_algorithm_with_and_without_nar_runs_and_is_deterministic() {
     for (alg, keys) in variants() {

@@ -593,6 +593,33 @@ fn a_sweep_leaves_a_point_that_another_process_is_running_alone() {
     assert!(!point.join("rounds.csv").exists());
 }
 
+/// A sweep point run again (resumed, or extended) appends to its `.log`: what the earlier
+/// invocation wrote (how it ended) stays, after it a line that says a new invocation starts.
+#[test]
+fn a_sweep_points_log_keeps_its_earlier_invocations() {
+    let d = TempDir::new("wf-log");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let sweep = |rounds: usize| {
+        let o = Command::new(BIN)
+            .args(["sweep", "--config"])
+            .arg(&cfg)
+            .args(["--grid", "run.seed=0", "--out"])
+            .arg(d.path().join("out"))
+            .args(["--set", &format!("fl.rounds={rounds}")])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    sweep(1);
+    sweep(2);
+    let log = std::fs::read_to_string(d.path().join("out").join("t__seed=0.log")).unwrap();
+    assert_eq!(log.matches("[sweep] this point starts").count(), 2, "{log}");
+    let (first, second) = log.split_at(log.rfind("[sweep] this point starts").unwrap());
+    assert!(first.contains("complete after 1 rounds"), "{log}");
+    assert!(second.contains("complete after 2 rounds"), "{log}");
+}
+
 /// The `run.json` of a run folder.
 fn provenance(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()

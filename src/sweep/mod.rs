@@ -408,10 +408,12 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
     }
     eprintln!("[sweep] {name}: running");
     // `<name>.log` beside the folder (not `with_extension`: names hold dots, `wd=0.001`); the
-    // point writes into it as it runs
+    // point writes into it as it runs, after what earlier invocations wrote (a resumed point's
+    // log keeps how it stopped)
     let log = o.out.join(format!("{name}.log"));
     let started = std::time::SystemTime::now();
-    let res = std::fs::File::create(&log)
+    let before = std::fs::metadata(&log).map_or(0, |m| m.len());
+    let res = open_log(&log, started)
         .and_then(|f| Ok((f.try_clone()?, f)))
         .and_then(|(out, err)| cmd.stdout(out).stderr(err).spawn())
         .and_then(|mut child| wait_passing_stop(&mut child, o));
@@ -422,7 +424,8 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
             return point_summary(name, Status::Failed, message);
         }
     };
-    let error = error_line(&std::fs::read(&log).unwrap_or_default());
+    let written = std::fs::read(&log).unwrap_or_default();
+    let error = error_line(written.get(before as usize..).unwrap_or_default());
     // the summary this process wrote (not one left by an earlier attempt)
     let written = std::fs::metadata(dir.join("summary.json"))
         .and_then(|m| m.modified())
@@ -510,6 +513,20 @@ fn done_here(s: &Summary, spec: &Spec, dir: &Path) -> bool {
 }
 
 /// The last `error: …` line a point's process printed.
+/// `log` opened to append this invocation's output, after a line that says when it started.
+fn open_log(log: &Path, started: std::time::SystemTime) -> std::io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
+    let unix = started
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    writeln!(f, "[sweep] this point starts (unix time {unix})")?;
+    Ok(f)
+}
+
 fn error_line(stderr: &[u8]) -> Option<String> {
     String::from_utf8_lossy(stderr)
         .lines()
