@@ -1188,9 +1188,76 @@ fn check_refuses_what_the_run_refuses_and_prints_the_memory_estimate() {
     assert!(out.contains("# memory: about "), "{out}");
 }
 
+/// The rounds (steps) of the folder's TensorBoard scalars of `tag`, from its one event file.
+fn tensorboard_steps(dir: &Path, tag: &str) -> Vec<u64> {
+    let events: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            name.starts_with(fedrun::metrics::tensorboard::PREFIX)
+        })
+        .collect();
+    assert_eq!(events.len(), 1, "one event file: {events:?}");
+    let scalars = fedrun::metrics::tensorboard::read_scalars(&events[0]).unwrap();
+    (scalars.iter())
+        .filter(|(_, t, _)| t == tag)
+        .map(|(s, _, _)| *s)
+        .collect()
+}
+
+/// TensorBoard shows each round once, as rounds.csv holds it: a resumed run writes its event
+/// file anew from the rows it keeps (a row after the checkpoint, cut from the CSV, is not in
+/// it), and a run that died before its first checkpoint (its rows, no checkpoint: kill -9)
+/// says that it starts again and leaves no dead rows (the steps 1, 2, 1, 2, 3).
+#[test]
+fn tensorboard_shows_each_round_once_after_a_resume_and_a_restart() {
+    let d = TempDir::new("tb-once");
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &["fl.rounds=4".into()]).unwrap();
+    let opts = |max: Option<usize>| RunOptions {
+        out: d.path().to_path_buf(),
+        max_rounds_this_call: max,
+        ..Default::default()
+    };
+    assert_eq!(
+        run(&spec, &opts(Some(2))).unwrap().status,
+        Status::Interrupted
+    );
+    let dir = d.path().join("t");
+    // a row written after the checkpoint (a crash before the next one): cut on resume
+    let csv_p = dir.join("rounds.csv");
+    let mut csv = std::fs::read(&csv_p).unwrap();
+    csv.extend_from_slice(b"3,99,1,1,0.05,0,0,0,1,,,0,0,1\n");
+    std::fs::write(&csv_p, &csv).unwrap();
+    assert_eq!(run(&spec, &opts(None)).unwrap().status, Status::Complete);
+    assert_eq!(tensorboard_steps(&dir, "test_acc"), [1, 2, 3, 4]);
+    let (_, rows) = fedrun::metrics::csv::read(&csv_p).unwrap();
+    assert!(rows.iter().all(|r| r[1] != "99"), "the cut row");
+    // killed before its first checkpoint: rows, no checkpoint and no finished summary
+    std::fs::remove_file(dir.join("checkpoint.bin")).unwrap();
+    std::fs::remove_file(dir.join("summary.json")).unwrap();
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let o = bin()
+        .args(["--quiet", "--config"])
+        .arg(&cfg)
+        .args(["--out"])
+        .arg(d.path())
+        .args(["--set", "fl.rounds=3"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("again from round 1") && err.contains("no checkpoint"),
+        "{err}"
+    );
+    assert_eq!(tensorboard_steps(&dir, "test_acc"), [1, 2, 3]);
+}
+
 /// Each run writes TensorBoard's event file beside `rounds.csv`: every column of every row as a
-/// scalar at its round, the records' CRCs whole (read back here without TensorBoard); a resumed
-/// run adds a file of its own.
+/// scalar at its round, the records' CRCs whole (read back here without TensorBoard).
 #[test]
 fn a_run_writes_tensorboard_scalars_of_every_rounds_csv_column() {
     let d = TempDir::new("tensorboard");

@@ -99,9 +99,25 @@ pub struct CsvWriter {
     events: Events,
 }
 
-/// The TensorBoard event file beside `path`.
+/// The TensorBoard event file beside `path`, the only one there: the folder's old ones removed,
+/// and the rows `path` holds now written into it (a resume's kept rows; none for a new file).
 fn events_beside(path: &Path) -> Result<Events> {
-    Events::create(path.parent().unwrap_or(Path::new(".")))
+    let dir = path.parent().unwrap_or(Path::new("."));
+    super::tensorboard::remove_all(dir)?;
+    let mut events = Events::create(dir)?;
+    let Ok((header, rows)) = read(path) else {
+        return Ok(events);
+    };
+    for row in rows {
+        let Some(Ok(step)) = row.first().map(|r| r.parse::<u64>()) else {
+            continue;
+        };
+        let scalars: Vec<(&str, f64)> = (header.iter().zip(&row).skip(1))
+            .filter_map(|(tag, cell)| cell.parse::<f64>().ok().map(|v| (tag.as_str(), v)))
+            .collect();
+        events.write(step, &scalars)?;
+    }
+    Ok(events)
 }
 
 impl CsvWriter {

@@ -3,10 +3,11 @@
 //! TensorFlow's record file (each record its length, the length's masked CRC-32C, the bytes, their
 //! masked CRC-32C) of `Event` protocol buffers (`wall_time` 1, `step` 2, `file_version` 3,
 //! `summary` 5; a `Summary` is repeated `Value`s of `tag` 1 and `simple_value` 2), written here
-//! directly: no crate writes it without pulling in TensorFlow's protobuf stack. Each invocation
-//! of a run writes its own file (TensorBoard reads every file of a folder); a resumed run
-//! recomputes the rounds after its checkpoint with the same values, so a round written twice
-//! shows one value.
+//! directly: no crate writes it without pulling in TensorFlow's protobuf stack. A folder holds
+//! one event file, as `rounds.csv` holds one row a round: a run that starts afresh removes the
+//! event files of an attempt that died before its first checkpoint, and a resumed run writes
+//! its file anew from the rows `rounds.csv` keeps (those after the checkpoint are cut from both),
+//! so TensorBoard shows each round once.
 
 use std::fs::File;
 use std::io::Write;
@@ -16,6 +17,20 @@ use crate::error::{Error, Result};
 
 /// The file-name prefix TensorBoard looks for.
 pub const PREFIX: &str = "events.out.tfevents.";
+
+/// Remove the event files in `dir`.
+pub fn remove_all(dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with(PREFIX) {
+            std::fs::remove_file(e.path())
+                .map_err(|err| Error::io(format!("cannot remove {}", e.path().display()), err))?;
+        }
+    }
+    Ok(())
+}
 
 /// An event file open for appending.
 pub struct Events {

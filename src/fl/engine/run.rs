@@ -85,7 +85,10 @@ pub fn run(spec: &Spec, opts: &RunOptions) -> Result<Summary> {
             );
             Some((p, csv))
         }
-        None => None,
+        None => {
+            say_restart(dir.path());
+            None
+        }
     };
     dir.write_spec(spec)?;
     let (progress, mut csv) = match restored {
@@ -212,6 +215,18 @@ fn rounds(
     p.elapsed_s = now();
     let pace = pace(t0.elapsed().as_secs_f64(), start, &p);
     finish(ex, dir, csv, &p, opts, pace)
+}
+
+/// Say that a folder's rows are written over: a run stopped before its first checkpoint (kill -9,
+/// a node lost) left rounds in `rounds.csv` that no checkpoint can resume, so it starts again.
+fn say_restart(dir: &std::path::Path) {
+    let rows = crate::metrics::csv::read(&dir.join("rounds.csv")).map_or(0, |(_, r)| r.len());
+    if rows > 0 {
+        eprintln!(
+            "starting {} again from round 1: its rounds.csv holds {rows} round(s) but it has no checkpoint (the run stopped before its first), so they run again and are replaced",
+            dir.display()
+        );
+    }
 }
 
 /// Seconds a round: this call's pace (`took` for its rounds from `start`); a call that had
