@@ -477,6 +477,63 @@ fn figures_are_fit_for_a_paper() {
     );
 }
 
+/// `plot --x run.seed` (or `--x seed`): the seed, which never tells configurations apart,
+/// becomes the axis, each seed's run its own point (the issue's "unknown or ambiguous spec
+/// key"); a numeric axis's title says its ±sd is a band, as it draws one, where the categories'
+/// title says bars.
+#[test]
+fn plot_against_the_seed_and_names_its_bands_as_drawn() {
+    let d = TempDir::new("plot_seed");
+    for (name, seed, wd, acc) in [
+        ("a", 0, "0.001", 30.0),
+        ("b", 1, "0.001", 34.0),
+        ("c", 0, "0.01", 20.0),
+        ("e", 1, "0.01", 26.0),
+    ] {
+        fake_run(
+            &d.path().join("r").join(name),
+            &[
+                &format!("run.seed={seed}"),
+                &format!("local.weight_decay={wd}"),
+            ],
+            &[10.0, acc],
+        );
+    }
+    let r = d.path().join("r");
+    for x in ["run.seed", "seed"] {
+        let svg = d.path().join(format!("{x}.svg"));
+        let o = Command::new(BIN)
+            .args(["plot", r.to_str().unwrap(), "--x", x, "-o"])
+            .arg(&svg)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let texts = svg_texts(&svg);
+        assert!(
+            texts.iter().any(|t| t.contains("against seed")),
+            "{texts:?}"
+        );
+        // two lines (a weight decay each), no band: each point is one run
+        assert!(
+            !texts.iter().any(|t| t.contains("sd over seeds")),
+            "{texts:?}"
+        );
+    }
+    // against the weight decay, two seeds a point: a band, and the title says so
+    let svg = d.path().join("wd.svg");
+    let o = Command::new(BIN)
+        .args(["plot", r.to_str().unwrap(), "--x", "weight_decay", "-o"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let texts = svg_texts(&svg);
+    assert!(
+        texts.iter().any(|t| t.contains("bands: ±1 sd over seeds")),
+        "{texts:?}"
+    );
+}
+
 /// Rewrite a run folder's `rounds.csv` through `f`.
 fn edit_csv(dir: &Path, f: impl Fn(String) -> String) {
     let p = dir.join("rounds.csv");

@@ -13,7 +13,7 @@ use plotters::prelude::*;
 
 use super::figure::{self, Figure};
 use super::runs::Run;
-use super::runs::{Group, differing_keys, group, resolve_key, short};
+use super::runs::{Group, differing_keys, group_keeping, ignored_named, resolve_key, short};
 use super::stats::mean_sd;
 use super::style;
 use crate::error::{Error, Result};
@@ -566,10 +566,11 @@ fn dress(lines: &mut [Line], o: &PlotOptions) -> Result<()> {
     Ok(())
 }
 
-/// What the figure's bands (or bars) are, for its title: None where there are none.
-fn bands_caption(lines: &[Line], x: bool) -> Option<&'static str> {
+/// What the figure's bands (or, on a categorical axis, bars) are, for its title: None where
+/// there are none.
+fn bands_caption(lines: &[Line], bars: bool) -> Option<&'static str> {
     let any = lines.iter().any(|l| l.sd.iter().any(|&s| s > 0.0));
-    match (any, x) {
+    match (any, bars) {
         (false, _) => None,
         (true, false) => Some("bands: ±1 sd over seeds"),
         (true, true) => Some("bars: ±1 sd over seeds"),
@@ -578,7 +579,9 @@ fn bands_caption(lines: &[Line], x: bool) -> Option<&'static str> {
 
 /// Plot `runs` into `out` (`.png`, `.svg` or `.pdf`).
 pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
-    let groups = group(runs);
+    // against a key that never tells configurations apart (the seed): the runs grouped by it too
+    let keep = o.x.as_deref().and_then(ignored_named).unwrap_or("");
+    let groups = group_keeping(runs, keep);
     let metric = style::metric_label(&o.metric);
     let (lines, xlabel, logx, categories, log_ticks) = match &o.x {
         Some(k) => {
@@ -609,7 +612,7 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
             Some(_) => format!("final {metric} against {xlabel}"),
             None => format!("{metric} per round"),
         };
-        match bands_caption(&lines, o.x.is_some()) {
+        match bands_caption(&lines, categories.is_some()) {
             Some(b) => format!("{what} ({b})"),
             None => what,
         }

@@ -190,16 +190,17 @@ pub fn number(f: f64) -> String {
 }
 
 /// Keys that never distinguish configurations.
+const IGNORED: [&str; 6] = [
+    "run.seed",
+    "run.name",
+    "run.checkpoint_every",
+    "run.checkpoint_minutes",
+    "data.path",
+    "run.backend",
+];
+
 fn ignored(key: &str) -> bool {
-    matches!(
-        key,
-        "run.seed"
-            | "run.name"
-            | "run.checkpoint_every"
-            | "run.checkpoint_minutes"
-            | "data.path"
-            | "run.backend"
-    )
+    IGNORED.contains(&key)
 }
 
 /// Runs grouped by configuration (every key but the seed and name), in first-seen order, each
@@ -236,6 +237,20 @@ impl Group {
 }
 
 pub fn group(runs: Vec<Run>) -> Vec<Group> {
+    group_keeping(runs, "")
+}
+
+/// The key of those [`group`] leaves out (the seed, the name, …) that `key` names, in full or by
+/// its last part (`seed`): a figure against it groups runs by it too.
+pub fn ignored_named(key: &str) -> Option<&'static str> {
+    IGNORED
+        .iter()
+        .copied()
+        .find(|k| *k == key || short(k) == key)
+}
+
+/// [`group`], with `keep` (one of the keys it leaves out, or "") a key of the configuration.
+pub fn group_keeping(runs: Vec<Run>, keep: &str) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     for r in runs {
         // keys the run does not read (another algorithm's table, `data.alpha` without a
@@ -243,7 +258,7 @@ pub fn group(runs: Vec<Run>) -> Vec<Group> {
         let keys: BTreeMap<String, String> = r
             .keys
             .iter()
-            .filter(|(k, _)| !ignored(k) && !r.unread.contains(*k))
+            .filter(|(k, _)| (!ignored(k) || *k == keep) && !r.unread.contains(*k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         match groups.iter_mut().find(|g| g.keys == keys) {
