@@ -620,6 +620,45 @@ fn a_sweep_points_log_keeps_its_earlier_invocations() {
     assert!(second.contains("complete after 2 rounds"), "{log}");
 }
 
+/// `sweep --dry-run` runs nothing: it times each point not yet complete as `check --time` does
+/// and gives the whole sweep's estimate at `--jobs`; a complete point has nothing left.
+#[test]
+fn a_sweep_dry_run_estimates_the_whole_sweep() {
+    let d = TempDir::new("wf-dry");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let sweep = |dry: bool| {
+        let mut c = Command::new(BIN);
+        c.args(["sweep", "--config"])
+            .arg(&cfg)
+            .args(["--grid", "run.seed=0,1", "--jobs", "2", "--out"])
+            .arg(d.path().join("out"));
+        if dry {
+            c.arg("--dry-run");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let said = sweep(true);
+    assert!(
+        said.contains("t__seed=0: about") && said.contains("t__seed=1: about"),
+        "{said}"
+    );
+    assert!(
+        said.contains("2 of 2 points to run") && said.contains("at --jobs 2"),
+        "{said}"
+    );
+    assert!(
+        !d.path().join("out").join("t__seed=0").exists(),
+        "nothing ran"
+    );
+    sweep(false);
+    let said = sweep(true);
+    assert!(said.contains("t__seed=0: complete, nothing left"), "{said}");
+    assert!(said.contains("0 of 2 points to run"), "{said}");
+}
+
 /// The `run.json` of a run folder.
 fn provenance(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()

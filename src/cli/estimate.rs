@@ -65,7 +65,12 @@ pub fn run_seconds(w: &Work, p: &Probe) -> (f64, f64) {
 }
 
 /// The line `check --time` prints: the estimate, what it rests on and what it leaves out.
-pub fn estimate(spec: &Spec, mut data: FedData) -> Result<String> {
+pub fn estimate(spec: &Spec, data: FedData) -> Result<String> {
+    Ok(estimate_seconds(spec, data)?.1)
+}
+
+/// The run's estimated seconds on this machine, and [`estimate`]'s line.
+pub fn estimate_seconds(spec: &Spec, mut data: FedData) -> Result<(f64, String)> {
     let (fl, l) = (&spec.fl, &spec.local);
     let client_steps: Vec<usize> = match l.epochs {
         0 => vec![l.steps; data.client_sizes().len().max(1)],
@@ -119,7 +124,7 @@ pub fn estimate(spec: &Spec, mut data: FedData) -> Result<String> {
         eval,
     };
     let (round, total) = run_seconds(&work, &p);
-    Ok(format!(
+    let line = format!(
         "time: about {} on this machine with run.backend = \"{}\" ({:.3} s a round of training: {:.4} s a local step, {:.4} s of one-off work for each {width} client(s) trained at once, each such chunk waiting for its longest client; {:.3} s a test evaluation), timed on chunks of {PROBE_STEPS} and {} local steps and {slice} of the {test} test samples; loading, checkpoints and the warm-up round (where a GPU backend compiles its kernels) are not counted, and a run's rounds vary by a tenth or more",
         readable_duration(total),
         spec.run.backend,
@@ -128,7 +133,8 @@ pub fn estimate(spec: &Spec, mut data: FedData) -> Result<String> {
         per_chunk,
         eval,
         2 * PROBE_STEPS
-    ))
+    );
+    Ok((total, line))
 }
 
 #[cfg(test)]

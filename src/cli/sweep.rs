@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::signals::{stop_on_signals, wait_acknowledged};
 use super::spec_args::SpecArgs;
 use crate::error::{Error, Result};
-use crate::metrics::summary::Status;
+use crate::metrics::summary::{Status, Summary, readable_duration};
 use crate::sweep::{SweepOptions, emit, parse_axis, run};
 
 #[derive(Args, Debug)]
@@ -33,6 +33,10 @@ pub struct SweepArgs {
     /// scheduler (scripts/slurm_array.sh, GNU parallel).
     #[arg(long, value_name = "FILE")]
     pub emit: Option<PathBuf>,
+    /// Run nothing: time each point that is not complete as `fedrun check --time` does (its
+    /// data loaded, a few local steps timed) and estimate the whole sweep at --jobs.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// What a sweep does on SIGINT or SIGTERM.
@@ -64,6 +68,9 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
         exe,
         stop: None,
     };
+    if a.dry_run {
+        return dry_run(&base, &o);
+    }
     if let Some(file) = &a.emit {
         let n = emit(&base, &o, file)?;
         println!(
@@ -113,5 +120,37 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
             res.len()
         )));
     }
+    Ok(())
+}
+
+/// `sweep --dry-run`: each point's estimate (a complete one has nothing left), and the sweep's
+/// wall time at `--jobs`.
+fn dry_run(base: &crate::config::Spec, o: &SweepOptions) -> Result<()> {
+    let points = crate::sweep::point_specs(base, o)?;
+    let mut times = Vec::new();
+    for (name, spec) in &points {
+        let done = Summary::read(&o.out.join(name)).is_ok_and(|s| s.status == Status::Complete);
+        if done {
+            println!("{name}: complete, nothing left");
+            continue;
+        }
+        let data = crate::data::load(spec, o.data_dir.as_deref())?;
+        let (secs, _) = super::estimate::estimate_seconds(spec, data)?;
+        println!("{name}: about {}", readable_duration(secs));
+        times.push(secs);
+    }
+    let (sum, longest) = (
+        times.iter().sum::<f64>(),
+        times.iter().copied().fold(0.0, f64::max),
+    );
+    let jobs = o.jobs.max(1);
+    let wall = (sum / jobs as f64).max(longest);
+    println!(
+        "sweep: {} of {} points to run, about {} one after another; at --jobs {jobs}, about {} (the points' times over {jobs}, at least the longest), each point timed here on all the cores: {jobs} points at a time share them, so where a point's steps use more than one core the wall time is longer",
+        times.len(),
+        points.len(),
+        readable_duration(sum),
+        readable_duration(wall)
+    );
     Ok(())
 }

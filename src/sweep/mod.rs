@@ -380,6 +380,14 @@ fn command_line(o: &SweepOptions, sets: &[String]) -> Result<String> {
 /// per line, for a scheduler (a Slurm job array, GNU parallel). Runs nothing. Each command
 /// writes into the point's folder under `--out`, resumes it when run again, and a later
 /// `fedrun sweep`, `report` or `plot` over the folder sees the points either way.
+/// Each point's folder name and spec, in the grid's order (what `sweep --dry-run` times).
+pub fn point_specs(base: &Spec, o: &SweepOptions) -> Result<Vec<(String, Spec)>> {
+    Ok(named_points(base, o)?
+        .into_iter()
+        .map(|(_, name, _, spec)| (name, spec))
+        .collect())
+}
+
 pub fn emit(base: &Spec, o: &SweepOptions, file: &Path) -> Result<usize> {
     let named = named_points(base, o)?;
     let mut text = String::new();
