@@ -1114,6 +1114,48 @@ fn resume_and_force_conflict() {
     assert!(err.contains("--resume") && err.contains("--force"), "{err}");
 }
 
+/// `check`'s data probe finds LEAF's JSON files where the readers do: in `train/` and `test/`,
+/// or side by side as LEAF's scripts write them (`all_data_*_train_*.json` beside
+/// `all_data_*_test_*.json`, the pair it refused); a folder with neither is refused.
+#[test]
+fn check_finds_leafs_flat_json_pair_as_the_run_does() {
+    let d = TempDir::new("leaf-flat");
+    let check = |dir: &Path| {
+        bin()
+            .args(["check", "--set", "data.dataset=\"leaf\"", "--data-dir"])
+            .arg(dir)
+            .output()
+            .unwrap()
+    };
+    let flat = d.path().join("flat");
+    std::fs::create_dir_all(&flat).unwrap();
+    for f in [
+        "all_data_0_niid_0_keep_0_train_9.json",
+        "all_data_0_niid_0_keep_0_test_9.json",
+    ] {
+        std::fs::write(flat.join(f), "{}").unwrap();
+    }
+    let o = check(&flat);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("1 train, 1 test"), "{out}");
+    let nested = d.path().join("nested");
+    for part in ["train", "test"] {
+        std::fs::create_dir_all(nested.join(part)).unwrap();
+        std::fs::write(nested.join(part).join("a.json"), "{}").unwrap();
+    }
+    assert!(check(&nested).status.success());
+    let empty = d.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = check(&empty);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no train JSON files"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// `check --data-dir` finds the Shakespeare plays where the run does, through the reader's own
 /// path-finding: a folder of `.txt` plays passes (and trains), a folder without one fails in
 /// both with the same reason, naming the folder.

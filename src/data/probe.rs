@@ -126,16 +126,13 @@ fn files(dir: &Path, names: &[&str]) -> Result<String, String> {
     Ok(format!("{} found", names.join(", ")))
 }
 
-/// LEAF's layout: `train/` and `test/`, each with JSON files.
+/// LEAF's layout as the readers find it: `train/` and `test/` with JSON files, or the JSON files
+/// side by side with `train` and `test` in their names (`all_data_0_niid_0_keep_0_train_9.json`).
 fn leaf(dir: &Path) -> Result<String, String> {
+    let mut found = Vec::new();
     for part in ["train", "test"] {
-        let entries = std::fs::read_dir(dir.join(part)).map_err(|e| format!("{part}/: {e}"))?;
-        let json = entries
-            .flatten()
-            .any(|e| e.path().extension().is_some_and(|x| x == "json"));
-        if !json {
-            return Err(format!("{part}/ holds no .json file"));
-        }
+        let files = super::leaf::json_files(dir, part).map_err(|e| e.to_string())?;
+        found.push(format!("{} {part}", files.len()));
     }
-    Ok("train/ and test/ with LEAF's JSON files".into())
+    Ok(format!("LEAF's JSON files ({} file(s))", found.join(", ")))
 }
