@@ -500,7 +500,8 @@ fn plot_against_the_seed_and_names_its_bands_as_drawn() {
         );
     }
     let r = d.path().join("r");
-    for x in ["run.seed", "seed"] {
+    // the texts of the figure against `x`
+    let plot_texts = |x: &str| {
         let svg = d.path().join(format!("{x}.svg"));
         let o = Command::new(BIN)
             .args(["plot", r.to_str().unwrap(), "--x", x, "-o"])
@@ -508,7 +509,10 @@ fn plot_against_the_seed_and_names_its_bands_as_drawn() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let texts = svg_texts(&svg);
+        svg_texts(&svg)
+    };
+    for x in ["run.seed", "seed"] {
+        let texts = plot_texts(x);
         assert!(
             texts.iter().any(|t| t.contains("against seed")),
             "{texts:?}"
@@ -520,14 +524,7 @@ fn plot_against_the_seed_and_names_its_bands_as_drawn() {
         );
     }
     // against the weight decay, two seeds a point: a band, and the title says so
-    let svg = d.path().join("wd.svg");
-    let o = Command::new(BIN)
-        .args(["plot", r.to_str().unwrap(), "--x", "weight_decay", "-o"])
-        .arg(&svg)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let texts = svg_texts(&svg);
+    let texts = plot_texts("weight_decay");
     assert!(
         texts.iter().any(|t| t.contains("bands: ±1 sd over seeds")),
         "{texts:?}"

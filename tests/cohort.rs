@@ -125,25 +125,13 @@ fn every_stackable_plan_family_agrees_with_one_at_a_time() {
 /// batch 6: different step counts (10, 6, 14, 4) and short last batches of different sizes
 /// (0, 5, 4, 3).
 fn unequal(dir: &common::TempDir) -> Vec<String> {
-    let file = dir.path().join("split.txt");
-    let mut at = 0;
-    let lists: Vec<String> = [30, 17, 40, 9]
-        .iter()
-        .enumerate()
-        .map(|(c, &n)| {
-            let idx: Vec<String> = (at..at + n).map(|i| i.to_string()).collect();
-            at += n;
-            format!("{c}: [{}]", idx.join(", "))
-        })
-        .collect();
-    std::fs::write(&file, format!("{{{}}}", lists.join(", "))).unwrap();
-    vec![
+    let mut sets = common::partition_file(dir.path(), &[30, 17, 40, 9]);
+    sets.extend([
         MLP.into(),
-        "data.partition=\"file\"".into(),
-        format!("data.partition_file=\"{}\"", file.display()),
         "local.epochs=2".into(),
         "local.batch_size=6".into(),
-    ]
+    ]);
+    sets
 }
 
 #[test]

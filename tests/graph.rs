@@ -112,28 +112,16 @@ fn replays_as_eager(base: &str, sets: &[&str], clients: &[usize]) {
 /// Clients with 30, 17, 40 and 9 samples at batch 3 for 2 epochs: steps 0–4 are full (the
 /// closure), then short batches and clients that have stopped (eager steps between replays).
 fn unequal(dir: &common::TempDir) -> Vec<String> {
-    let file = dir.path().join("split.txt");
-    let mut at = 0;
-    let lists: Vec<String> = [30, 17, 40, 9]
-        .iter()
-        .enumerate()
-        .map(|(c, &n)| {
-            let idx: Vec<String> = (at..at + n).map(|i| i.to_string()).collect();
-            at += n;
-            format!("{c}: [{}]", idx.join(", "))
-        })
-        .collect();
-    std::fs::write(&file, format!("{{{}}}", lists.join(", "))).unwrap();
-    vec![
-        "data.partition=\"file\"".into(),
-        format!("data.partition_file=\"{}\"", file.display()),
+    let mut sets = common::partition_file(dir.path(), &[30, 17, 40, 9]);
+    sets.extend([
         "data.synthetic_train = 96".into(),
         "local.epochs=2".into(),
         "local.batch_size=3".into(),
         // the learning rate decays each local epoch (FedACG's LambdaLR)
         "local.lr_schedule=\"epoch\"".into(),
         "local.lr_decay=0.5".into(),
-    ]
+    ]);
+    sets
 }
 
 /// A graph captured in one training serves the trainer's next ones (other clients, the same

@@ -320,7 +320,7 @@ fn the_lamb_rule_over_rows_steps_each_row_as_the_host_chain() {
         let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
         chain.step(&mut xt, &mut gt, &[]);
         chain.advance();
-        let (m_rows, v_rows) = chain.take_moments().expect("the rule's moments");
+        let (m_rows, v_rows) = chain.moments().expect("the rule's moments");
         for k in [0, 2] {
             let rule = lamb(trust, &ranges, &ms[k], &vhat[k]);
             let mut host = HostChain::new(Term::none(), &xs[k], base, rule);

@@ -1230,9 +1230,9 @@ fn check_refuses_what_the_run_refuses_and_prints_the_memory_estimate() {
     assert!(out.contains("# memory: about "), "{out}");
 }
 
-/// The rounds (steps) of the folder's TensorBoard scalars of `tag`, from its one event file.
-fn tensorboard_steps(dir: &Path, tag: &str) -> Vec<u64> {
-    let events: Vec<_> = std::fs::read_dir(dir)
+/// The folder's event file, asserted to be its only one.
+fn event_file(dir: &Path) -> std::path::PathBuf {
+    let mut events: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -1242,7 +1242,12 @@ fn tensorboard_steps(dir: &Path, tag: &str) -> Vec<u64> {
         })
         .collect();
     assert_eq!(events.len(), 1, "one event file: {events:?}");
-    let scalars = fedrun::metrics::tensorboard::read_scalars(&events[0]).unwrap();
+    events.remove(0)
+}
+
+/// The rounds (steps) of the folder's TensorBoard scalars of `tag`, from its one event file.
+fn tensorboard_steps(dir: &Path, tag: &str) -> Vec<u64> {
+    let scalars = fedrun::metrics::tensorboard::read_scalars(&event_file(dir)).unwrap();
     (scalars.iter())
         .filter(|(_, t, _)| t == tag)
         .map(|(s, _, _)| *s)
@@ -1310,16 +1315,7 @@ fn a_run_writes_tensorboard_scalars_of_every_rounds_csv_column() {
     };
     assert_eq!(run(&spec, &opts).unwrap().status, Status::Complete);
     let dir = d.path().join("t");
-    let events: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            name.starts_with(fedrun::metrics::tensorboard::PREFIX)
-        })
-        .collect();
-    assert_eq!(events.len(), 1, "{events:?}");
+    let events = [event_file(&dir)];
     let scalars = fedrun::metrics::tensorboard::read_scalars(&events[0]).unwrap();
     let (header, rows) = fedrun::metrics::csv::read(&dir.join("rounds.csv")).unwrap();
     assert_eq!(rows.len(), 3);

@@ -52,12 +52,6 @@ pub fn draw_maps(
     maps(aug, Some(rng), b, h, w)
 }
 
-/// Whether `split` is kept on `device` ([`gather`] then gathers from it): its copy made now if
-/// it fits the budget, on any backend.
-pub fn keeps(split: &Split, device: &Device) -> bool {
-    resident(split, device).is_some()
-}
-
 /// The length of a pixel map of `split` (its pixels a channel; 1 for tokens).
 pub fn map_len(split: &Split) -> usize {
     split.x.image_shape().map_or(1, |(_, h, w)| h * w)

@@ -47,7 +47,7 @@ mod unread;
 
 pub use batch::batch;
 pub use check::check_spec;
-pub use device_batch::{Kept, draw_maps, gather as gather_resident, keeps, kept, map_len};
+pub use device_batch::{Kept, draw_maps, kept, map_len};
 pub use fed::{Augment, Features, FedData, Input, Split};
 pub use fingerprint::fingerprint;
 pub use info::{Info, Sample, info};

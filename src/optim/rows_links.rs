@@ -110,10 +110,6 @@ impl TensorTransform for RowsAmsgrad {
         }
     }
 
-    fn take_moments(&mut self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
-        Some((std::mem::take(&mut self.m), std::mem::take(&mut self.v)))
-    }
-
     fn moments(&self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
         Some((self.m.clone(), self.v.clone()))
     }

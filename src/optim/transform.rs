@@ -137,14 +137,8 @@ pub trait TensorTransform: Send {
         false
     }
 
-    /// The moments the link ends with, `(m, v)` as rows of one tensor per parameter tensor, if
-    /// it keeps any (default: none).
-    fn take_moments(&mut self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
-        None
-    }
-
-    /// The moments the link holds now, as [`TensorTransform::take_moments`] gives them, left
-    /// in place (default: none).
+    /// The moments the link holds now, `(m, v)` as rows of one tensor per parameter tensor, if
+    /// it keeps any (default: none); left in place (a captured graph keeps their buffers).
     fn moments(&self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
         None
     }

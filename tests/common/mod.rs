@@ -62,6 +62,25 @@ pub fn write_mini_cifar(dir: &Path, per_file: usize) {
     }
 }
 
+/// A partition file in `dir` giving client c the next `sizes[c]` sample indices (from 0), and the
+/// keys that read it.
+pub fn partition_file(dir: &Path, sizes: &[usize]) -> Vec<String> {
+    let file = dir.join("split.txt");
+    let mut at = 0;
+    let lists: Vec<String> = (sizes.iter().enumerate())
+        .map(|(c, &n)| {
+            let idx: Vec<String> = (at..at + n).map(|i| i.to_string()).collect();
+            at += n;
+            format!("{c}: [{}]", idx.join(", "))
+        })
+        .collect();
+    std::fs::write(&file, format!("{{{}}}", lists.join(", "))).unwrap();
+    vec![
+        "data.partition=\"file\"".into(),
+        format!("data.partition_file=\"{}\"", file.display()),
+    ]
+}
+
 /// The spec of a small synthetic-data run.
 pub fn synthetic_spec(extra: &str) -> String {
     format!(

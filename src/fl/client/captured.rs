@@ -179,26 +179,12 @@ impl Resident<'_> {
     }
 
     /// Step 0, eager, on `st`: the width of a full step's numbers (K losses, and K norms when
-    /// the chain has them).
+    /// the chain has them, as step 0's numbers show).
     fn first_step(&self, st: &mut State, run: &mut Run, k: usize) -> usize {
-        let _shared = QUIET.read();
-        let groups = st.feed.groups(0);
-        let seeds = Some(Seeds::Host(st.feed.host_seeds(0)));
-        let State {
-            x, start, chain, ..
-        } = st;
-        let first = self.step(x, start, &groups, chain, seeds);
-        chain.advance();
-        let who = who(&groups);
-        let width = match first.as_ref().is_some_and(|t| t.dims()[0] > who.len()) {
-            true => 2 * k,
-            false => k,
-        };
-        if let Some(t) = first {
-            run.pending.push(t);
-            run.eager.push((0, who));
+        match self.eager_step(st, 0, run) {
+            Some((numbers, clients)) if numbers > clients => 2 * k,
+            _ => k,
         }
-        width
     }
 
     /// Steps 1 on: replayed where full and a graph exists, captured (`make`'s closure) at the
@@ -240,24 +226,28 @@ impl Resident<'_> {
                 *graph = Some(g);
                 continue;
             }
-            self.eager_step(&mut lock(state), s, run);
+            let _ = self.eager_step(&mut lock(state), s, run);
             s += 1;
         }
     }
 
-    /// Step `s` eagerly from the feed's draws.
-    fn eager_step(&self, st: &mut State, s: usize, run: &mut Run) {
+    /// Step `s` eagerly from the feed's draws: how many numbers it left and for how many
+    /// clients, when it trained any.
+    fn eager_step(&self, st: &mut State, s: usize, run: &mut Run) -> Option<(usize, usize)> {
         let _shared = QUIET.read();
         let groups = st.feed.groups(s);
         let seeds = Some(Seeds::Host(st.feed.host_seeds(s)));
         let State {
             x, start, chain, ..
         } = st;
-        if let Some(t) = self.step(x, start, &groups, chain, seeds) {
-            run.pending.push(t);
-            run.eager.push((s, who(&groups)));
-        }
+        let numbers = self.step(x, start, &groups, chain, seeds);
         chain.advance();
+        let t = numbers?;
+        let who = who(&groups);
+        let got = (t.dims()[0], who.len());
+        run.pending.push(t);
+        run.eager.push((s, who));
+        Some(got)
     }
 
     /// One full step from the feed's tables at the chain's step index: nothing from the host.

@@ -196,12 +196,6 @@ impl DeviceChain {
         self.term.reads_anchor_grad()
     }
 
-    /// The moments the rule ended with, `(m, v)` as rows of one tensor per parameter tensor, if
-    /// it keeps any (Fed-LAMB's, which each client sends up).
-    pub fn take_moments(&mut self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
-        self.rule.iter_mut().find_map(|l| l.take_moments())
-    }
-
     /// The moments the rule holds now, left in place (a captured graph keeps their buffers).
     pub fn moments(&self) -> Option<(Vec<Tensor<2>>, Vec<Tensor<2>>)> {
         self.rule.iter().find_map(|l| l.moments())
