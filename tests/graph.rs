@@ -246,3 +246,84 @@ fn the_captured_step_gives_the_eager_steps_bits_on_wgpu() {
         "kept graphs recorded"
     );
 }
+
+/// (accuracy, loss) of each of `params` on `base` + `sets`'s test split at evaluation batch
+/// `batch`, scored on the device eagerly and with the full batches captured (one evaluator,
+/// its graph kept from one evaluation to the next); and the captures the second made.
+#[allow(clippy::type_complexity)]
+fn evaluations(
+    base: &str,
+    sets: &[&str],
+    batch: usize,
+    scale: &[f32],
+) -> (Vec<(f64, f64)>, Vec<(f64, f64)>, usize) {
+    use fedrun::metrics::eval::Evaluator;
+    let set: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let s = fedrun::schema::parse(base, "eval-graph", &set).unwrap();
+    let d = data::load(&s, None).unwrap();
+    let shape = fedrun::fl::engine::shape_of(&d);
+    let model = fedrun::model::Model::build(&s.model, shape, fedrun::kernels::Kernels::Fedrun);
+    let model = model.unwrap();
+    let (_, device) = fedrun::fl::engine::devices_for(&s.run).unwrap();
+    let global = Experiment::new(&s, d.clone()).unwrap().global;
+    let make = |graph| {
+        Evaluator::new(model.clone(), device.clone(), batch)
+            .scored_on_device()
+            .with_graph(graph)
+    };
+    let (mut eager, mut captured) = (make(false), make(true));
+    let before = fedrun::fl::client::captures();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for &f in scale {
+        let p: Vec<f32> = global.iter().map(|v| v * f).collect();
+        a.push(eager.evaluate(&p, &d.test));
+        b.push(captured.evaluate(&p, &d.test));
+    }
+    (a, b, fedrun::fl::client::captures() - before)
+}
+
+/// The evaluation's full batches captured once and replayed (`run.graph`) score as the eager
+/// device scoring does, bit for bit, with a short last batch, evaluation after evaluation of
+/// other parameters on one kept graph: a graph that kept the first parameters, or an index or
+/// table not set back, would repeat the first evaluation or read past its table.
+fn captured_evaluations_score_as_eager(base: &str, sets: &[&str]) {
+    let _one = one_at_a_time();
+    let scale = [1.0, 0.5, 2.0];
+    let (eager, captured, made) = evaluations(base, sets, 6, &scale);
+    assert_eq!(made, 1, "one capture serves every evaluation");
+    for (e, c) in eager.iter().zip(&captured) {
+        assert_eq!(
+            e.0.to_bits(),
+            c.0.to_bits(),
+            "accuracy: {eager:?} {captured:?}"
+        );
+        assert_eq!(e.1.to_bits(), c.1.to_bits(), "loss: {eager:?} {captured:?}");
+    }
+    assert!(
+        eager[0].1 != eager[1].1 && eager[1].1 != eager[2].1,
+        "{eager:?}"
+    );
+    // three full batches are too few to capture: the eager scoring
+    let (_, _, made) = evaluations(base, sets, 12, &scale[..1]);
+    assert_eq!(made, 0);
+}
+
+#[test]
+fn captured_evaluations_score_as_eager_on_flex() {
+    let base = common::synthetic_spec("");
+    captured_evaluations_score_as_eager(&base, &[]);
+}
+
+/// On lavapipe, each evaluation's full batches replay a recorded graph (no upload or read in
+/// it), so the parameters, the index and the table must be written in place.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn captured_evaluations_record_a_graph_on_wgpu() {
+    let base = common::synthetic_spec("");
+    let before = fedrun::fl::client::hardware_graphs();
+    captured_evaluations_score_as_eager(&base, &["run.backend=\"wgpu\""]);
+    assert!(
+        fedrun::fl::client::hardware_graphs() > before,
+        "no graph recorded"
+    );
+}

@@ -11,7 +11,8 @@
 //!   on the device (`ext_gather.rs`, `ext_gpu_gather.rs`), and the K copies' dropout mask from
 //!   seeds held in a tensor (`ext_mask.rs`, `ext_gpu_mask.rs`; flex too);
 //! - a cohort's convolutions as batched products on the GPU backends (`batched_conv.rs`), and
-//!   index ranges uploaded once ([`range`]).
+//!   index ranges uploaded once ([`range`]);
+//! - device work recorded once as a graph and replayed (`capture.rs`, `run.graph`).
 //!
 //! The functions here ([`conv2d_copies`], [`max_pool2d`], [`group_norm`], [`softmax_last`],
 //! [`lstm_layer`], [`dropout_copies`], …) choose fedrun's kernel where it applies and burn's op
@@ -19,6 +20,7 @@
 
 pub mod activation;
 mod batched_conv;
+pub mod capture;
 pub mod conv;
 mod conv_nchw;
 mod conv_nhwc;

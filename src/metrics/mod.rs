@@ -2,6 +2,7 @@
 //! evaluation that fills them.
 
 pub mod csv;
+mod device_eval;
 pub mod eval;
 pub mod provenance;
 pub mod summary;

@@ -12,13 +12,13 @@
 //! same host numbers: [`crate::optim::buffers`]), its values are written into the kept state's
 //! buffers in place and the graph replays from its first full step on, with no new capture.
 //!
-//! A capture is process-global on CUDA (no other thread may allocate meanwhile): each device step
-//! of every worker holds [`QUIET`] shared, and a capture holds it alone.
+//! A capture is process-global on CUDA (no other thread may allocate meanwhile): each eager
+//! device step holds [`crate::kernels::capture::quiet`], and a capture holds it alone.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use burn::tensor::{Device, Graph, Tensor, capture};
+use burn::tensor::{Device, Graph, Tensor};
 
 use super::chain::DeviceChain;
 use super::deferred::Deferred;
@@ -26,40 +26,18 @@ use super::feed::Feed;
 use super::objectives::Objectives;
 use super::resident::{Resident, Trained, who};
 use super::work::{LocalStats, Work};
+use crate::kernels::capture::{self, WARMUP, quiet};
 use crate::model::{Model, Seeds};
 use crate::optim::buffers::{Buf, Buffers, alike, refill};
 
-/// Held shared by a device step, alone by a capture.
-pub(super) static QUIET: RwLock<()> = RwLock::new(());
-
 /// The full steps run by the captured closure in this process (a replay or a capture's run).
 static FULL_STEPS: AtomicUsize = AtomicUsize::new(0);
-
-/// The captures that recorded a hardware graph in this process.
-static HARDWARE: AtomicUsize = AtomicUsize::new(0);
-
-/// The captures made in this process (hardware or not).
-static CAPTURES: AtomicUsize = AtomicUsize::new(0);
 
 /// How many steps the captured closure has run in this process so far (the tests' proof that a
 /// training took the captured path).
 pub fn full_steps() -> usize {
     FULL_STEPS.load(Ordering::SeqCst)
 }
-
-/// How many captures recorded a hardware graph in this process (a CUDA graph; on wgpu, cubecl's
-/// capture window, which refuses any upload or read inside it).
-pub fn hardware_graphs() -> usize {
-    HARDWARE.load(Ordering::SeqCst)
-}
-
-/// How many captures this process has made (a kept graph serves a later training without one).
-pub fn captures() -> usize {
-    CAPTURES.load(Ordering::SeqCst)
-}
-
-/// The eager runs of the closure burn's `capture` makes before it records (each a real step).
-const WARMUP: usize = 3;
 
 /// What the captured closure and the eager steps between its replays read and write.
 pub(super) struct State {
@@ -202,25 +180,15 @@ impl Resident<'_> {
         while s < steps && !super::draw::stopped(works) {
             let full_run = lock(state).feed.full_run(s);
             if let (true, Some(g)) = (full_run > 0, graph.as_mut()) {
-                let _shared = QUIET.read();
                 // SAFETY: every tensor the closure touches is owned by the state, which the
-                // closure (or this call) holds past the replay; no other thread runs on the
-                // device now
-                unsafe { g.replay() };
+                // closure (or this call) holds past the replay
+                unsafe { capture::replay(g) };
                 run.full.push(s);
                 s += 1;
                 continue;
             }
             if graph.is_none() && full_run > WARMUP {
-                let _alone = QUIET.write();
-                let g = capture(&self.device.clone().without_autodiff(), make());
-                CAPTURES.fetch_add(1, Ordering::SeqCst);
-                let done = if g.is_hardware() { WARMUP } else { WARMUP + 1 };
-                if g.is_hardware() {
-                    HARDWARE.fetch_add(1, Ordering::SeqCst);
-                } else if !crate::kernels::is_flex(self.device) {
-                    say_fallback();
-                }
+                let (g, done) = capture::record(self.device, make());
                 run.full.extend(s..s + done);
                 s += done;
                 *graph = Some(g);
@@ -234,7 +202,7 @@ impl Resident<'_> {
     /// Step `s` eagerly from the feed's draws: how many numbers it left and for how many
     /// clients, when it trained any.
     fn eager_step(&self, st: &mut State, s: usize, run: &mut Run) -> Option<(usize, usize)> {
-        let _shared = QUIET.read();
+        let _shared = quiet();
         let groups = st.feed.groups(s);
         let seeds = Some(Seeds::Host(st.feed.host_seeds(s)));
         let State {
@@ -296,16 +264,6 @@ fn plain_step(model: &Model, device: &Device, state: &Mutex<State>, k: usize) {
     let objectives = Objectives::plain(model, k);
     let r = Resident::new(model, device, &objectives);
     r.full_step(&mut lock(state));
-}
-
-/// Say once in the process that a capture recorded no hardware graph.
-fn say_fallback() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        eprintln!(
-            "run.graph: burn recorded no hardware graph on this device; the captured step runs again as a closure each step (the same values, without the graph's speed)"
-        );
-    });
 }
 
 /// Every trained step's numbers in step order, from one read: the eager steps' (each its own

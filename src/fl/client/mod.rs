@@ -33,7 +33,8 @@ mod resident;
 mod trainer;
 mod work;
 
-pub use captured::{captures, full_steps, hardware_graphs};
+pub use crate::kernels::capture::{captures, hardware_graphs};
+pub use captured::full_steps;
 pub use chain::{ClipDecay, DeviceChain, HostChain, StepPlan};
 pub use trainer::Trainer;
 pub use work::{LocalStats, Work, local_steps, step_masks};

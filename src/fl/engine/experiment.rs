@@ -110,7 +110,8 @@ impl Experiment {
             trainers,
             pools,
             cohort: super::resources::cohort(spec).0,
-            evaluator: Evaluator::new(model, eval_device, spec.fl.eval_batch_size),
+            evaluator: Evaluator::new(model, eval_device, spec.fl.eval_batch_size)
+                .with_graph(graph(spec)),
             data_crc: crate::data::fingerprint(&data),
             data,
             layout,

@@ -1,0 +1,250 @@
+//! An evaluation scored on a GPU backend: each batch's correct count and summed loss stay on the
+//! device, and the evaluation reads them once at its end (a read waits for every queued kernel).
+//!
+//! With `run.graph`, the *full* batches (every batch but a short last one) are one closure that
+//! takes nothing from the host: the parameters in one buffer `[1, n]`, the batch's rows read
+//! from a `[batches, b]` table at an index on the device, the split kept on the device, each
+//! batch's pair written into a `[batches, 2]` table at the index. The closure is captured once
+//! (burn's `capture`: a CUDA graph on `cuda`) and replayed batch after batch; the next
+//! evaluation of the same split writes its parameters into the same buffer, sets the index and
+//! the table back to 0 in place, and replays with no new capture. The short last batch runs
+//! eagerly. Both ways score a batch with the same kernels and sum the pairs on the host in
+//! batch order, so they give the same numbers.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Graph, IndexingUpdateOp, Int, Tensor, TensorData};
+
+use crate::data::{self, Augment, Split};
+use crate::kernels::capture::{self, WARMUP, quiet};
+use crate::model::Model;
+use crate::model::copies::Stacked;
+use crate::optim::buffers::{Buf, refill};
+
+type Replay = Box<dyn FnMut() + Send>;
+
+/// What the captured closure reads and writes.
+struct State {
+    params: Tensor<2>,
+    rows: Tensor<2, Int>,
+    index: Tensor<1, Int>,
+    table: Tensor<2>,
+    split: data::Kept,
+}
+
+/// A split's captured full batch, kept across evaluations.
+struct Kept {
+    /// The split's address and size, and the batch size.
+    key: (usize, usize, usize),
+    state: Arc<Mutex<State>>,
+    graph: Option<Graph<(), Replay>>,
+}
+
+/// The device scoring of an evaluator: eager, or with its full batches captured (`graph`).
+#[derive(Default)]
+pub struct DeviceEval {
+    graph: bool,
+    kept: Option<Kept>,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl DeviceEval {
+    /// Scoring whose full batches are captured where `graph` is set.
+    pub fn new(graph: bool) -> Self {
+        DeviceEval { graph, kept: None }
+    }
+
+    /// (correct, summed loss) of `params` on `split` in batches of `batch`; None once `stop`
+    /// is set (checked before each batch).
+    pub fn evaluate(
+        &mut self,
+        model: &Model,
+        params: &[f32],
+        split: &Split,
+        batch: usize,
+        device: &Device,
+        stop: Option<&AtomicBool>,
+    ) -> Option<(usize, f64)> {
+        let full = split.len() / batch.max(1);
+        if self.graph && full > WARMUP && data::kept(split, device).is_some() {
+            return self.captured(model, params, split, batch, device, stop);
+        }
+        let _shared = quiet();
+        let flat = upload(params, device);
+        let stacked = stacked(model, &flat);
+        let idx: Vec<usize> = (0..split.len()).collect();
+        let mut parts = Vec::new();
+        for c in idx.chunks(batch.max(1)) {
+            if stopped(stop) {
+                return None;
+            }
+            let (x, y) = data::batch(split, c, Augment::None, None, device);
+            parts.push(score(&stacked, x, y));
+        }
+        Some(read_sums(parts))
+    }
+
+    /// [`DeviceEval::evaluate`] with the full batches replayed from the split's kept graph
+    /// (captured now where there is none).
+    fn captured(
+        &mut self,
+        model: &Model,
+        params: &[f32],
+        split: &Split,
+        batch: usize,
+        device: &Device,
+        stop: Option<&AtomicBool>,
+    ) -> Option<(usize, f64)> {
+        let key = (std::ptr::from_ref(split) as usize, split.len(), batch);
+        if self.kept.as_ref().is_none_or(|k| k.key != key) {
+            self.kept = Some(Kept::new(key, split, batch, device)?);
+        }
+        let kept = self.kept.as_mut()?;
+        kept.reset(params, device);
+        let full = split.len() / batch;
+        let mut b = 0;
+        while b < full {
+            if stopped(stop) {
+                return None;
+            }
+            if let Some(g) = kept.graph.as_mut() {
+                // SAFETY: the closure owns its state through an Arc held past the replay
+                unsafe { capture::replay(g) };
+                b += 1;
+                continue;
+            }
+            let (m, d, s) = (model.clone(), device.clone(), Arc::clone(&kept.state));
+            let closure: Replay = Box::new(move || full_batch(&m, &d, &mut lock(&s)));
+            let (g, done) = capture::record(device, closure);
+            kept.graph = Some(g);
+            b += done;
+        }
+        let _shared = quiet();
+        let st = lock(&kept.state);
+        let mut parts = vec![st.table.clone().reshape([2 * full])];
+        if full * batch < split.len() {
+            let rest: Vec<i64> = (full * batch..split.len()).map(|i| i as i64).collect();
+            let n = rest.len();
+            let rows = Tensor::<1, Int>::from_data(TensorData::new(rest, [n]), device);
+            let (x, y) = st.split.gather(rows, None, Augment::None, device)?;
+            parts.push(score(&stacked(model, &st.params), x, y));
+        }
+        Some(read_sums(parts))
+    }
+}
+
+impl Kept {
+    /// The state of `split`'s full batches of `batch` on `device` (its rows table made now);
+    /// None where the split is not kept on the device.
+    fn new(
+        key: (usize, usize, usize),
+        split: &Split,
+        batch: usize,
+        device: &Device,
+    ) -> Option<Kept> {
+        let full = split.len() / batch;
+        let rows: Vec<i64> = (0..(full * batch) as i64).collect();
+        let state = State {
+            params: Tensor::zeros([1, 1], device),
+            rows: Tensor::from_data(TensorData::new(rows, [full, batch]), device),
+            index: Tensor::zeros([1], device),
+            table: Tensor::zeros([full, 2], device),
+            split: data::kept(split, device)?,
+        };
+        Some(Kept {
+            key,
+            state: Arc::new(Mutex::new(state)),
+            graph: None,
+        })
+    }
+
+    /// `params` into the parameters' buffer, the index and the table to 0, each in place (the
+    /// buffers a kept graph replays on); the buffer made where there is no graph yet.
+    fn reset(&mut self, params: &[f32], device: &Device) {
+        let mut st = lock(&self.state);
+        let mut flat = upload(params, device);
+        if self.graph.is_none() {
+            st.params = flat;
+            st.index = Tensor::zeros([1], device);
+            st.table = Tensor::zeros(st.table.dims(), device);
+            return;
+        }
+        let mut index = Tensor::zeros([1], device);
+        let mut table = Tensor::zeros(st.table.dims(), device);
+        let State {
+            params: p,
+            index: i,
+            table: t,
+            ..
+        } = &mut *st;
+        refill(
+            vec![Buf::F2(p), Buf::I1(i), Buf::F2(t)],
+            vec![Buf::F2(&mut flat), Buf::I1(&mut index), Buf::F2(&mut table)],
+        );
+    }
+}
+
+/// One full batch at the state's index: scored, its pair written at the index, the index moved
+/// on. Nothing from the host.
+fn full_batch(model: &Model, device: &Device, st: &mut State) {
+    let b = st.rows.dims()[1];
+    let rows = st.rows.clone().select(0, st.index.clone()).reshape([b]);
+    let Some((x, y)) = st.split.gather(rows, None, Augment::None, device) else {
+        return;
+    };
+    let pair = score(&stacked(model, &st.params), x, y).reshape([1, 2]);
+    let index = st.index.clone();
+    (st.table).inplace(|t| t.select_assign(0, index, pair, IndexingUpdateOp::Add));
+    st.index.inplace(|i| i.add_scalar(1));
+}
+
+fn stopped(stop: Option<&AtomicBool>) -> bool {
+    stop.is_some_and(|s| s.load(Ordering::Relaxed))
+}
+
+/// `params` as one `[1, n]` tensor on `device`.
+fn upload(params: &[f32], device: &Device) -> Tensor<2> {
+    Tensor::from_data(TensorData::new(params.to_vec(), [1, params.len()]), device)
+}
+
+/// One copy of `model` whose parameters are the views of `flat` (`[1, n]`) at the layout's
+/// ranges.
+fn stacked<'m>(model: &'m Model, flat: &Tensor<2>) -> Stacked<'m> {
+    let n = flat.dims()[1];
+    let flat = flat.clone().reshape([n]);
+    let params = (model.layout().ranges().into_iter())
+        .map(|r| flat.clone().slice(r))
+        .collect();
+    Stacked::of(model, params, 1)
+}
+
+/// One batch's `[correct, summed loss]` (f32).
+fn score(model: &Stacked, x: data::Input, y: Tensor<1, Int>) -> Tensor<1> {
+    let l = model.logits(x);
+    let [_, b, c] = l.dims();
+    let logits = l.reshape([b, c]);
+    let correct = logits.clone().argmax(1).reshape([b]).equal(y.clone());
+    let correct = correct.int().sum().float();
+    let picked = log_softmax(logits, 1).gather(1, y.reshape([b, 1]));
+    Tensor::cat(vec![correct, picked.sum().neg()], 0)
+}
+
+/// The batches' `[correct, summed loss]` pairs read once, summed in batch order.
+fn read_sums(parts: Vec<Tensor<1>>) -> (usize, f64) {
+    if parts.is_empty() {
+        return (0, 0.0);
+    }
+    let v = Tensor::cat(parts, 0)
+        .into_data()
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .unwrap_or_default();
+    v.chunks(2).fold((0, 0.0), |(c, l), p| {
+        (c + p[0].round() as usize, l + f64::from(p[1]))
+    })
+}
