@@ -68,4 +68,8 @@ if [ "$rc" -eq 75 ] && [ "$limit" -eq 1 ]; then
     fi
     echo "[task $id] stopped by a signal: submit the task again to resume it" >&2
 fi
+# killed outright (137 = 128 + SIGKILL): most often the out-of-memory killer at the job's --mem
+if [ "$rc" -eq 137 ]; then
+    echo "[task $id] killed by SIGKILL (exit 137), most often the out-of-memory killer at the job's memory limit: \`fedrun check\` estimates the run's peak; ask for more with --mem, then submit the task again to resume from its last checkpoint" >&2
+fi
 exit "$rc"

@@ -1277,3 +1277,50 @@ fn a_new_users_slips_get_plain_messages() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains(&format!("path = \"{dir}")), "{out}");
 }
+
+/// A point whose process is killed outright (SIGKILL: the out-of-memory killer at a job's
+/// memory limit, or a scheduler) is failed with the kill named and what to do, not read from a
+/// summary an earlier attempt left in its folder.
+#[test]
+#[cfg(unix)]
+fn a_sweep_point_killed_by_sigkill_is_named_as_such() {
+    use fedrun::metrics::summary::Status;
+    use fedrun::sweep::{SweepOptions, parse_axis, run};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("sweep-killed");
+    let fake = dir.path().join("fedrun-killed.sh");
+    std::fs::write(&fake, "#!/bin/sh\necho starting\nkill -9 $$\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = dir.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let base = fedrun::schema::parse(&synthetic_spec(""), "t", &[]).unwrap();
+    let out = dir.path().join("out");
+    let o = SweepOptions {
+        config: Some(cfg),
+        set: Vec::new(),
+        axes: vec![parse_axis("run.seed=0").unwrap()],
+        jobs: 1,
+        out: out.clone(),
+        data_dir: None,
+        stop_on_divergence: false,
+        exe: fake,
+        stop: None,
+    };
+    // an earlier attempt's complete summary in the point's folder
+    let first = run(
+        &base,
+        &SweepOptions {
+            exe: BIN.into(),
+            ..o.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(first[0].2.status, Status::Complete, "{:?}", first[0].2);
+    std::fs::write(out.join(&first[0].1).join("spec.toml"), "changed").unwrap();
+    let res = run(&base, &o).unwrap();
+    let s = &res[0].2;
+    assert_eq!(s.status, Status::Failed, "{s:?}");
+    assert!(s.message.contains("SIGKILL"), "{}", s.message);
+    assert!(s.message.contains("out-of-memory"), "{}", s.message);
+    assert!(s.message.contains("--mem"), "{}", s.message);
+}

@@ -142,6 +142,20 @@ pub struct FedData {
 }
 
 impl FedData {
+    /// The bytes it holds: both splits' features as held (floats or bytes) and labels, and the
+    /// clients' index lists.
+    pub fn bytes(&self) -> u128 {
+        let split = |s: &Split| {
+            let x = match &s.x {
+                Features::Images { data, .. } => data.len() * 4,
+                Features::Pixels { data, .. } | Features::Tokens { data, .. } => data.len(),
+            };
+            (x + s.y.len()) as u128
+        };
+        let indices: usize = self.clients.iter().map(Vec::len).sum();
+        split(&self.train) + split(&self.test) + 8 * indices as u128
+    }
+
     pub fn client_sizes(&self) -> Vec<usize> {
         self.clients.iter().map(|c| c.len()).collect()
     }

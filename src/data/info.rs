@@ -22,6 +22,9 @@ pub struct Info {
     pub classes: usize,
     /// The data set's users are its clients (`data.partition = "natural"` only).
     pub users: bool,
+    /// Its samples, train and test together, where the data set fixes them (None: known once
+    /// loaded, as LEAF's sampled sets, the plays and your own `idx` files).
+    pub samples: Option<usize>,
 }
 
 /// The facts of `d`'s data set.
@@ -41,9 +44,19 @@ pub fn info(d: &DataSpec) -> Info {
         Shakespeare | Leaf => (Sample::Characters, crate::data::shakespeare::VOCAB, true),
         Idx => (Sample::Unknown, 256, false),
     };
+    // the published splits: 50,000 + 10,000 images, 100,000 + 10,000 (Tiny ImageNet's
+    // validation set is its test split), 60,000 + 10,000 digits
+    let samples = match d.dataset {
+        Cifar10 | Cifar100 => Some(60_000),
+        TinyImagenet => Some(110_000),
+        Mnist | FashionMnist => Some(70_000),
+        Synthetic => Some(d.num_clients * d.synthetic_train + d.synthetic_test),
+        _ => None,
+    };
     Info {
         sample,
         classes,
         users,
+        samples,
     }
 }

@@ -94,6 +94,7 @@ pub fn expand(axes: &[Axis]) -> Vec<Point> {
     points
 }
 
+#[derive(Clone)]
 pub struct SweepOptions {
     pub config: Option<PathBuf>,
     pub set: Vec<String>,
@@ -421,6 +422,7 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
     let log = o.out.join(format!("{name}.log"));
     let started = std::time::SystemTime::now();
     let before = std::fs::metadata(&log).map_or(0, |m| m.len());
+    let kills = crate::fl::engine::memory_limit::oom_kills();
     let res = open_log(&log, started)
         .and_then(|f| Ok((f.try_clone()?, f)))
         .and_then(|(out, err)| cmd.stdout(out).stderr(err).spawn())
@@ -450,6 +452,12 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
             Status::Interrupted,
             "stopped by a signal to the sweep before its first round; run the sweep again to resume".into(),
         ),
+        // killed outright (the out-of-memory killer, or a scheduler's kill): the process wrote
+        // nothing of it, and an earlier attempt's summary is not this one's outcome
+        _ if killed(&status) => {
+            let after = crate::fl::engine::memory_limit::oom_kills();
+            point_summary(name, Status::Failed, kill_message(kills, after, &log))
+        }
         // a run that stopped with an error before or after its summary
         (_, false, Some(e)) => {
             point_summary(name, Status::Failed, format!("{e} (log: {})", log.display()))
@@ -461,6 +469,35 @@ fn run_point(o: &SweepOptions, sets: &[String], threads: usize, name: &str, dir:
             format!("exit status {status}; see {}", log.display()),
         ),
     }
+}
+
+/// Whether a point's process was killed by SIGKILL.
+#[cfg(unix)]
+fn killed(status: &std::process::ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal() == Some(libc::SIGKILL)
+}
+
+#[cfg(not(unix))]
+fn killed(_: &std::process::ExitStatus) -> bool {
+    false
+}
+
+/// What a point killed by SIGKILL is told: by the out-of-memory killer where the cgroup's count
+/// of its kills rose from `before` to `after` while it ran, else what most often sends SIGKILL.
+fn kill_message(before: Option<u64>, after: Option<u64>, log: &Path) -> String {
+    let how = match (before, after) {
+        (Some(b), Some(a)) if a > b => {
+            "killed by the out-of-memory killer (SIGKILL; the cgroup's oom_kill count rose): the run needed more memory than the job's limit"
+        }
+        _ => {
+            "killed by SIGKILL (exit 137), most often the out-of-memory killer at the job's memory limit, or a scheduler's kill"
+        }
+    };
+    format!(
+        "{how}; `fedrun check` estimates the run's peak: ask for more (Slurm's --mem) or lower local.batch_size, run.cohort or run.client_workers; run the sweep again to resume from the last checkpoint (log: {})",
+        log.display()
+    )
 }
 
 fn point_summary(name: &str, status: Status, message: String) -> Summary {

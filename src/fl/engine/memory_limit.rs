@@ -27,6 +27,33 @@ pub fn limit() -> Option<Limit> {
         .min_by_key(|l| l.bytes)
 }
 
+/// How many processes of this process's cgroup the out-of-memory killer has killed so far
+/// (v2 `memory.events`' `oom_kill`, v1 `memory.oom_control`'s), or None where it cannot be read.
+pub fn oom_kills() -> Option<u64> {
+    let root =
+        std::env::var_os("FEDRUN_CGROUP_ROOT").map_or("/sys/fs/cgroup".into(), PathBuf::from);
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    oom_kills_in(&root, &cgroups)
+}
+
+/// [`oom_kills`] of the process whose `/proc/self/cgroup` is `cgroups`, under `root`.
+pub fn oom_kills_in(root: &Path, cgroups: &str) -> Option<u64> {
+    cgroups.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, ctrl, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let rel = path.trim_start_matches('/');
+        let file = match ctrl {
+            "" => root.join(rel).join("memory.events"),
+            c if c.split(',').any(|c| c == "memory") => {
+                root.join("memory").join(rel).join("memory.oom_control")
+            }
+            _ => return None,
+        };
+        let text = std::fs::read_to_string(file).ok()?;
+        (text.lines()).find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
+    })
+}
+
 /// `MemAvailable` of `/proc/meminfo`.
 fn meminfo() -> Option<Limit> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;

@@ -67,16 +67,24 @@ fn input_of(d: &DataSpec) -> (u128, u128) {
     (features as u128, info.classes as u128)
 }
 
-/// The bytes of the data a spec generates (the synthetic set; the real ones are the size of
-/// their files).
-fn data_bytes(spec: &Spec, features: u128) -> u128 {
+/// The bytes the data set of a spec takes in memory before it is loaded, at most (its features
+/// as floats, its labels, the clients' index lists), where its size is known (the fixed sets and
+/// the generated one); None for a set whose size is known once loaded.
+fn data_bytes(spec: &Spec, features: u128) -> Option<u128> {
+    let samples = crate::data::info(&spec.data).samples? as u128;
+    Some(samples * (features * 4 + 1 + 8))
+}
+
+/// The keys behind the data set's bytes, for a refusal.
+fn data_keys(spec: &Spec) -> String {
     let d = &spec.data;
-    if d.dataset != Dataset::Synthetic {
-        return 0;
+    match d.dataset {
+        Dataset::Synthetic => format!(
+            "key `data.num_clients` = {} (with `data.synthetic_train` = {})",
+            d.num_clients, d.synthetic_train
+        ),
+        _ => format!("key `data.dataset` = \"{}\"", d.dataset),
     }
-    let samples = d.num_clients as u128 * d.synthetic_train as u128 + d.synthetic_test as u128;
-    // the samples (f32), their labels, and the clients' index lists
-    samples * (features * 4 + 1 + 8)
 }
 
 /// The clients trained at once, whose model copies and activations exist together: a cohort's
@@ -134,8 +142,8 @@ pub fn cohort(spec: &Spec) -> (usize, Option<String>) {
 /// `fl.eval_batch_size`, each at most what the data allows once loaded).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Memory {
-    /// The data the spec generates (the synthetic set; a real set is the size of its files).
-    pub data: u128,
+    /// The data set (None: its size is known once loaded, and counted then).
+    pub data: Option<u128>,
     /// The model, its gradients and optimiser vectors, a copy set per client trained at once.
     pub model: u128,
     /// A training step's activations, for every client trained at once.
@@ -147,7 +155,7 @@ pub struct Memory {
 impl Memory {
     /// The peak: the data and the model with a training step's or an evaluation's activations.
     pub fn peak(&self) -> u128 {
-        self.data + self.model + self.train.max(self.eval)
+        self.data.unwrap_or(0) + self.model + self.train.max(self.eval)
     }
 
     /// A line for `fedrun check`.
@@ -156,13 +164,16 @@ impl Memory {
             true => "on the GPU (and the host)",
             false => "on the host",
         };
+        let data = match self.data {
+            Some(d) => human(d),
+            None => "counted once loaded (its size depends on the files)".into(),
+        };
         format!(
-            "memory: about {} {place} at its peak: the model with its copies {}, a training step's activations {}, an evaluation batch's {}, generated data {}",
+            "memory: about {} {place} at its peak: the data set {data}, the model with its copies {}, a training step's activations {}, an evaluation batch's {}",
             human(self.peak()),
             human(self.model),
             human(self.train),
             human(self.eval),
-            human(self.data)
         )
     }
 }
@@ -192,12 +203,8 @@ pub fn memory(spec: &Spec) -> Memory {
 /// models, the flat vectors). `fedrun check` runs it as the run does.
 pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
     let (features, classes) = input_of(&spec.data);
-    let data = data_bytes(spec, features);
-    let keys = format!(
-        "key `data.num_clients` = {} (with `data.synthetic_train` = {})",
-        spec.data.num_clients, spec.data.synthetic_train
-    );
-    fits(data, budget, &keys, "the generated data")?;
+    let data = data_bytes(spec, features).unwrap_or(0);
+    fits(data, budget, &data_keys(spec), "the data set")?;
     let size = estimate(&spec.model, features, classes);
     // the model with one client's copies first: a model too large is the model's keys' fault,
     // and only then the other clients' copies are `run.client_workers`' or `run.cohort`'s
@@ -223,7 +230,7 @@ pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
         m.peak(),
         budget,
         &keys,
-        "the run's estimated peak (data, model copies and a step's activations)",
+        "the run's estimated peak (the data set, model copies and a step's activations)",
     )
 }
 
@@ -237,18 +244,19 @@ pub fn check_batches(spec: &Spec, data: &FedData, budget: u64) -> Result<()> {
     let train = spec.local.batch_size.min(largest) as u128;
     let eval = spec.fl.eval_batch_size.min(data.test.len()) as u128;
     let (copies, at_once_key) = at_once(spec);
-    let model = model_bytes(size.params, copies);
+    // the data set as loaded, with the model and its copies
+    let held = data.bytes() + model_bytes(size.params, copies);
     let keys = |key: &str, v: usize| format!("key `{key}` = {v} ({})", size_keys(&spec.model));
-    let what = "a batch's activations, with the model";
+    let what = "a batch's activations, with the data set and the model";
     let train_acts = train * size.activations * 4 * copies;
     let mut key = keys("local.batch_size", spec.local.batch_size);
     if copies > 1 {
         key = format!("{key}, with {at_once_key}");
     }
-    fits(model + train_acts, budget, &key, what)?;
+    fits(held + train_acts, budget, &key, what)?;
     let eval_acts = eval * size.activations * 4;
     let key = keys("fl.eval_batch_size", spec.fl.eval_batch_size);
-    fits(model + eval_acts, budget, &key, what)
+    fits(held + eval_acts, budget, &key, what)
 }
 
 /// Check the per-client state of a run before it grows: `vectors` model-sized vectors of `dim`
