@@ -1324,3 +1324,64 @@ fn a_sweep_point_killed_by_sigkill_is_named_as_such() {
     assert!(s.message.contains("out-of-memory"), "{}", s.message);
     assert!(s.message.contains("--mem"), "{}", s.message);
 }
+
+/// A float of the grid reads alike everywhere: `--grid local.weight_decay=1e-3` names the folder
+/// `weight_decay=0.001`, and sweep.csv and `report` say `0.001` (they said `1e-3`, `1e-3` and
+/// `0.001`). A folder an earlier sweep named as the grid was typed is still resumed, not run
+/// again beside it.
+#[test]
+fn a_grids_floats_read_alike_in_folders_sweep_csv_and_report() {
+    let d = TempDir::new("wf-labels");
+    let cfg = d.path().join("spec.toml");
+    std::fs::write(&cfg, synthetic_spec("")).unwrap();
+    let out = d.path().join("out");
+    let sweep = || {
+        let o = Command::new(BIN)
+            .args(["sweep", "--config"])
+            .arg(&cfg)
+            .args(["--grid", "local.weight_decay=1e-3,5e-2", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    sweep();
+    assert!(out.join("t__weight_decay=0.001").is_dir());
+    assert!(out.join("t__weight_decay=0.05").is_dir());
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert!(
+        csv.contains("\n0.001,t__weight_decay=0.001,complete"),
+        "{csv}"
+    );
+    assert!(!csv.contains("e-"), "{csv}");
+    let report = fedrun(&["report", out.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        table.contains("0.001") && !table.contains("1e-3"),
+        "{table}"
+    );
+    // a folder named by an earlier sweep as the grid was typed (its point run as such a sweep
+    // ran it): taken as the point's, not run again beside it
+    std::fs::remove_dir_all(out.join("t__weight_decay=0.001")).unwrap();
+    let old = Command::new(BIN)
+        .arg("--config")
+        .arg(&cfg)
+        .args([
+            "--set",
+            "local.weight_decay=1e-3",
+            "--set",
+            "run.name=t__weight_decay=1e-3",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(old.status.success(), "{}", stderr(&old));
+    let said = sweep();
+    assert!(
+        said.contains("t__weight_decay=1e-3: already complete"),
+        "{said}"
+    );
+    assert!(!out.join("t__weight_decay=0.001").exists(), "{said}");
+}

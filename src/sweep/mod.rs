@@ -47,12 +47,23 @@ pub struct Point {
 }
 
 impl Point {
-    /// The deterministic folder name: `<base>__<key>=<value>__…` with the keys' last parts.
+    /// The deterministic folder name: `<base>__<key>=<value>__…` with the keys' last parts and
+    /// each value as [`label`] writes it (`wd=0.001` for `1e-3`, as `report` shows it).
     pub fn name(&self, base: &str) -> String {
+        self.name_with(base, label)
+    }
+
+    /// The folder name of sweeps before the labels: each value as the grid wrote it (such a
+    /// folder is resumed where it exists and the labelled one does not).
+    pub fn typed_name(&self, base: &str) -> String {
+        self.name_with(base, str::to_string)
+    }
+
+    fn name_with(&self, base: &str, value: impl Fn(&str) -> String) -> String {
         let mut s = base.to_string();
         for (k, v) in &self.overrides {
             let k = k.rsplit('.').next().unwrap_or(k);
-            let v: String = v
+            let v: String = value(v)
                 .chars()
                 .map(|c| {
                     if c.is_ascii_alphanumeric() || "-+._".contains(c) {
@@ -72,6 +83,17 @@ impl Point {
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect()
+    }
+}
+
+/// A grid value as the analysis writes it ([`crate::analysis::runs::number`]): a float however
+/// typed (`1e-3`, `0.0010`) as one text (`0.001`); integers, booleans and strings as typed.
+pub fn label(v: &str) -> String {
+    let t = v.trim();
+    let float = t.contains(['.', 'e', 'E']) && !t.starts_with('"');
+    match t.parse::<f64>() {
+        Ok(f) if float => crate::analysis::runs::number(f),
+        _ => v.to_string(),
     }
 }
 
@@ -155,7 +177,10 @@ fn named_points(base: &Spec, o: &SweepOptions) -> Result<Vec<Named>> {
     // per common `--set`: the points that leave it unread, and the first reason
     let mut skipped: Vec<(Vec<String>, String)> = vec![(Vec::new(), String::new()); o.set.len()];
     for p in &points {
-        let name = p.name(&base.run.name);
+        let name = match (p.name(&base.run.name), p.typed_name(&base.run.name)) {
+            (new, old) if !o.out.join(&new).exists() && o.out.join(&old).exists() => old,
+            (new, _) => new,
+        };
         let mut sets =
             common_sets_read(&text, o, p, &name, &mut skipped).map_err(|e| as_grid(e, p))?;
         sets.extend(p.sets());
@@ -595,7 +620,7 @@ fn write_csv(path: &Path, axes: &[Axis], rows: &[(Point, String, Summary)]) -> R
     let f = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for (p, name, sm) in rows {
         for (_, v) in &p.overrides {
-            s.push_str(v);
+            s.push_str(&label(v));
             s.push(',');
         }
         s.push_str(&format!(
@@ -637,11 +662,11 @@ mod tests {
         assert_eq!(pts.len(), 12);
         assert_eq!(
             pts[0].name("cifar"),
-            "cifar__weight_decay=1e-4__nar=false__seed=0"
+            "cifar__weight_decay=0.0001__nar=false__seed=0"
         );
         assert_eq!(
             pts[11].name("cifar"),
-            "cifar__weight_decay=1e-2__nar=true__seed=2"
+            "cifar__weight_decay=0.01__nar=true__seed=2"
         );
         let mut names: Vec<String> = pts.iter().map(|p| p.name("x")).collect();
         names.sort();
