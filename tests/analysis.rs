@@ -435,6 +435,22 @@ fn figures_are_fit_for_a_paper() {
     for want in ["0.001", "0.003", "0.03", "final test accuracy (%)"] {
         assert!(texts.iter().any(|t| t == want), "no `{want}` in the SVG");
     }
+    // --x-scale linear: round ticks, not the swept values; log refuses a value not positive,
+    // and a scale wants --x
+    let lin = d.path().join("wd-linear.svg");
+    let o = plot(&[r, "--x", "weight_decay", "--x-scale", "linear"], &lin);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let texts = svg_texts(&lin);
+    assert!(!texts.iter().any(|t| t == "0.003"), "{texts:?}");
+    let o = plot(&[r, "--x", "nar", "--x-scale", "log"], &lin);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--x-scale linear"),
+        "{err}"
+    );
+    let o = plot(&[r, "--x-scale", "log"], &lin);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--x"), "{err}");
     // the Okabe–Ito palette, not plotters' default red/green; a second line dashed
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("#0072B2"), "Okabe–Ito blue");

@@ -34,6 +34,18 @@ pub struct PlotOptions {
     pub ylim: Option<(f64, f64)>,
     /// Draw each line's ±sd band (or bar) over the seeds.
     pub bands: bool,
+    /// The scale of `x`'s axis.
+    pub x_scale: Scale,
+}
+
+/// The scale of a key's axis (`--x-scale`): `auto`, a log axis where every value is a positive
+/// number (a weight-decay or learning-rate sweep), else linear; or forced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scale {
+    #[default]
+    Auto,
+    Log,
+    Linear,
 }
 
 /// A corner of the plot, for the legend (`--legend`).
@@ -586,9 +598,24 @@ pub fn plot(runs: Vec<Run>, out: &Path, o: &PlotOptions) -> Result<()> {
     let (lines, xlabel, logx, categories, log_ticks) = match &o.x {
         Some(k) => {
             let key = resolve_key(&groups, k)?;
-            let (logx, ticks) = swept(&groups, &key)?;
+            let (positive, ticks) = swept(&groups, &key)?;
+            let logx = match o.x_scale {
+                Scale::Auto => positive,
+                Scale::Linear => false,
+                Scale::Log if positive => true,
+                Scale::Log => {
+                    return Err(Error::Config(format!(
+                        "plot --x-scale log: {key} takes a value that is not a positive number; use --x-scale linear"
+                    )));
+                }
+            };
             let (lines, categories) = against_key(&groups, &o.metric, k)?;
             (lines, short(&key).to_string(), logx, categories, ticks)
+        }
+        None if o.x_scale != Scale::Auto => {
+            return Err(Error::Config(
+                "plot --x-scale: a scale for a key's axis; give the key with --x".into(),
+            ));
         }
         None => {
             let lines = curves(&groups, &o.metric)?;

@@ -3,7 +3,7 @@
 use clap::Args;
 use std::path::PathBuf;
 
-use crate::analysis::plot::{Corner, PlotOptions, plot as draw};
+use crate::analysis::plot::{Corner, PlotOptions, Scale, plot as draw};
 use crate::analysis::runs::collect;
 use crate::error::Result;
 
@@ -47,6 +47,10 @@ pub struct PlotArgs {
     /// default title says what they are.
     #[arg(long)]
     pub no_bands: bool,
+    /// The scale of `--x`'s axis: auto (log where every value is a positive number), log or
+    /// linear.
+    #[arg(long, value_enum, default_value_t = Scale::Auto)]
+    pub x_scale: Scale,
 }
 
 /// `LO,HI`: two finite numbers, LO below HI.
@@ -81,6 +85,7 @@ pub fn plot(a: &PlotArgs) -> Result<()> {
         xlim: a.xlim,
         ylim: a.ylim,
         bands: !a.no_bands,
+        x_scale: a.x_scale,
     };
     draw(runs, &a.output, &o)?;
     println!("wrote {}", a.output.display());

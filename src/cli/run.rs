@@ -86,6 +86,7 @@ fn draw_quickstart(dir: &Path) {
         xlim: None,
         ylim: None,
         bands: true,
+        x_scale: Default::default(),
     };
     match Run::load(dir).and_then(|r| plot(vec![r], &png, &o)) {
         Ok(()) => println!("accuracy curve: {}", png.display()),
