@@ -435,22 +435,6 @@ fn figures_are_fit_for_a_paper() {
     for want in ["0.001", "0.003", "0.03", "final test accuracy (%)"] {
         assert!(texts.iter().any(|t| t == want), "no `{want}` in the SVG");
     }
-    // --x-scale linear: round ticks, not the swept values; log refuses a value not positive,
-    // and a scale wants --x
-    let lin = d.path().join("wd-linear.svg");
-    let o = plot(&[r, "--x", "weight_decay", "--x-scale", "linear"], &lin);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let texts = svg_texts(&lin);
-    assert!(!texts.iter().any(|t| t == "0.003"), "{texts:?}");
-    let o = plot(&[r, "--x", "nar", "--x-scale", "log"], &lin);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        !o.status.success() && err.contains("--x-scale linear"),
-        "{err}"
-    );
-    let o = plot(&[r, "--x-scale", "log"], &lin);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("--x"), "{err}");
     // the Okabe–Ito palette, not plotters' default red/green; a second line dashed
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("#0072B2"), "Okabe–Ito blue");
@@ -966,4 +950,53 @@ fn plot_takes_labels_limits_and_bands_and_says_what_a_band_is() {
     );
     let (ok, err) = svg("bad2.svg", &["--ylim", "5,1"]);
     assert!(!ok && err.contains("LO must be below HI"), "{err}");
+}
+
+/// `plot --x-scale`: linear draws round ticks, not the swept values a log axis labels; log
+/// refuses a key whose values are not positive numbers, naming linear; a scale wants `--x`.
+#[test]
+fn plot_x_scale_forces_the_keys_axis() {
+    let d = TempDir::new("xscale");
+    for (name, wd, nar, acc) in [
+        ("a", "0.001", "false", 30.0),
+        ("b", "0.003", "false", 32.0),
+        ("c", "0.03", "true", 28.0),
+    ] {
+        fake_run(
+            &d.path().join("r").join(name),
+            &[
+                &format!("local.weight_decay={wd}"),
+                &format!("local.nar={nar}"),
+            ],
+            &[10.0, acc],
+        );
+    }
+    let plot = |args: &[&str], out: &Path| {
+        Command::new(BIN)
+            .arg("plot")
+            .args(args)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let r = d.path().join("r");
+    let r = r.to_str().unwrap();
+    let log = d.path().join("wd-log.svg");
+    assert!(plot(&[r, "--x", "weight_decay"], &log).status.success());
+    assert!(svg_texts(&log).iter().any(|t| t == "0.003"));
+    let lin = d.path().join("wd-linear.svg");
+    let o = plot(&[r, "--x", "weight_decay", "--x-scale", "linear"], &lin);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let texts = svg_texts(&lin);
+    assert!(!texts.iter().any(|t| t == "0.003"), "{texts:?}");
+    let o = plot(&[r, "--x", "nar", "--x-scale", "log"], &lin);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--x-scale linear"),
+        "{err}"
+    );
+    let o = plot(&[r, "--x-scale", "log"], &lin);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--x"), "{err}");
 }
