@@ -5,9 +5,10 @@
 //! takes nothing from the host: the parameters in one buffer `[1, n]`, the batch's rows read
 //! from a `[batches, b]` table at an index on the device, the split kept on the device, each
 //! batch's pair written into a `[batches, 2]` table at the index. The closure is captured once
-//! (burn's `capture`: a CUDA graph on `cuda`) and replayed batch after batch; the next
-//! evaluation of the same split writes its parameters into the same buffer, sets the index and
-//! the table back to 0 in place, and replays with no new capture. The short last batch runs
+//! (burn's `capture`: a CUDA graph on `cuda`; its warm-up runs are real batches, and where there
+//! are fewer full batches than it runs, the tables' extra rows repeat the first) and replayed
+//! batch after batch; the next evaluation of the same split writes its parameters into the same
+//! buffer, sets the index and the table back to 0 in place, and replays with no new capture. The short last batch runs
 //! eagerly. Both ways score a batch with the same kernels and sum the pairs on the host in
 //! batch order, so they give the same numbers.
 
@@ -71,7 +72,7 @@ impl DeviceEval {
         stop: Option<&AtomicBool>,
     ) -> Option<(usize, f64)> {
         let full = split.len() / batch.max(1);
-        if self.graph && full > WARMUP && data::kept(split, device).is_some() {
+        if self.graph && full > 0 && data::kept(split, device).is_some() {
             return self.captured(model, params, split, batch, device, stop);
         }
         let _shared = quiet();
@@ -126,7 +127,8 @@ impl DeviceEval {
         }
         let _shared = quiet();
         let st = lock(&kept.state);
-        let mut parts = vec![st.table.clone().reshape([2 * full])];
+        // the full batches' pairs (a capture's warm-up may have run past them, on rows not read)
+        let mut parts = vec![st.table.clone().narrow(0, 0, full).reshape([2 * full])];
         if full * batch < split.len() {
             let rest: Vec<i64> = (full * batch..split.len()).map(|i| i as i64).collect();
             let n = rest.len();
@@ -148,12 +150,17 @@ impl Kept {
         device: &Device,
     ) -> Option<Kept> {
         let full = split.len() / batch;
-        let rows: Vec<i64> = (0..(full * batch) as i64).collect();
+        // at least as many rows as a capture runs the closure (its warm-up and its recording):
+        // past the full batches, the first ones again, their pairs not read
+        let n = full.max(WARMUP + 1);
+        let rows: Vec<i64> = (0..n * batch)
+            .map(|i| (i % (full * batch)) as i64)
+            .collect();
         let state = State {
             params: Tensor::zeros([1, 1], device),
-            rows: Tensor::from_data(TensorData::new(rows, [full, batch]), device),
+            rows: Tensor::from_data(TensorData::new(rows, [n, batch]), device),
             index: Tensor::zeros([1], device),
-            table: Tensor::zeros([full, 2], device),
+            table: Tensor::zeros([n, 2], device),
             split: data::kept(split, device)?,
         };
         Some(Kept {

@@ -1,5 +1,6 @@
 //! The steps of a device training from its [`Feed`] (`run.graph`): the first step eagerly (it
-//! counts the model's dropout sites and the step's numbers), then each run of full steps as one
+//! counts the model's dropout sites and the step's numbers; a training that takes a kept graph
+//! knows them from it and replays its first step too), then each run of full steps as one
 //! closure that takes nothing from the host — the batch, the dropout seeds, the learning rate and
 //! every per-row factor read from device tables at the step index, the parameters, the rule's
 //! state, the index and the step's numbers written in place — captured once with burn's
@@ -32,6 +33,15 @@ use crate::optim::buffers::{Buf, Buffers, alike, refill};
 
 /// The full steps run by the captured closure in this process (a replay or a capture's run).
 static FULL_STEPS: AtomicUsize = AtomicUsize::new(0);
+
+/// The steps of captured trainings run eagerly in this process (a first step, a short batch).
+static EAGER_STEPS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many steps of captured trainings ran eagerly in this process so far (the tests' proof
+/// that a kept graph replays a training's first step too).
+pub fn eager_steps() -> usize {
+    EAGER_STEPS.load(Ordering::SeqCst)
+}
 
 /// How many steps the captured closure has run in this process so far (the tests' proof that a
 /// training took the captured path).
@@ -68,6 +78,12 @@ pub struct Kept {
 }
 
 impl Kept {
+    /// The kept training's numbers' width and its model's dropout sites.
+    fn shape(&self) -> (usize, usize) {
+        let st = lock(&self.state);
+        (st.table.dims()[1], st.feed.sites())
+    }
+
     /// Write `fresh`'s values into the kept state in place, if the two list alike.
     fn take(&self, fresh: &mut State) -> bool {
         let mut kept = lock(&self.state);
@@ -121,7 +137,30 @@ impl Resident<'_> {
             table,
         };
         let mut run = Run::default();
-        let width = match super::draw::stopped(works) || steps == 0 {
+        let fresh = super::draw::stopped(works) || steps == 0;
+        let reuse = self.objectives.is_plain() && !fresh;
+        if let Some(kp) = kept.take_if(|_| reuse) {
+            // the kept graph's shape: its numbers' width and the model's dropout sites
+            let (width, sites) = kp.shape();
+            st.feed.with_sites(sites);
+            st.table = Tensor::zeros([steps, width], &inner);
+            if kp.take(&mut st) {
+                let mut graph = Some(kp.graph);
+                let state = kp.state;
+                self.drive(
+                    &state,
+                    &mut graph,
+                    || unreachable_make(),
+                    0,
+                    works,
+                    &mut run,
+                );
+                let done = self.finish(&state, run, width, works, out);
+                *kept = graph.map(|graph| Kept { graph, state });
+                return done;
+            }
+        }
+        let width = match fresh {
             true => k,
             false => self.first_step(&mut st, &mut run, k),
         };
@@ -134,23 +173,20 @@ impl Resident<'_> {
                 &state,
                 &mut graph,
                 || || self.full_step(&mut lock(&state)),
+                1,
                 works,
                 &mut run,
             );
             drop(graph);
             return self.finish(&state, run, width, works, out);
         }
-        // the kept graph, its state refilled with this training's, or a new one
-        let (state, mut graph) = match kept.take() {
-            Some(kp) if kp.take(&mut st) => (kp.state, Some(kp.graph)),
-            _ => (Arc::new(Mutex::new(st)), None),
-        };
+        let (state, mut graph) = (Arc::new(Mutex::new(st)), None);
         let (model, device, s) = (self.model.clone(), self.device.clone(), Arc::clone(&state));
         let make = move || -> Replay {
             let (model, device, s) = (model.clone(), device.clone(), Arc::clone(&s));
             Box::new(move || plain_step(&model, &device, &s, k))
         };
-        self.drive(&state, &mut graph, make, works, &mut run);
+        self.drive(&state, &mut graph, make, 1, works, &mut run);
         let done = self.finish(&state, run, width, works, out);
         *kept = graph.map(|graph| Kept { graph, state });
         done
@@ -165,18 +201,19 @@ impl Resident<'_> {
         }
     }
 
-    /// Steps 1 on: replayed where full and a graph exists, captured (`make`'s closure) at the
-    /// first run of enough full steps, else eager.
+    /// Steps `from` on: replayed where full and a graph exists, captured (`make`'s closure) at
+    /// the first run of enough full steps, else eager.
     fn drive<F: FnMut()>(
         &self,
         state: &Mutex<State>,
         graph: &mut Option<Graph<(), F>>,
         mut make: impl FnMut() -> F,
+        from: usize,
         works: &[Work],
         run: &mut Run,
     ) {
         let steps = lock(state).feed.steps();
-        let mut s = 1;
+        let mut s = from;
         while s < steps && !super::draw::stopped(works) {
             let full_run = lock(state).feed.full_run(s);
             if let (true, Some(g)) = (full_run > 0, graph.as_mut()) {
@@ -202,6 +239,7 @@ impl Resident<'_> {
     /// Step `s` eagerly from the feed's draws: how many numbers it left and for how many
     /// clients, when it trained any.
     fn eager_step(&self, st: &mut State, s: usize, run: &mut Run) -> Option<(usize, usize)> {
+        EAGER_STEPS.fetch_add(1, Ordering::SeqCst);
         let _shared = quiet();
         let groups = st.feed.groups(s);
         let seeds = Some(Seeds::Host(st.feed.host_seeds(s)));
@@ -257,6 +295,11 @@ impl Resident<'_> {
         let trained = collect(run, width, works.len(), st.feed.batch());
         self.end(&st.chain, &trained, st.x.clone(), works, out)
     }
+}
+
+/// A kept graph is never captured again: its `make` is not called.
+fn unreachable_make() -> Replay {
+    Box::new(|| unreachable!("a kept graph is replayed, not captured"))
 }
 
 /// A full step of clients that train on the cross-entropy alone, from what a kept graph owns.

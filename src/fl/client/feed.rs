@@ -183,6 +183,11 @@ impl Feed {
         self.site_seeds = Some((t, sites));
     }
 
+    /// The model's dropout sites the seeds' table holds (0 without one).
+    pub fn sites(&self) -> usize {
+        self.site_seeds.as_ref().map_or(0, |t| t.1)
+    }
+
     /// Every site's seeds at `index`, `[sites, K, 4]` on the training device; None without
     /// dropout.
     pub fn seeds_at(&self, index: &Tensor<1, Int>) -> Option<Tensor<3>> {

@@ -34,7 +34,7 @@ mod trainer;
 mod work;
 
 pub use crate::kernels::capture::{captures, hardware_graphs};
-pub use captured::full_steps;
+pub use captured::{eager_steps, full_steps};
 pub use chain::{ClipDecay, DeviceChain, HostChain, StepPlan};
 pub use trainer::Trainer;
 pub use work::{LocalStats, Work, local_steps, step_masks};
