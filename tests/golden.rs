@@ -374,6 +374,64 @@ fn check_of_every_config_matches_the_golden_file() {
     assert_eq!(golden, now, "check.txt: the number of lines changed");
 }
 
+/// Every model's size as the memory check counts it before the model exists (its parameters
+/// counted from the fixed architectures' layouts, and computed in `u128` where a key sets a
+/// width) is the built model's layout's, exactly: with MOON's head, both ResNet heads, and other
+/// widths of the transformer, the LSTM and the MLP.
+#[test]
+fn every_models_counted_size_is_its_layouts() {
+    use ModelKind::*;
+    use fedrun::config::{Head, ModelKind, ModelSpec};
+    use fedrun::kernels::Kernels;
+    use fedrun::model::{Model, Shape, size::estimate};
+    let cases = [
+        (Cnn, 3, 32, 10, 0),
+        (Cnn, 3, 32, 10, 256),
+        (TinyCnn, 3, 32, 10, 16),
+        (Resnet18, 3, 32, 10, 0),
+        (Resnet18, 3, 32, 100, 64),
+        (Resnet18, 3, 64, 200, 0),
+        (MnistCnn, 1, 28, 10, 0),
+        (EmnistCnn, 1, 28, 62, 0),
+        (FemnistCnn, 1, 28, 62, 0),
+        (CelebaCnn, 3, 84, 2, 0),
+        (Mlp, 1, 28, 10, 0),
+        (Linear, 3, 32, 100, 0),
+        (Transformer, 0, 0, 80, 0),
+        (Lstm, 0, 0, 80, 0),
+        (LstmSmall, 0, 0, 80, 0),
+    ];
+    for (kind, channels, side, classes, projection) in cases {
+        for (layers, width, head) in [(2, 64, Head::Fednar), (3, 96, Head::Global)] {
+            let spec = ModelSpec {
+                kind,
+                projection,
+                layers,
+                d_model: width,
+                hidden: width,
+                mlp_hidden: width,
+                head,
+                ..ModelSpec::default()
+            };
+            let shape = Shape {
+                channels,
+                side,
+                classes,
+            };
+            let Ok(model) = Model::build(&spec, shape, Kernels::Fedrun) else {
+                continue; // the FedNAR head on 64×64 inputs: refused by the model's check
+            };
+            let features = (channels * side * side) as u128;
+            let counted = estimate(&spec, features, classes as u128).params;
+            assert_eq!(
+                counted,
+                model.layout().total as u128,
+                "{kind} layers {layers} width {width} head {head:?} projection {projection}"
+            );
+        }
+    }
+}
+
 /// Every model's layout: the order, path, owners and shape of each parameter tensor (the
 /// initialisation reads the paths and owners; a checkpoint's vector is in this order). Pinned
 /// from the burn modules the models were first written as, byte for byte.

@@ -1,10 +1,14 @@
-//! What a model of a spec will take before it is built: an upper estimate of its parameters and
-//! of the floats a training sample keeps alive through forward and backward. The sizes that a
-//! spec key sets (the transformer's, the LSTM's and the MLP's widths, MOON's projection) are
-//! computed; the fixed architectures are constants measured from the models themselves.
-//! `u128` throughout, so no spec value overflows.
+//! What a model of a spec will take before it is built: its parameters and an upper estimate of
+//! the floats a training sample keeps alive through forward and backward. The fixed
+//! architectures' parameters are counted from their layouts (the parameter tree each model
+//! declares); the sizes that a spec key sets (the transformer's, the LSTM's and the MLP's widths,
+//! MOON's projection head) are computed in `u128`, so that no spec value overflows them (a test
+//! holds every count equal to the built model's layout).
 
-use crate::config::{ModelKind, ModelSpec};
+use super::convnet::ConvNet;
+use super::network::Network;
+use super::resnet::ResNet;
+use crate::config::{Head, ModelKind, ModelSpec};
 use crate::data::shakespeare::SEQ_LEN;
 
 /// A model's size, estimated from its spec.
@@ -39,17 +43,9 @@ pub fn estimate(m: &ModelSpec, features: u128, classes: u128) -> Size {
     );
     let seq = SEQ_LEN as u128;
     let p = m.projection as u128;
-    // MOON's head: Linear(f, f) → Linear(f, p) → the classifier on p
-    let head = |f: u128| {
-        if p > 0 {
-            f * f + f * p + p * classes
-        } else {
-            0
-        }
-    };
     match m.kind {
         ModelKind::Transformer => Size {
-            params: 2 * classes * d + seq * d + l * (4 * d * d + 2 * d * ff + 9 * d + ff),
+            params: 2 * classes * d + classes + seq * d + l * (4 * d * d + 2 * d * ff + 9 * d + ff),
             activations: l * (seq * (12 * d + 2 * ff) + 3 * h * seq * seq),
         },
         ModelKind::Lstm | ModelKind::LstmSmall => {
@@ -80,33 +76,61 @@ pub fn estimate(m: &ModelSpec, features: u128, classes: u128) -> Size {
             activations: features + classes,
         },
         ModelKind::Cnn => Size {
-            params: 1_100_000 + head(192),
+            params: counted(m, features, classes),
             activations: 300_000 + 4 * p,
         },
         ModelKind::TinyCnn => Size {
-            params: 10_000 + head(32),
+            params: counted(m, features, classes),
             activations: 40_000 + 4 * p,
         },
         ModelKind::Resnet18 => Size {
-            params: 11_300_000 + 512 * classes + head(512),
+            params: counted(m, features, classes),
             // 4 M at 32×32; the maps grow with the input (Tiny-ImageNet's 64×64: 4×)
             activations: 4_000_000 * (features / 3072).max(1) + 4 * p,
         },
         ModelKind::FemnistCnn => Size {
-            params: 6_500_000 + 2049 * classes,
+            params: counted(m, features, classes),
             activations: 250_000,
         },
         ModelKind::CelebaCnn => Size {
-            params: 30_000 + 1153 * classes,
+            params: counted(m, features, classes),
             activations: 1_600_000,
         },
         ModelKind::EmnistCnn => Size {
-            params: 1_200_000 + 129 * classes,
+            params: counted(m, features, classes),
             activations: 300_000,
         },
         ModelKind::MnistCnn => Size {
-            params: 25_000,
+            params: counted(m, features, classes),
             activations: 60_000,
         },
     }
+}
+
+/// The parameters of a fixed architecture, counted from its layout without MOON's head, and the
+/// head added (its width `model.projection`, unbounded, in `u128`): Linear(f, f) → Linear(f, p),
+/// the classifier reading p features instead of the f it reads without the head.
+fn counted(m: &ModelSpec, features: u128, classes: u128) -> u128 {
+    let n = usize::try_from(classes).unwrap_or(usize::MAX);
+    let base = match m.kind {
+        ModelKind::Resnet18 => ResNet::new(n, m.head == Head::Fednar, 0).layout(),
+        _ => {
+            let plain = ModelSpec {
+                projection: 0,
+                ..m.clone()
+            };
+            let flat = usize::try_from(features).unwrap_or(usize::MAX);
+            ConvNet::of(&plain, flat, n).layout()
+        }
+    }
+    .finish();
+    let (total, p) = (base.total as u128, m.projection as u128);
+    if p == 0 {
+        return total;
+    }
+    // the classifier's input width: the last matrix of the layout is its weight `[f, classes]`
+    let f = (base.tensors.iter().rev())
+        .find(|t| t.shape.len() == 2)
+        .map_or(0, |t| t.shape[0] as u128);
+    total + f * f + f + f * p + p + p * classes - f * classes
 }
