@@ -161,16 +161,28 @@ fn layer(
         let g: Tensor<3> =
             xw.clone().narrow(2, t, 1).reshape([k, b, 4 * hidden]) + h.matmul(wh.clone());
         let part = |i: usize| g.clone().narrow(2, i * hidden, hidden);
-        let (i, f) = (sigmoid(part(0), kern), sigmoid(part(1), kern));
-        let (o, cell) = (sigmoid(part(2), kern), tanh(part(3), kern));
-        c = f * c + i * cell;
-        h = o * tanh(c.clone(), kern);
+        (h, c) = cell([part(0), part(1), part(2), part(3)], c, kern);
         if !last {
             states.push(h.clone().unsqueeze_dim::<4>(2));
         }
     }
     let seq = (!last).then(|| Tensor::cat(states, 2).reshape([k, b * len, hidden]));
     (seq, h)
+}
+
+/// One LSTM cell: the new hidden state and cell state from the gates' pre-activations (input,
+/// forget, output, cell, the layout's order) and the cell state `c`. The gate-by-gate paths run
+/// it; fedrun's fused layer kernel (`kernels::lstm`) computes the same equations in one launch.
+fn cell<const D: usize>(
+    gates: [Tensor<D>; 4],
+    c: Tensor<D>,
+    kern: Kernels,
+) -> (Tensor<D>, Tensor<D>) {
+    let [i, f, o, g] = gates;
+    let (i, f) = (sigmoid(i, kern), sigmoid(f, kern));
+    let (o, g) = (sigmoid(o, kern), tanh(g, kern));
+    let c = f * c + i * g;
+    (o * tanh(c.clone(), kern), c)
 }
 
 /// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) on fedrun's fused LSTM layer, its
@@ -213,10 +225,7 @@ fn per_gate(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
                 let ((wx, bx), (wh, bh)) = g[i].clone();
                 linear(xt.clone(), wx, Some(bx)) + linear(h.clone(), wh, Some(bh))
             };
-            let (i, f) = (sigmoid(gate(0), kern), sigmoid(gate(1), kern));
-            let (o, cell) = (sigmoid(gate(2), kern), tanh(gate(3), kern));
-            c = f * c + i * cell;
-            h = o * tanh(c.clone(), kern);
+            (h, c) = cell([gate(0), gate(1), gate(2), gate(3)], c, kern);
             *xt = h.clone();
         }
     }

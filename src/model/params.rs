@@ -59,7 +59,7 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// A model named `root` (`Cnn`, `ResNet`, …) of the type `ty` (`Cnn`, `ResNet18`, …).
+    /// The layout of a model named `root` (`Cnn`, `ResNet`, …; its part is the `Model` enum).
     pub fn new(root: &str) -> Builder {
         Builder {
             names: vec![root.to_string()],
