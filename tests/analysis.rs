@@ -398,33 +398,44 @@ fn svg_texts(path: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn figures_are_fit_for_a_paper() {
-    let d = TempDir::new("plot_style");
-    for (name, wd, nar, acc) in [
-        ("a", "0.001", "false", 30.0),
-        ("b", "0.003", "false", 32.0),
-        ("c", "0.03", "false", 28.0),
-        ("e", "0.001", "true", 31.0),
-    ] {
+/// Runs under `dir/r/<name>` with their weight decay, NAR flag and final accuracy.
+fn wd_runs(dir: &Path, runs: &[(&str, &str, &str, f64)]) {
+    for (name, wd, nar, acc) in runs {
         fake_run(
-            &d.path().join("r").join(name),
+            &dir.join("r").join(name),
             &[
                 &format!("local.weight_decay={wd}"),
                 &format!("local.nar={nar}"),
             ],
-            &[10.0, acc],
+            &[10.0, *acc],
         );
     }
-    let plot = |args: &[&str], out: &Path| {
-        Command::new(BIN)
-            .arg("plot")
-            .args(args)
-            .arg("-o")
-            .arg(out)
-            .output()
-            .unwrap()
-    };
+}
+
+/// `fedrun plot ARGS -o OUT`.
+fn plot_to(args: &[&str], out: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .arg("plot")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn figures_are_fit_for_a_paper() {
+    let d = TempDir::new("plot_style");
+    wd_runs(
+        d.path(),
+        &[
+            ("a", "0.001", "false", 30.0),
+            ("b", "0.003", "false", 32.0),
+            ("c", "0.03", "false", 28.0),
+            ("e", "0.001", "true", 31.0),
+        ],
+    );
+    let plot = plot_to;
     let r = d.path().join("r");
     let r = r.to_str().unwrap();
     // a log axis labels the swept values themselves, not only decades
@@ -957,29 +968,15 @@ fn plot_takes_labels_limits_and_bands_and_says_what_a_band_is() {
 #[test]
 fn plot_x_scale_forces_the_keys_axis() {
     let d = TempDir::new("xscale");
-    for (name, wd, nar, acc) in [
-        ("a", "0.001", "false", 30.0),
-        ("b", "0.003", "false", 32.0),
-        ("c", "0.03", "true", 28.0),
-    ] {
-        fake_run(
-            &d.path().join("r").join(name),
-            &[
-                &format!("local.weight_decay={wd}"),
-                &format!("local.nar={nar}"),
-            ],
-            &[10.0, acc],
-        );
-    }
-    let plot = |args: &[&str], out: &Path| {
-        Command::new(BIN)
-            .arg("plot")
-            .args(args)
-            .arg("-o")
-            .arg(out)
-            .output()
-            .unwrap()
-    };
+    wd_runs(
+        d.path(),
+        &[
+            ("a", "0.001", "false", 30.0),
+            ("b", "0.003", "false", 32.0),
+            ("c", "0.03", "true", 28.0),
+        ],
+    );
+    let plot = plot_to;
     let r = d.path().join("r");
     let r = r.to_str().unwrap();
     let log = d.path().join("wd-log.svg");
