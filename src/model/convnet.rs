@@ -197,6 +197,10 @@ impl ConvNet {
 }
 
 impl Network for ConvNet {
+    fn rows_independent(&self) -> bool {
+        !self.stages.iter().any(|s| s.norm)
+    }
+
     fn layout(&self) -> Builder {
         let (mut b, ty) = (Builder::new(self.root), self.root);
         for s in &self.stages {

@@ -11,6 +11,16 @@ use super::cursor::{Cursor, Seeds};
 use super::outputs::Outputs3;
 use crate::data::Input;
 
+/// Which rows of a step's K batches of b count: `keep` `[K, b, 1]` (1 for a sample, 0 for a
+/// padding row), `scale` `[K]` each copy's b over its kept rows (1 for a full batch; 0 for a copy
+/// with none). A step whose batches are shorter than b, or where a client takes no part, is
+/// padded to K·b rows with it, so that one captured graph serves every step.
+#[derive(Clone, Debug)]
+pub struct RowMask {
+    pub keep: Tensor<3>,
+    pub scale: Tensor<1>,
+}
+
 /// The parameters of K copies of a model, each tensor flat and client-major.
 pub struct Stacked<'m> {
     model: &'m Model,
@@ -105,28 +115,41 @@ impl<'m> Stacked<'m> {
     }
 
     /// Each client's mean cross-entropy on its batch `[K]`, from the logits `[K, b, classes]`
-    /// and the targets `[K·b]`. On flex each client's is computed as one client's is (its
-    /// logits' log-softmax, the targets picked, their `mean`), so that a cohort's losses, and the
-    /// `train_loss` column, are one at a time's to the bit: `mean_dim` over the cohort sums the
-    /// b values in another order than `mean` does.
-    pub fn losses(logits: Tensor<3>, targets: Tensor<1, Int>) -> Tensor<1> {
+    /// and the targets `[K·b]`; with `mask`, the mean of the rows it keeps (a batch padded to b
+    /// rows: the mean of the kept rows and the padding's zeros, times b over the kept count;
+    /// for a full batch the mean times 1, so the same bits as without a mask). On flex each client's is computed
+    /// as one client's is (its logits' log-softmax, the targets picked, their `mean`), so that a
+    /// cohort's losses, and the `train_loss` column, are one at a time's to the bit: `mean_dim`
+    /// over the cohort sums the b values in another order than `mean` does.
+    pub fn losses(logits: Tensor<3>, targets: Tensor<1, Int>, mask: Option<&RowMask>) -> Tensor<1> {
         let [k, b, c] = logits.dims();
-        let one = |own: Tensor<2>, y: Tensor<1, Int>| -> Tensor<1> {
-            let picked = log_softmax(own, 1).gather(1, y.reshape([b, 1]));
-            picked.reshape([b]).mean().neg()
+        let one = |i: usize, own: Tensor<2>, y: Tensor<1, Int>| -> Tensor<1> {
+            let picked = log_softmax(own, 1)
+                .gather(1, y.reshape([b, 1]))
+                .reshape([b]);
+            match mask {
+                None => picked.mean().neg(),
+                Some(m) => {
+                    let keep = m.keep.clone().narrow(0, i, 1).reshape([b]);
+                    ((picked * keep).mean() * m.scale.clone().narrow(0, i, 1)).neg()
+                }
+            }
         };
         if k == 1 {
-            return one(logits.reshape([b, c]), targets);
+            return one(0, logits.reshape([b, c]), targets);
         }
         if crate::kernels::is_flex(&logits.device()) {
             let each = (0..k).map(|i| {
                 let own = logits.clone().narrow(0, i, 1).reshape([b, c]);
-                one(own, targets.clone().narrow(0, i * b, b))
+                one(i, own, targets.clone().narrow(0, i * b, b))
             });
             return Tensor::cat(each.collect(), 0);
         }
         let picked = log_softmax(logits, 2).gather(2, targets.reshape([k, b, 1]));
-        picked.mean_dim(1).reshape([k]).neg()
+        match mask {
+            None => picked.mean_dim(1).reshape([k]).neg(),
+            Some(m) => ((picked * m.keep.clone()).mean_dim(1).reshape([k]) * m.scale.clone()).neg(),
+        }
     }
 
     /// Move each copy's gradient out of `grads` into its flat vector `out[k]` (zero where a

@@ -31,6 +31,7 @@ pub mod size;
 mod transformer;
 mod unread;
 
+pub use copies::RowMask;
 pub use cursor::{Seeds, site_seed};
 pub use outputs::{Outputs, Outputs3};
 pub use unread::unread_keys;
@@ -158,5 +159,10 @@ impl Model {
     /// Where each parameter tensor lives in the flat vector.
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// Whether each sample's outputs depend on its own input alone ([`Network::rows_independent`]).
+    pub fn rows_independent(&self) -> bool {
+        self.net.rows_independent()
     }
 }

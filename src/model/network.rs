@@ -18,6 +18,13 @@ pub trait Network: Send + Sync + std::fmt::Debug {
     /// parameters read by `c` (its `copies` is K; its `dropout` draws each copy's masks).
     fn outputs(&self, input: Input, c: &mut Cursor) -> Outputs3;
 
+    /// Whether each sample's outputs depend on its own input alone (false for a norm over the
+    /// batch's statistics, LEAF's CelebA CNN): only then may a batch be padded with rows that
+    /// weigh nothing (the default: true).
+    fn rows_independent(&self) -> bool {
+        true
+    }
+
     /// The copies' logits from an activation at `level` (FedMLB's hybrid branches); None for a
     /// network without levels (the default).
     fn forward_from(&self, level: usize, x: Tensor<4>, c: &mut Cursor) -> Option<Tensor<3>> {

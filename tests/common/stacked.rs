@@ -180,7 +180,7 @@ fn grads(
     k: usize,
     total: usize,
 ) -> Vec<Vec<f32>> {
-    let mut g = Stacked::losses(logits, y).sum().backward();
+    let mut g = Stacked::losses(logits, y, None).sum().backward();
     let mut gs = vec![vec![0f32; total]; k];
     let mut outs: Vec<&mut [f32]> = gs.iter_mut().map(Vec::as_mut_slice).collect();
     m.read_grads(&mut g, &mut outs);

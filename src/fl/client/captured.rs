@@ -1,6 +1,7 @@
 //! The steps of a device training from its [`Feed`] (`run.graph`): the first step eagerly (it
 //! counts the model's dropout sites and the step's numbers; a training that takes a kept graph
-//! knows them from it and replays its first step too), then each run of full steps as one
+//! knows them from it and replays its first step too), then each run of tabled steps (the full
+//! ones; every one where the feed pads the short batches and the stopped clients) as one
 //! closure that takes nothing from the host — the batch, the dropout seeds, the learning rate and
 //! every per-row factor read from device tables at the step index, the parameters, the rule's
 //! state, the index and the step's numbers written in place — captured once with burn's
@@ -11,7 +12,7 @@
 //! cross-entropy alone (no local loss, no frozen model), the graph is kept for the trainer's next
 //! training ([`Kept`]): when that training's state lists alike (the same buffers' shapes, the
 //! same host numbers: [`crate::optim::buffers`]), its values are written into the kept state's
-//! buffers in place and the graph replays from its first full step on, with no new capture.
+//! buffers in place and the graph replays from its first step on, with no new capture.
 //!
 //! A capture is process-global on CUDA (no other thread may allocate meanwhile): each eager
 //! device step holds [`crate::kernels::capture::quiet`], and a capture holds it alone.
@@ -31,7 +32,7 @@ use crate::kernels::capture::{self, WARMUP, quiet};
 use crate::model::{Model, Seeds};
 use crate::optim::buffers::{Buf, Buffers, alike, refill};
 
-/// The full steps run by the captured closure in this process (a replay or a capture's run).
+/// The tabled steps run by the captured closure in this process (a replay or a capture's run).
 static FULL_STEPS: AtomicUsize = AtomicUsize::new(0);
 
 /// The steps of captured trainings run eagerly in this process (a first step, a short batch).
@@ -55,7 +56,7 @@ pub(super) struct State {
     start: Vec<Tensor<2>>,
     chain: DeviceChain,
     feed: Feed,
-    /// The full steps' numbers `[S, w]`, each written at its step index.
+    /// The tabled steps' numbers `[S, w]`, each written at its step index.
     table: Tensor<2>,
 }
 
@@ -104,7 +105,7 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 /// The numbers of a training's steps so far: the eager steps' (each its own part, with its
-/// clients), and the full steps run by the closure (their numbers in the state's table).
+/// clients), and the tabled steps run by the closure (their numbers in the state's table).
 #[derive(Default)]
 struct Run {
     pending: Deferred,
@@ -114,7 +115,7 @@ struct Run {
 
 impl Resident<'_> {
     /// The training of `works` from `feed` (their steps drawn ahead) with `chain`: the first
-    /// step eager, then the captured closure for the full steps (the trainer's `kept` graph
+    /// step eager, then the captured closure for the tabled steps (the trainer's `kept` graph
     /// where the clients' objectives are plain and the state lists alike); Δ_k lands in
     /// `out[k]`.
     pub(super) fn train_fed(
@@ -201,8 +202,8 @@ impl Resident<'_> {
         }
     }
 
-    /// Steps `from` on: replayed where full and a graph exists, captured (`make`'s closure) at
-    /// the first run of enough full steps, else eager.
+    /// Steps `from` on: replayed where tabled and a graph exists, captured (`make`'s closure)
+    /// at the first run of enough tabled steps, else eager.
     fn drive<F: FnMut()>(
         &self,
         state: &Mutex<State>,
@@ -215,8 +216,8 @@ impl Resident<'_> {
         let steps = lock(state).feed.steps();
         let mut s = from;
         while s < steps && !super::draw::stopped(works) {
-            let full_run = lock(state).feed.full_run(s);
-            if let (true, Some(g)) = (full_run > 0, graph.as_mut()) {
+            let tabled = lock(state).feed.tabled_run(s);
+            if let (true, Some(g)) = (tabled > 0, graph.as_mut()) {
                 // SAFETY: every tensor the closure touches is owned by the state, which the
                 // closure (or this call) holds past the replay
                 unsafe { capture::replay(g) };
@@ -224,7 +225,7 @@ impl Resident<'_> {
                 s += 1;
                 continue;
             }
-            if graph.is_none() && full_run > WARMUP {
+            if graph.is_none() && tabled > WARMUP {
                 let (g, done) = capture::record(self.device, make());
                 run.full.extend(s..s + done);
                 s += done;
@@ -256,7 +257,7 @@ impl Resident<'_> {
         Some(got)
     }
 
-    /// One full step from the feed's tables at the chain's step index: nothing from the host.
+    /// One tabled step from the feed's tables at the chain's step index: nothing from the host.
     fn full_step(&self, st: &mut State) {
         FULL_STEPS.fetch_add(1, Ordering::SeqCst);
         let State {
@@ -267,7 +268,7 @@ impl Resident<'_> {
             table,
         } = st;
         let index = chain.index();
-        let group = feed.full_group(&index).expect("the split is kept");
+        let group = feed.tabled_group(&index).expect("the split is kept");
         let seeds = feed.seeds_at(&index);
         let numbers = self.step(x, start, &[group], chain, seeds.as_ref().map(Seeds::Device));
         if let Some(t) = numbers {
@@ -292,7 +293,7 @@ impl Resident<'_> {
         let st = lock(state);
         let steps = st.feed.steps().max(1);
         run.pending.push(st.table.clone().reshape([steps * width]));
-        let trained = collect(run, width, works.len(), st.feed.batch());
+        let trained = collect(run, width, works.len(), &st.feed);
         self.end(&st.chain, &trained, st.x.clone(), works, out)
     }
 }
@@ -302,7 +303,7 @@ fn unreachable_make() -> Replay {
     Box::new(|| unreachable!("a kept graph is replayed, not captured"))
 }
 
-/// A full step of clients that train on the cross-entropy alone, from what a kept graph owns.
+/// A tabled step of clients that train on the cross-entropy alone, from what a kept graph owns.
 fn plain_step(model: &Model, device: &Device, state: &Mutex<State>, k: usize) {
     let objectives = Objectives::plain(model, k);
     let r = Resident::new(model, device, &objectives);
@@ -310,19 +311,23 @@ fn plain_step(model: &Model, device: &Device, state: &Mutex<State>, k: usize) {
 }
 
 /// Every trained step's numbers in step order, from one read: the eager steps' (each its own
-/// part), then the full steps' rows of the table (the last part), each of `width` numbers for
-/// all `k` clients of `batch` samples.
-fn collect(run: Run, width: usize, k: usize, batch: usize) -> Trained {
+/// part), then the tabled steps' rows of the table (the last part), each of `width` numbers (the
+/// `k` clients' losses, then their norms), of which a step's clients' losses are kept ([`Feed::who`]).
+fn collect(run: Run, width: usize, k: usize, feed: &Feed) -> Trained {
     let mut parts = run.pending.read();
     let table = parts.pop().unwrap_or_default();
-    let all_k: Vec<(usize, usize)> = (0..k).map(|c| (c, batch)).collect();
     let mut out: Trained = (run.eager.into_iter().zip(parts))
         .filter(|(_, n)| !n.is_empty())
         .map(|((s, w), n)| (s, w, n))
         .collect();
     for &s in &run.full {
         let row = table.get(s * width..(s + 1) * width).unwrap_or_default();
-        out.push((s, all_k.clone(), row.to_vec()));
+        let (losses, norms) = row.split_at(k.min(row.len()));
+        let who = feed.who(s);
+        let numbers = (who.iter().map(|&(c, _)| losses[c]))
+            .chain(norms.iter().copied())
+            .collect();
+        out.push((s, who, numbers));
     }
     out.sort_by_key(|t| t.0);
     out

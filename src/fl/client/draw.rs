@@ -6,6 +6,7 @@ use burn::tensor::{Device, Int, Tensor};
 use super::batches::Batches;
 use super::work::Work;
 use crate::data::{self, FedData, Input};
+use crate::model::RowMask;
 use crate::optim::Ctx;
 use crate::rng::Rng;
 
@@ -78,12 +79,14 @@ pub fn input_of(group: &[Drawn]) -> Input {
 }
 
 /// A step's clients of one batch size with their batches side by side: client `ks[i]`'s `len`
-/// samples are rows `i·len..(i+1)·len` of `input` and `y`.
+/// samples are rows `i·len..(i+1)·len` of `input` and `y`; `mask`: which rows count, for a group
+/// padded to `len` rows a client ([`RowMask`]; None: every row).
 pub struct Group {
     pub ks: Vec<usize>,
     pub len: usize,
     pub input: Input,
     pub y: Tensor<1, Int>,
+    pub mask: Option<RowMask>,
 }
 
 impl Group {
@@ -94,6 +97,7 @@ impl Group {
             len: drawn.first().map_or(0, |d| d.len),
             input: input_of(drawn),
             y: Tensor::cat(drawn.iter().map(|d| d.y.clone()).collect(), 0),
+            mask: None,
         }
     }
 }

@@ -4,8 +4,12 @@
 //! where every client takes a full batch (a *full* step) reads them from tables on the device
 //! at the step index (`[S, K·b]` rows, `[S·m, h·w]` maps, `[S, sites·K·4]` seeds), gathered
 //! from the split kept on the device: it takes nothing from the host, so one captured graph
-//! serves every full step. The other steps (a pass's short last batch, a client past its last
-//! step) are gathered from the same draws with an upload each.
+//! serves every full step. Where the clients train on the cross-entropy alone and the model's
+//! rows are independent, the other steps (a pass's short last batch, a client past its last step)
+//! are tabled too, *padded*: each client's batch filled to b rows with its first row, and a
+//! [`RowMask`] (`[S, K·b]` weights, `[S, K]` scales) that gives the padding no weight, so the
+//! same graph serves every step. Otherwise they are gathered from the same draws with an upload
+//! each and run eagerly.
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
@@ -14,7 +18,7 @@ use super::draw::{Drawn, Group, groups};
 use super::work::{Work, step_masks};
 use crate::data::{self, Augment, FedData};
 use crate::kernels::ext_mask::quarters;
-use crate::model::site_seed;
+use crate::model::{RowMask, site_seed};
 use crate::optim::buffers::Buf;
 use crate::rng::Rng;
 
@@ -33,12 +37,22 @@ struct Maps {
     offsets: Tensor<1, Int>,
 }
 
+/// The padded steps' row masks: `keep` `[S, K·b]` (1 a sample, 0 a padding row) and `scale`
+/// `[S, K]` (b over each client's samples; 0 for a client that takes no part).
+struct Masks {
+    keep: Tensor<2>,
+    scale: Tensor<2>,
+}
+
 /// A training's draws, and the tables its full steps read.
 pub struct Feed {
     plan: Vec<Vec<Planned>>,
     /// Each step's host seeds, one a client ([`step_masks`]).
     seeds: Vec<Vec<u64>>,
-    full: Vec<bool>,
+    /// The steps read from the tables: the full ones, and every one when padded.
+    tabled: Vec<bool>,
+    /// The row masks, when the steps are padded.
+    masks: Option<Masks>,
     batch: usize,
     rows: Tensor<2, Int>,
     maps: Option<Maps>,
@@ -52,9 +66,16 @@ pub struct Feed {
 
 impl Feed {
     /// Every step's draws of `works`' clients from `rngs` (advanced as the steps would advance
-    /// them), with the full steps' tables on `device`; None where the split is not kept on the
-    /// device or the clients' batch sizes differ (the steps then draw as they go).
-    pub fn new(data: &FedData, works: &[Work], rngs: &mut [Rng], device: &Device) -> Option<Feed> {
+    /// them), with the full steps' tables on `device` (every step's, padded, with `pad`); None
+    /// where the split is not kept on the device or the clients' batch sizes differ (the steps
+    /// then draw as they go).
+    pub fn new(
+        data: &FedData,
+        works: &[Work],
+        rngs: &mut [Rng],
+        device: &Device,
+        pad: bool,
+    ) -> Option<Feed> {
         let batch = works.first()?.batch_size;
         if works.iter().any(|w| w.batch_size != batch) {
             return None;
@@ -74,8 +95,8 @@ impl Feed {
             }
         }
         let k = works.len();
-        let full = (plan.iter())
-            .map(|p| p.len() == k && p.iter().all(|d| d.rows.len() == batch))
+        let tabled = (plan.iter())
+            .map(|p| pad || (p.len() == k && p.iter().all(|d| d.rows.len() == batch)))
             .collect();
         let seeds = (0..steps)
             .map(|s| works.iter().map(|w| step_masks(w, s)).collect())
@@ -86,7 +107,8 @@ impl Feed {
             maps: None,
             plan,
             seeds,
-            full,
+            tabled,
+            masks: None,
             batch,
             site_seeds: None,
             aug: data.augment,
@@ -95,6 +117,7 @@ impl Feed {
         };
         feed.rows = feed.rows_table(k, &inner);
         feed.maps = feed.maps_table(k, data::map_len(&data.train), &inner);
+        feed.masks = pad.then(|| feed.masks_table(k, &inner));
         Some(feed)
     }
 
@@ -103,19 +126,19 @@ impl Feed {
         &self.device
     }
 
-    /// The clients' batch size.
-    pub fn batch(&self) -> usize {
-        self.batch
-    }
-
     /// The training's step count.
     pub fn steps(&self) -> usize {
         self.plan.len()
     }
 
-    /// How many full steps follow one another from step `s` on (0 when `s` is not full).
-    pub fn full_run(&self, s: usize) -> usize {
-        self.full.iter().skip(s).take_while(|&&f| f).count()
+    /// How many tabled steps follow one another from step `s` on (0 when `s` is not tabled).
+    pub fn tabled_run(&self, s: usize) -> usize {
+        self.tabled.iter().skip(s).take_while(|&&f| f).count()
+    }
+
+    /// The clients of step `s` and their batch sizes `(client, b)`, in client order.
+    pub fn who(&self, s: usize) -> Vec<(usize, usize)> {
+        self.plan[s].iter().map(|p| (p.k, p.rows.len())).collect()
     }
 
     /// Each client's host seed at step `s`.
@@ -147,9 +170,10 @@ impl Feed {
         groups(drawn).iter().map(|g| Group::of(g)).collect()
     }
 
-    /// The full step at `index` (`[1]`, on the device): every client's batch gathered from the
-    /// tables at the index, as one group. None where the split is not kept.
-    pub fn full_group(&self, index: &Tensor<1, Int>) -> Option<Group> {
+    /// The tabled step at `index` (`[1]`, on the device): every client's batch gathered from
+    /// the tables at the index, as one group (with its row mask when padded). None where the
+    /// split is not kept.
+    pub fn tabled_group(&self, index: &Tensor<1, Int>) -> Option<Group> {
         let k = self.seeds.first().map_or(0, Vec::len);
         let kb = k * self.batch;
         let rows = self.rows.clone().select(0, index.clone()).reshape([kb]);
@@ -158,12 +182,30 @@ impl Feed {
             m.table.clone().select(0, m.offsets.clone() + at)
         });
         let (input, y) = self.split.gather(rows, map, self.aug, &self.device)?;
+        let mask = self.masks.as_ref().map(|m| RowMask {
+            keep: self.on_training(
+                m.keep
+                    .clone()
+                    .select(0, index.clone())
+                    .reshape([k, self.batch, 1]),
+            ),
+            scale: self.on_training(m.scale.clone().select(0, index.clone()).reshape([k])),
+        });
         Some(Group {
             ks: (0..k).collect(),
             len: self.batch,
             input,
             y,
+            mask,
         })
+    }
+
+    /// A table's slice as a tensor of the training device (autodiff's where it is one).
+    fn on_training<const D: usize>(&self, t: Tensor<D>) -> Tensor<D> {
+        match self.device.is_autodiff() {
+            true => t.autodiff(),
+            false => t,
+        }
     }
 
     /// Make the seeds' table for a model with `sites` dropout sites a forward (none for 0).
@@ -194,10 +236,7 @@ impl Feed {
         let (t, sites) = self.site_seeds.as_ref()?;
         let k = self.seeds.first().map_or(0, Vec::len);
         let at = t.clone().select(0, index.clone()).reshape([*sites, k, 4]);
-        Some(match self.device.is_autodiff() {
-            true => at.autodiff(),
-            false => at,
-        })
+        Some(self.on_training(at))
     }
 
     /// The tables as buffers and the host numbers the full step is given
@@ -213,6 +252,10 @@ impl Feed {
             out.push(Buf::Host(*sites as u64));
             out.push(Buf::F2(t));
         }
+        if let Some(m) = &mut self.masks {
+            out.push(Buf::Host(1));
+            out.extend([Buf::F2(&mut m.keep), Buf::F2(&mut m.scale)]);
+        }
     }
 
     /// Take `new`'s draws (its tables are written into this feed's with
@@ -220,46 +263,77 @@ impl Feed {
     pub fn adopt(&mut self, new: &mut Feed) {
         std::mem::swap(&mut self.plan, &mut new.plan);
         std::mem::swap(&mut self.seeds, &mut new.seeds);
-        std::mem::swap(&mut self.full, &mut new.full);
+        std::mem::swap(&mut self.tabled, &mut new.tabled);
     }
 
-    /// `[S, K·b]`: each full step's rows, client after client (0 elsewhere).
-    fn rows_table(&self, k: usize, device: &Device) -> Tensor<2, Int> {
-        let width = k * self.batch;
-        let mut flat = vec![0i64; self.steps() * width];
-        for (s, p) in self.plan.iter().enumerate().filter(|(s, _)| self.full[*s]) {
-            let rows = p.iter().flat_map(|d| d.rows.iter().map(|&i| i as i64));
-            flat[s * width..(s + 1) * width]
-                .iter_mut()
-                .zip(rows)
-                .for_each(|(o, r)| *o = r);
+    /// Each tabled step's client `c`'s draw, if it takes part.
+    fn drawn(&self, s: usize, c: usize) -> Option<&Planned> {
+        self.plan[s].iter().find(|p| p.k == c)
+    }
+
+    /// The tabled steps `s` with each client `c`'s `per` values at it (`f` of its draw, filled
+    /// with 0: the split's row 0, a map of pixel 0, no weight), `[S, K·per]`, 0 elsewhere.
+    fn table<T: Copy + Default>(
+        &self,
+        k: usize,
+        per: usize,
+        f: impl Fn(&Planned) -> Vec<T>,
+    ) -> Vec<T> {
+        let mut flat = vec![T::default(); self.steps() * k * per];
+        for (s, at) in flat
+            .chunks_mut(k * per)
+            .enumerate()
+            .filter(|(s, _)| self.tabled[*s])
+        {
+            for (c, out) in at.chunks_mut(per).enumerate() {
+                let vals = self.drawn(s, c).map(&f).unwrap_or_default();
+                out.iter_mut().zip(vals).for_each(|(o, v)| *o = v);
+            }
         }
-        Tensor::from_data(TensorData::new(flat, [self.steps(), width]), device)
+        flat
     }
 
-    /// The full steps' pixel maps (None without augmentation): `m` maps a client a step (one,
+    /// `[S, K·b]`: each tabled step's rows, client after client (0 elsewhere).
+    fn rows_table(&self, k: usize, device: &Device) -> Tensor<2, Int> {
+        let flat = self.table(k, self.batch, |d| {
+            d.rows.iter().map(|&i| i as i64).collect()
+        });
+        Tensor::from_data(
+            TensorData::new(flat, [self.steps(), k * self.batch]),
+            device,
+        )
+    }
+
+    /// The padded steps' row masks: 1 for each client's samples, 0 for the padding; b over its
+    /// samples (1 for a full batch, 0 for a client that takes no part).
+    fn masks_table(&self, k: usize, device: &Device) -> Masks {
+        let b = self.batch;
+        let keep = self.table(k, b, |d| vec![1.0f32; d.rows.len()]);
+        let scale = self.table(k, 1, |d| vec![(b as f64 / d.rows.len() as f64) as f32]);
+        Masks {
+            keep: Tensor::from_data(TensorData::new(keep, [self.steps(), k * b]), device),
+            scale: Tensor::from_data(TensorData::new(scale, [self.steps(), k]), device),
+        }
+    }
+
+    /// The tabled steps' pixel maps (None without augmentation): `m` maps a client a step (one,
     /// or one a row), the `[S·K·m, p]` table and each row's map within its step.
     fn maps_table(&self, k: usize, p: usize, device: &Device) -> Option<Maps> {
-        let first = self.plan.iter().flatten().find_map(|d| d.map.as_ref())?;
-        let m = first.1;
-        let per_step = k * m;
-        let mut flat = vec![0i64; self.steps() * per_step * p];
-        for (s, at) in self.plan.iter().enumerate().filter(|(s, _)| self.full[*s]) {
-            let maps = at
-                .iter()
-                .flat_map(|d| d.map.iter().flat_map(|(v, _)| v.iter()));
-            flat[s * per_step * p..(s + 1) * per_step * p]
-                .iter_mut()
-                .zip(maps)
-                .for_each(|(o, &v)| *o = v);
-        }
+        self.plan.iter().flatten().find_map(|d| d.map.as_ref())?;
+        let m = match self.aug {
+            Augment::Batch => 1,
+            _ => self.batch,
+        };
+        let flat = self.table(k, m * p, |d| {
+            d.map.as_ref().map(|(v, _)| v.clone()).unwrap_or_default()
+        });
         let kb = k * self.batch;
         let offsets: Vec<i64> = (0..kb)
             .map(|r| if m == 1 { r / self.batch } else { r } as i64)
             .collect();
         Some(Maps {
-            table: Tensor::from_data(TensorData::new(flat, [self.steps() * per_step, p]), device),
-            per_step,
+            table: Tensor::from_data(TensorData::new(flat, [self.steps() * k * m, p]), device),
+            per_step: k * m,
             offsets: Tensor::from_data(TensorData::new(offsets, [kb]), device),
         })
     }

@@ -7,7 +7,7 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::draw::Drawn;
+use super::draw::{Drawn, Group};
 use crate::data::Input;
 use crate::fl::losses::cross_entropy;
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
@@ -144,18 +144,25 @@ impl<'a> Objectives<'a> {
         am.read_grads(&mut grads, &mut [out]);
     }
 
-    /// Each client's loss `[k]` of the clients `ks` (batches of b samples side by side in
-    /// `input`, targets `ys` one client's after another) from the K copies' outputs `out`.
-    pub fn losses(
-        &self,
-        out: Outputs3,
-        ks: &[usize],
-        input: &Input,
-        ys: Tensor<1, Int>,
-    ) -> Tensor<1> {
+    /// Whether every client trains on the cross-entropy alone (its loss then reads a
+    /// [`crate::model::RowMask`]: a step may be padded).
+    pub fn pads(&self) -> bool {
+        self.clients.iter().all(|c| c.loss.is_none())
+    }
+
+    /// Each client's loss `[k]` of the group's clients (batches of b samples side by side in
+    /// its input, targets one client's after another) from their K copies' outputs `out`; a
+    /// group with a row mask only where every client trains on the cross-entropy
+    /// ([`Objectives::pads`]).
+    pub fn losses(&self, out: Outputs3, g: &Group) -> Tensor<1> {
+        let (ks, input, ys) = (&g.ks, &g.input, g.y.clone());
         if ks.iter().all(|&k| self.clients[k].loss.is_none()) {
-            return Stacked::losses(out.logits, ys);
+            return Stacked::losses(out.logits, ys, g.mask.as_ref());
         }
+        assert!(
+            g.mask.is_none(),
+            "a local loss reads every row of its batch"
+        );
         let b = out.logits.dims()[1];
         let stacked = self.frozen_outputs(ks, input);
         let per = ks.iter().enumerate().map(|(i, &k)| {

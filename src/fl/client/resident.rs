@@ -166,10 +166,10 @@ impl<'a> Resident<'a> {
         let (mut per, mut at_start) = (Vec::new(), Vec::new());
         for g in groups {
             let out = self.outputs(&leaves, g, n, seeds);
-            per.push(self.objectives.losses(out, &g.ks, &g.input, g.y.clone()));
+            per.push(self.objectives.losses(out, g));
             if !starts.is_empty() {
                 let out = self.outputs(&starts, g, n, seeds);
-                at_start.push(Stacked::losses(out.logits, g.y.clone()));
+                at_start.push(Stacked::losses(out.logits, g.y.clone(), g.mask.as_ref()));
             }
         }
         if per.is_empty() {

@@ -11,10 +11,10 @@
 //! products (on flex each copy's convolutions and LSTM run on the kernels one client uses, so
 //! the CNNs' and the MLP's updates are the same bits): tests/cohort.rs.
 
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::Device;
 
 use super::chain::{ClipDecay, DeviceChain, HostChain, StepPlan};
-use super::draw::{Drawn, batches_of, ctx_at, draw, groups, input_of, stopped};
+use super::draw::{Drawn, Group, batches_of, ctx_at, draw, groups, stopped};
 use super::feed::Feed;
 use super::objectives::Objectives;
 use super::resident::Resident;
@@ -114,8 +114,10 @@ impl Trainer {
                 let mut resident = Resident::new(&model, &self.device, &objectives);
                 resident.graph = self.graph;
                 let out = &mut self.xs[..n];
+                // every step tabled (padded) where nothing reads a batch's rows together
+                let pad = objectives.pads() && model.rows_independent();
                 match (self.graph)
-                    .then(|| Feed::new(data, works, rngs, &self.device))
+                    .then(|| Feed::new(data, works, rngs, &self.device, pad))
                     .flatten()
                 {
                     Some(feed) => resident.train_fed(feed, chain, works, &mut self.kept, out),
@@ -217,10 +219,9 @@ impl Trainer {
         let ks: Vec<usize> = group.iter().map(|d| d.k).collect();
         let xs: Vec<&[f32]> = ks.iter().map(|&k| self.xs[k].as_slice()).collect();
         let stacked = Stacked::new(&self.model, &xs, &self.device);
-        let ys: Vec<Tensor<1, Int>> = group.iter().map(|d| d.y.clone()).collect();
-        let input = input_of(group);
-        let out = stacked.outputs(input.clone(), Some(masks));
-        let per = objectives.losses(out, &ks, &input, Tensor::cat(ys, 0));
+        let g = Group::of(group);
+        let out = stacked.outputs(g.input.clone(), Some(masks));
+        let per = objectives.losses(out, &g);
         let values = per.clone().into_data().convert::<f32>().try_to_vec::<f32>();
         let values = values.expect("f32").into_iter().map(f64::from).collect();
         let mut grads = per.sum().backward();

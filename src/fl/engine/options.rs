@@ -160,8 +160,9 @@ pub fn device_step(spec: &Spec) -> bool {
     }
 }
 
-/// Whether the device step's full steps, and a GPU evaluation's full batches, run as one
-/// captured graph each (`run.graph`; `auto`: on `cuda`): only with the device step.
+/// Whether the device step's steps (the full ones, and the padded ones: `fl/client/feed.rs`),
+/// and a GPU evaluation's full batches, run as one captured graph each (`run.graph`; `auto`: on
+/// `cuda`): only with the device step.
 pub fn graph(spec: &Spec) -> bool {
     device_step(spec)
         && match spec.run.graph {
@@ -181,7 +182,7 @@ pub fn graph_line(spec: &Spec) -> String {
     };
     match (graph(spec), device_step(spec), spec.run.graph) {
         (true, _, _) => format!(
-            "run.graph = \"{}\": the local steps where every client takes a full batch, and on a GPU backend the evaluation's full batches, are {how}; the split must fit run.device_data_mb on the device, else they run eagerly",
+            "run.graph = \"{}\": the local steps (a short batch or a stopped client padded with weightless rows where the clients train on the cross-entropy alone and no norm reads the batch, else run eagerly), and on a GPU backend the evaluation's full batches, are {how}; the split must fit run.device_data_mb on the device, else they run eagerly",
             spec.run.graph.as_str()
         ),
         (false, false, GraphChoice::On) => {
