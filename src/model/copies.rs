@@ -7,9 +7,10 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Gradients, Int, Tensor, TensorData};
 
 use super::Model;
-use super::cursor::{Cursor, Seeds};
+use super::cursor::{Cursor, Params, Seeds};
 use super::outputs::Outputs3;
 use crate::data::Input;
+use crate::kernels::{Kernels, is_flex};
 
 /// Which rows of a step's K batches of b count: `keep` `[K, b, 1]` (1 for a sample, 0 for a
 /// padding row), `scale` `[K]` each copy's b over its kept rows (1 for a full batch; 0 for a copy
@@ -21,10 +22,13 @@ pub struct RowMask {
     pub scale: Tensor<1>,
 }
 
-/// The parameters of K copies of a model, each tensor flat and client-major.
+/// The parameters of K copies of a model, each tensor flat and client-major; or, for copies
+/// trained on flex's per-copy path, each copy's tensors as leaves of their own ([`Params`]).
 pub struct Stacked<'m> {
     model: &'m Model,
     params: Vec<Tensor<1>>,
+    /// Each copy's tensors (`[copy][tensor]`) where they are leaves apart (else empty).
+    apart: Vec<Vec<Tensor<1>>>,
     shapes: Vec<Vec<usize>>,
     copies: usize,
 }
@@ -32,7 +36,23 @@ pub struct Stacked<'m> {
 impl<'m> Stacked<'m> {
     /// The copies whose parameters are `xs` (one flat vector of the model's layout per copy),
     /// on `device`, with gradient.
+    /// On flex with fedrun's kernels, where each of K > 1 copies runs alone, each copy's
+    /// tensors are leaves apart, so that each gradient lands in its copy's leaf (the same
+    /// values; a stacked leaf's narrows would each add a zeroed `[K·len]` gradient into it).
     pub fn new(model: &'m Model, xs: &[&[f32]], device: &Device) -> Stacked<'m> {
+        let apart = xs.len() > 1 && model.kernels == Kernels::Fedrun && is_flex(device);
+        if apart {
+            let leaf =
+                |x: &[f32]| Tensor::<1>::from_data(TensorData::new(x.to_vec(), [x.len()]), device);
+            let mut s = Self::of(model, Vec::new(), xs.len());
+            s.apart = (xs.iter())
+                .map(|x| {
+                    let ts = model.layout.tensors.iter();
+                    ts.map(|t| leaf(&x[t.range()]).require_grad()).collect()
+                })
+                .collect();
+            return s;
+        }
         let s = Self::frozen(model, xs, device);
         let params = s.params.into_iter().map(|p| p.require_grad()).collect();
         Self::of(model, params, xs.len())
@@ -66,14 +86,19 @@ impl<'m> Stacked<'m> {
         Stacked {
             model,
             params,
+            apart: Vec::new(),
             shapes,
             copies,
         }
     }
 
     fn cursor<'a>(&'a self, masks: Option<Seeds<'a>>) -> Cursor<'a> {
+        let params = match self.apart.is_empty() {
+            true => Params::Stacked(&self.params),
+            false => Params::Apart(&self.apart),
+        };
         Cursor {
-            params: &self.params,
+            params,
             shapes: &self.shapes,
             at: 0,
             copies: self.copies,
@@ -155,6 +180,17 @@ impl<'m> Stacked<'m> {
     /// Move each copy's gradient out of `grads` into its flat vector `out[k]` (zero where a
     /// parameter has none).
     pub fn read_grads(&self, grads: &mut Gradients, out: &mut [&mut [f32]]) {
+        for (own, o) in self.apart.iter().zip(out.iter_mut()) {
+            for (p, t) in own.iter().zip(&self.model.layout.tensors) {
+                match p.grad_remove(grads) {
+                    Some(g) => {
+                        let data = g.into_data().convert::<f32>();
+                        o[t.range()].copy_from_slice(data.as_slice::<f32>().expect("f32"));
+                    }
+                    None => o[t.range()].fill(0.0),
+                }
+            }
+        }
         for (p, t) in self.params.iter().zip(&self.model.layout.tensors) {
             let Some(g) = p.grad_remove(grads) else {
                 out.iter_mut().for_each(|o| o[t.range()].fill(0.0));

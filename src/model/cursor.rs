@@ -7,10 +7,39 @@ use burn::tensor::Tensor;
 use crate::kernels::{Kernels, dropout_copies, dropout_mask, is_flex, linear_of};
 use crate::rng::{Rng, Stream};
 
+/// The K copies' parameters: each tensor of the layout as one `[K·len]` tensor, copy after
+/// copy; or each copy's tensors apart (`[copy][tensor]`, each its own autodiff leaf: on flex,
+/// where each copy runs alone, a copy's gradient then lands in its own leaf, where a narrow of
+/// the stacked tensor would give each copy a zeroed `[K·len]` gradient to add up).
+#[derive(Clone, Copy)]
+pub enum Params<'a> {
+    Stacked(&'a [Tensor<1>]),
+    Apart(&'a [Vec<Tensor<1>>]),
+}
+
+impl Params<'_> {
+    /// Tensor `j` of copy `i` (`len` values).
+    fn copy(&self, i: usize, j: usize, len: usize) -> Tensor<1> {
+        match self {
+            Params::Stacked(p) => p[j].clone().narrow(0, i * len, len),
+            Params::Apart(p) => p[i][j].clone(),
+        }
+    }
+
+    /// Tensor `j` of every copy, `[K·len]`.
+    fn stacked(&self, j: usize) -> Tensor<1> {
+        match self {
+            Params::Stacked(p) => p[j].clone(),
+            Params::Apart([one]) => one[j].clone(),
+            Params::Apart(p) => Tensor::cat(p.iter().map(|c| c[j].clone()).collect(), 0),
+        }
+    }
+}
+
 /// The K copies' parameters in the layout's order, taken one tensor at a time as a model's
 /// forward reads them, with the run's kernels and the copies' dropout streams.
 pub struct Cursor<'a> {
-    pub params: &'a [Tensor<1>],
+    pub params: Params<'a>,
     pub shapes: &'a [Vec<usize>],
     pub at: usize,
     /// K, the number of copies.
@@ -55,10 +84,7 @@ impl<'a> Cursor<'a> {
         let out = (0..self.copies)
             .map(|i| {
                 let own: Vec<Tensor<1>> = (from..from + n)
-                    .map(|j| {
-                        let len: usize = self.shapes[j].iter().product();
-                        self.params[j].clone().narrow(0, i * len, len)
-                    })
+                    .map(|j| self.params.copy(i, j, self.shapes[j].iter().product()))
                     .collect();
                 let host = match self.masks {
                     Some(Seeds::Host(m)) => [m[i]],
@@ -74,7 +100,7 @@ impl<'a> Cursor<'a> {
                     _ => None,
                 };
                 let mut one = Cursor {
-                    params: &own,
+                    params: Params::Stacked(&own),
                     shapes: &self.shapes[from..from + n],
                     at: 0,
                     copies: 1,
@@ -94,7 +120,7 @@ impl<'a> Cursor<'a> {
     fn next(&mut self) -> (Tensor<1>, &[usize]) {
         let i = self.at;
         self.at += 1;
-        (self.params[i].clone(), &self.shapes[i])
+        (self.params.stacked(i), &self.shapes[i])
     }
 
     /// The next tensor, a convolution's weight: the copies' `[K·out, in, kh, kw]`.
