@@ -1,9 +1,12 @@
-//! What a model of a spec will take before it is built: its parameters and an upper estimate of
-//! the floats a training sample keeps alive through forward and backward. The fixed
+//! What a model of a spec will take before it is built: its parameters and an estimate of the
+//! floats a training sample keeps alive through forward and backward. The fixed architectures'
+//! per-sample activations are measured (`tests/memory.rs`: a step's peak on flex at batch 10
+//! and 50, K = 1 and 8, the growth per sample with the batch's own copy; docs/PERFORMANCE.md
+//! has the table); the character models' and the MLP's are formulas in their widths. The fixed
 //! architectures' parameters are counted from their layouts (the parameter tree each model
-//! declares); the sizes that a spec key sets (the transformer's, the LSTM's and the MLP's widths,
-//! MOON's projection head) are computed in `u128`, so that no spec value overflows them (a test
-//! holds every count equal to the built model's layout).
+//! declares); the sizes that a spec key sets (the transformer's, the LSTM's and the MLP's
+//! widths, MOON's projection head) are computed in `u128`, so that no spec value overflows them
+//! (a test holds every count equal to the built model's layout).
 
 use super::convnet::ConvNet;
 use super::network::Network;
@@ -61,7 +64,7 @@ pub fn estimate(m: &ModelSpec, features: u128, classes: u128) -> Size {
                     + 16 * hid
                     + hid * classes
                     + classes,
-                activations: seq * 2 * 12 * hid,
+                activations: seq * 2 * 8 * hid,
             }
         }
         ModelKind::Mlp => {
@@ -77,32 +80,32 @@ pub fn estimate(m: &ModelSpec, features: u128, classes: u128) -> Size {
         },
         ModelKind::Cnn => Size {
             params: counted(m, features, classes),
-            activations: 300_000 + 4 * p,
+            activations: 49_000 + 4 * p,
         },
         ModelKind::TinyCnn => Size {
             params: counted(m, features, classes),
-            activations: 40_000 + 4 * p,
+            activations: 9_000 + 4 * p,
         },
         ModelKind::Resnet18 => Size {
             params: counted(m, features, classes),
-            // 4 M at 32×32; the maps grow with the input (Tiny-ImageNet's 64×64: 4×)
-            activations: 4_000_000 * (features / 3072).max(1) + 4 * p,
+            // 1.3 M at 32×32; the maps grow with the input (Tiny-ImageNet's 64×64: 4×)
+            activations: 1_300_000 * (features / 3072).max(1) + 4 * p,
         },
         ModelKind::FemnistCnn => Size {
             params: counted(m, features, classes),
-            activations: 250_000,
+            activations: 60_000,
         },
         ModelKind::CelebaCnn => Size {
             params: counted(m, features, classes),
-            activations: 1_600_000,
+            activations: 1_000_000,
         },
         ModelKind::EmnistCnn => Size {
             params: counted(m, features, classes),
-            activations: 300_000,
+            activations: 127_000,
         },
         ModelKind::MnistCnn => Size {
             params: counted(m, features, classes),
-            activations: 60_000,
+            activations: 13_000,
         },
     }
 }
