@@ -867,6 +867,7 @@ fn loss_terms_by_hand() {
         t2(&[[1.0, 2.0, 5.0]]),
         offsets,
         labels(&[0]),
+        None,
     ));
     let want = -(0.5f64.exp() / (0.5f64.exp() + 1f64.exp())).ln();
     assert!((lc - want).abs() < 1e-6, "FedLC {lc} vs {want}");
@@ -877,6 +878,7 @@ fn loss_terms_by_hand() {
         t2(&[[0.0, 0.0, -4.0]]),
         labels(&[2]),
         1.0,
+        None,
     ));
     let want = 0.5 * 2f64.ln() + 0.5 * (2.0f64 / 3.0).ln();
     assert!((kl - want).abs() < 1e-6, "FedNTD {kl} vs {want}");
@@ -899,6 +901,7 @@ fn loss_terms_by_hand() {
         t([1.0, 0.0]),
         t([0.0, 1.0]),
         0.5,
+        None,
     ));
     let want = -(2f64.exp() / (2f64.exp() + 1.0)).ln();
     assert!((con - want).abs() < 1e-6, "MOON {con} vs {want}");
@@ -907,6 +910,7 @@ fn loss_terms_by_hand() {
         t([0.3, -2.0]),
         t([0.3, -2.0]),
         0.5,
+        None,
     ));
     assert!(
         (same - 2f64.ln()).abs() < 1e-6,
@@ -917,12 +921,98 @@ fn loss_terms_by_hand() {
         t([0.0, 0.0]),
         t([0.0, 3f32.ln()]),
         1.0,
+        None,
     ));
     let want = 0.5 * 2f64.ln() + 0.5 * (2.0f64 / 3.0).ln();
     assert!((kd - want).abs() < 1e-6, "FedMLB KD {kd} vs {want}");
     // the cross-entropy these build on
-    let ce = value(losses::cross_entropy(t2(&[[0.0, 0.0, 0.0]]), labels(&[1])));
+    let ce = value(losses::cross_entropy(
+        t2(&[[0.0, 0.0, 0.0]]),
+        labels(&[1]),
+        None,
+    ));
     assert!((ce - 3f64.ln()).abs() < 1e-6);
+}
+
+/// A padded batch (`losses::Kept`): each batch mean over two samples and a padding row of
+/// other values equals the mean over the two samples alone, and over a full batch (every row
+/// kept, scale 1) it is the unpadded loss to the bit: what lets one captured graph replay a
+/// training's short batches for these losses.
+#[test]
+fn a_padded_batchs_losses_are_its_samples_alone() {
+    let dev = Device::flex();
+    let rows = |v: &[[f32; 3]]| t2(v);
+    let kept = |keep: &[f32], scale: f32| losses::Kept {
+        keep: Tensor::from_data(TensorData::new(keep.to_vec(), [keep.len(), 1]), &dev),
+        scale: Tensor::from_data(TensorData::new(vec![scale], [1]), &dev),
+    };
+    let (z2, g2, y2) = (
+        [[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]],
+        [[0.5, 0.0, 1.0], [2.0, 1.0, 0.0]],
+        [0, 2],
+    );
+    // the padding row: other logits and target
+    let (z3, g3, y3) = (
+        [z2[0], z2[1], [9.0, -7.0, 4.0]],
+        [g2[0], g2[1], [-3.0, 5.0, 1.0]],
+        [0, 2, 1],
+    );
+    let pad = kept(&[1.0, 1.0, 0.0], 1.5);
+    let full = kept(&[1.0, 1.0], 1.0);
+    let off = || Tensor::<2>::from_data(TensorData::new(vec![-0.5f32, -1.0, 0.0], [1, 3]), &dev);
+    type Loss<'a> = dyn Fn(&[[f32; 3]], &[[f32; 3]], &[i64], Option<&losses::Kept>) -> f64 + 'a;
+    let all: [(&str, Box<Loss<'_>>); 5] = [
+        (
+            "cross-entropy",
+            Box::new(|z, _, y, k| value(losses::cross_entropy(rows(z), labels(y), k))),
+        ),
+        (
+            "FedLC",
+            Box::new(|z, _, y, k| {
+                value(losses::calibrated_cross_entropy(
+                    rows(z),
+                    off(),
+                    labels(y),
+                    k,
+                ))
+            }),
+        ),
+        (
+            "FedNTD",
+            Box::new(|z, g, y, k| value(losses::not_true_kl(rows(z), rows(g), labels(y), 2.0, k))),
+        ),
+        (
+            "KD",
+            Box::new(|z, g, _, k| value(losses::kl_divergence(rows(g), rows(z), 1.5, k))),
+        ),
+        (
+            "MOON",
+            Box::new(|z, g, _, k| {
+                let prev: Vec<[f32; 3]> = z.iter().map(|r| [r[2], r[0], r[1]]).collect();
+                value(losses::model_contrastive(
+                    rows(z),
+                    rows(g),
+                    rows(&prev),
+                    0.5,
+                    k,
+                ))
+            }),
+        ),
+    ];
+    for (name, f) in &all {
+        let alone = f(&z2, &g2, &y2, None);
+        let padded = f(&z3, &g3, &y3, Some(&pad));
+        assert!(
+            (alone - padded).abs() < 1e-6 * alone.abs().max(1.0),
+            "{name}: {padded} vs {alone}"
+        );
+        let with = f(&z2, &g2, &y2, Some(&full));
+        assert_eq!(
+            with.to_bits(),
+            alone.to_bits(),
+            "{name}: a full batch's bits"
+        );
+    }
 }
 
 #[test]

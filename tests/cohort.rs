@@ -525,10 +525,10 @@ fn fedmlbs_branches_give_each_copy_its_gradient_alone() {
     let y = Tensor::<1, Int>::from_data(TensorData::new(vec![1i64, 7, 3, 5], [k * b]), &dev);
     let global = Stacked::frozen(&model, &[&x0], &dev);
     let loss = |o: &Outputs, y: Tensor<1, Int>| {
-        let mut l = cross_entropy(o.logits.clone(), y.clone());
+        let mut l = cross_entropy(o.logits.clone(), y.clone(), None);
         for (level, a) in o.levels.iter().enumerate() {
             let branch = global.forward_from(level, a.clone()).expect("ResNet-18");
-            l = l + cross_entropy(branch, y.clone());
+            l = l + cross_entropy(branch, y.clone(), None);
         }
         l
     };

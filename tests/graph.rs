@@ -211,10 +211,20 @@ fn the_captured_step_gives_the_eager_steps_bits_for_every_plan_family() {
             "{alg}"
         );
     }
-    // FedNTD's own loss (with its frozen global model): its short and stopped steps run
-    // eagerly between replays, to the bit
-    let ntd = with(&["fl.algorithm=\"fedntd\""]);
-    assert!(replays_as_eager(&base, &ntd, &all, &[]) > 1);
+    // the local losses that are means over their samples (FedNTD's, with its frozen global
+    // model; FedLC's) pad too; FedDecorr's reads the batch's statistics: its short and stopped
+    // steps run eagerly between replays, to the bit
+    for alg in ["fedntd", "fedlc"] {
+        let a = format!("fl.algorithm=\"{alg}\"");
+        let a: &'static str = Box::leak(a.into_boxed_str());
+        assert_eq!(
+            replays_as_eager(&base, &with(&[a]), &all, &SHORT),
+            1,
+            "{alg}"
+        );
+    }
+    let decorr = with(&["fl.algorithm=\"feddecorr\""]);
+    assert!(replays_as_eager(&base, &decorr, &all, &[]) > 1);
     let mime = [
         "fl.algorithm=\"mime\"",
         "mime.base=\"sgdm\"",

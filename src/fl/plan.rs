@@ -4,6 +4,7 @@
 
 use burn::tensor::{Int, Tensor};
 
+use super::losses::Kept;
 use super::term::Term;
 use crate::model::Outputs;
 use crate::model::copies::Stacked;
@@ -30,12 +31,23 @@ pub struct LossInput<'a> {
     /// forward through them from the trained model's activations passes the gradient to those:
     /// FedMLB).
     pub frozen_models: &'a [&'a Stacked<'a>],
+    /// At a padded step, which rows of the batch are the client's samples (None: every row);
+    /// each batch mean reads it ([`crate::fl::losses`]).
+    pub kept: Option<&'a Kept>,
 }
 
 /// A local objective other than cross-entropy (FedLC, FedNTD, FedDecorr, MOON, FedMLB).
 pub trait LocalLoss: Sync {
     /// The loss of one batch, a one-element tensor.
     fn loss(&self, input: &LossInput) -> Tensor<1>;
+
+    /// Whether the loss is a mean over the batch's samples, each read alone, so that a batch
+    /// padded with rows of no weight ([`LossInput::kept`]) gives it: then one captured graph
+    /// serves a training's short batches too (the default: true; FedDecorr reads the batch's
+    /// statistics).
+    fn pads(&self) -> bool {
+        true
+    }
 }
 
 /// The links after the chain's clip and weight decay: none (plain SGD) by default; the Fed-LAMB

@@ -24,9 +24,14 @@ pub struct FedDecorr {
 
 impl LocalLoss for FedDecorr {
     fn loss(&self, input: &LossInput) -> Tensor<1> {
-        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
+        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone(), input.kept);
         let dec = decorrelation(input.out.features.clone());
         ce + dec.mul_scalar(self.beta as f32)
+    }
+
+    /// The decorrelation reads the batch's statistics: a padded batch would change them.
+    fn pads(&self) -> bool {
+        false
     }
 }
 

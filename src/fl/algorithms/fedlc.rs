@@ -58,7 +58,7 @@ impl LocalLoss for Calibrated {
             }
         };
         drop(held);
-        calibrated_cross_entropy(logits, offsets, input.targets.clone())
+        calibrated_cross_entropy(logits, offsets, input.targets.clone(), input.kept)
     }
 }
 

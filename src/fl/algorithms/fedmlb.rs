@@ -43,8 +43,8 @@ impl FedMlb {
             let b = global
                 .forward_from(level, act.clone())
                 .expect("checked: ResNet-18");
-            let c = cross_entropy(b.clone(), input.targets.clone());
-            let d = kl_divergence(b, z.clone(), self.keys.temperature);
+            let c = cross_entropy(b.clone(), input.targets.clone(), input.kept);
+            let d = kl_divergence(b, z.clone(), self.keys.temperature, input.kept);
             ce_b = Some(ce_b.map_or(c.clone(), |s| s + c));
             kl_b = Some(kl_b.map_or(d.clone(), |s| s + d));
         }
@@ -55,7 +55,7 @@ impl FedMlb {
 impl LocalLoss for FedMlb {
     fn loss(&self, input: &LossInput) -> Tensor<1> {
         let k = &self.keys;
-        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
+        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone(), input.kept);
         if !k.branches {
             return ce.mul_scalar(k.lambda1 as f32);
         }

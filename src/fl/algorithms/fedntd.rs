@@ -28,12 +28,13 @@ pub struct FedNtd {
 impl LocalLoss for FedNtd {
     fn loss(&self, input: &LossInput) -> Tensor<1> {
         let z = input.out.logits.clone();
-        let ce = cross_entropy(z.clone(), input.targets.clone());
+        let ce = cross_entropy(z.clone(), input.targets.clone(), input.kept);
         let kl = not_true_kl(
             z,
             input.frozen[0].logits.clone(),
             input.targets.clone(),
             self.temperature,
+            input.kept,
         );
         ce.mul_scalar((1.0 - self.beta) as f32) + kl.mul_scalar(self.beta as f32)
     }

@@ -39,12 +39,13 @@ pub struct Moon {
 
 impl LocalLoss for Moon {
     fn loss(&self, input: &LossInput) -> Tensor<1> {
-        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone());
+        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone(), input.kept);
         let con = model_contrastive(
             input.out.features.clone(),
             input.frozen[0].features.clone(),
             input.frozen[1].features.clone(),
             self.tau,
+            input.kept,
         );
         ce + con.mul_scalar(self.mu as f32)
     }

@@ -9,7 +9,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::draw::{Drawn, Group};
 use crate::data::Input;
-use crate::fl::losses::cross_entropy;
+use crate::fl::losses::{Kept, cross_entropy};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
 use crate::model::copies::Stacked;
 use crate::model::{Model, Outputs, Outputs3};
@@ -140,37 +140,37 @@ impl<'a> Objectives<'a> {
             return;
         };
         let logits = am.outputs(d.input.clone(), Some(&[mask])).copy(0).logits;
-        let mut grads = cross_entropy(logits, d.y.clone()).backward();
+        let mut grads = cross_entropy(logits, d.y.clone(), None).backward();
         am.read_grads(&mut grads, &mut [out]);
     }
 
-    /// Whether every client trains on the cross-entropy alone (its loss then reads a
-    /// [`crate::model::RowMask`]: a step may be padded).
+    /// Whether every client's loss is a mean over its batch's samples, each read alone
+    /// ([`LocalLoss::pads`]), so that it reads a [`crate::model::RowMask`]: a step may be padded.
     pub fn pads(&self) -> bool {
-        self.clients.iter().all(|c| c.loss.is_none())
+        self.clients.iter().all(|c| c.loss.is_none_or(|l| l.pads()))
     }
 
     /// Each client's loss `[k]` of the group's clients (batches of b samples side by side in
     /// its input, targets one client's after another) from their K copies' outputs `out`; a
-    /// group with a row mask only where every client trains on the cross-entropy
-    /// ([`Objectives::pads`]).
+    /// group with a row mask only where every loss takes one ([`Objectives::pads`]).
     pub fn losses(&self, out: Outputs3, g: &Group) -> Tensor<1> {
         let (ks, input, ys) = (&g.ks, &g.input, g.y.clone());
         if ks.iter().all(|&k| self.clients[k].loss.is_none()) {
             return Stacked::losses(out.logits, ys, g.mask.as_ref());
         }
-        assert!(
-            g.mask.is_none(),
-            "a local loss reads every row of its batch"
-        );
         let b = out.logits.dims()[1];
         let stacked = self.frozen_outputs(ks, input);
         let per = ks.iter().enumerate().map(|(i, &k)| {
             let own = out.copy(i);
             let y = ys.clone().narrow(0, i * b, b);
+            // the client's row of the mask
+            let kept = g.mask.as_ref().map(|m| Kept {
+                keep: m.keep.clone().narrow(0, i, 1).reshape([b, 1]),
+                scale: m.scale.clone().narrow(0, i, 1),
+            });
             let c = &self.clients[k];
             let Some(loss) = c.loss else {
-                return cross_entropy(own.logits, y);
+                return cross_entropy(own.logits, y, kept.as_ref());
             };
             let models: Vec<&Stacked> = c.frozen.iter().map(|&j| &self.nets[j]).collect();
             let frozen: Vec<Outputs> = (stacked.iter().take(c.outputs))
@@ -181,6 +181,7 @@ impl<'a> Objectives<'a> {
                 targets: &y,
                 frozen: &frozen,
                 frozen_models: &models,
+                kept: kept.as_ref(),
             })
         });
         Tensor::cat(per.collect(), 0)

@@ -114,7 +114,7 @@ impl Trainer {
                 let mut resident = Resident::new(&model, &self.device, &objectives);
                 resident.graph = self.graph;
                 let out = &mut self.xs[..n];
-                // every step tabled (padded) where nothing reads a batch's rows together
+                // every step tabled (padded) where no loss or norm reads a batch's rows together
                 let pad = objectives.pads() && model.rows_independent();
                 match (self.graph)
                     .then(|| Feed::new(data, works, rngs, &self.device, pad))
@@ -252,7 +252,7 @@ impl Trainer {
             let (input, y) =
                 data::batch(&data.train, chunk, data::Augment::None, None, &self.device);
             let logits = model.outputs(input, None).copy(0).logits;
-            let mut grads = cross_entropy(logits, y).backward();
+            let mut grads = cross_entropy(logits, y, None).backward();
             model.read_grads(&mut grads, &mut [&mut g]);
             let wgt = chunk.len() as f64 / idx.len() as f64;
             acc.iter_mut()

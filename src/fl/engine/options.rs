@@ -182,7 +182,7 @@ pub fn graph_line(spec: &Spec) -> String {
     };
     match (graph(spec), device_step(spec), spec.run.graph) {
         (true, _, _) => format!(
-            "run.graph = \"{}\": the local steps (a short batch or a stopped client padded with weightless rows where the clients train on the cross-entropy alone and no norm reads the batch, else run eagerly), and on a GPU backend the evaluation's full batches, are {how}; the split must fit run.device_data_mb on the device, else they run eagerly",
+            "run.graph = \"{}\": the local steps (a short batch or a stopped client padded with weightless rows where no loss or norm reads the batch's statistics, else run eagerly), and on a GPU backend the evaluation's full batches, are {how}; the split must fit run.device_data_mb on the device, else they run eagerly",
             spec.run.graph.as_str()
         ),
         (false, false, GraphChoice::On) => {
