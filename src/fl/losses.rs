@@ -7,7 +7,7 @@ use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
 
-/// Which rows of a client's batch count at a padded step ([`crate::model::RowMask`]'s row for
+/// Which rows of a client's batch count at a padded step ([`crate::model::copies::RowMask`]'s row for
 /// the client): `keep` `[b, 1]`, 1 a sample and 0 padding, and `scale` `[1]`, b over the
 /// samples. A batch mean over `[b, …]` rows is then taken over the rows times `keep`, times
 /// `scale`: the mean of the samples. A full batch's mean is times 1: the same bits as without.

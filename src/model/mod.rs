@@ -31,7 +31,6 @@ pub mod size;
 mod transformer;
 mod unread;
 
-pub use copies::RowMask;
 pub use cursor::{Seeds, site_seed};
 pub use outputs::{Outputs, Outputs3};
 pub use unread::unread_keys;

@@ -6,7 +6,7 @@ use burn::tensor::{Device, Int, Tensor};
 use super::batches::Batches;
 use super::work::Work;
 use crate::data::{self, FedData, Input};
-use crate::model::RowMask;
+use crate::model::copies::RowMask;
 use crate::optim::Ctx;
 use crate::rng::Rng;
 

@@ -18,7 +18,8 @@ use super::draw::{Drawn, Group, groups};
 use super::work::{Work, step_masks};
 use crate::data::{self, Augment, FedData};
 use crate::kernels::ext_mask::quarters;
-use crate::model::{RowMask, site_seed};
+use crate::model::copies::RowMask;
+use crate::model::site_seed;
 use crate::optim::buffers::Buf;
 use crate::rng::Rng;
 

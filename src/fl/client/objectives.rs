@@ -145,7 +145,7 @@ impl<'a> Objectives<'a> {
     }
 
     /// Whether every client's loss is a mean over its batch's samples, each read alone
-    /// ([`LocalLoss::pads`]), so that it reads a [`crate::model::RowMask`]: a step may be padded.
+    /// ([`LocalLoss::pads`]), so that it reads a [`crate::model::copies::RowMask`]: a step may be padded.
     pub fn pads(&self) -> bool {
         self.clients.iter().all(|c| c.loss.is_none_or(|l| l.pads()))
     }
