@@ -4,7 +4,8 @@
 //! activations, the gradients, the temporaries; the most of three steps after a first, which
 //! grows the kernels' per-thread scratch), counted by this binary's allocator. The estimate of a step
 //! is its activations (`batch · activations · 4 · K`, as `check` counts them) and one gradient
-//! a copy (`params · 4 · K`, which `check` counts with the model's copies).
+//! a copy (`params · 4 · K`, which `check` counts with the model's copies). An evaluation batch
+//! (one model, no autodiff) is measured against its own estimate, `batch · eval · 4`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -142,6 +143,66 @@ fn step(kind: ModelKind, k: usize, c: usize, side: usize, classes: usize) -> Ste
     }
 }
 
+/// The bytes live at the peak of an evaluation batch of `n` samples of `kind` (one model, no
+/// autodiff: the batch's copy and the forward's logits, as `metrics::eval` takes them on flex)
+/// above those live before it, and the estimate (`n · eval · 4`).
+fn eval_peak(kind: ModelKind, c: usize, side: usize, classes: usize, n: usize) -> Step {
+    let dev = Device::flex();
+    let spec = ModelSpec {
+        kind,
+        ..ModelSpec::default()
+    };
+    let shape = Shape {
+        channels: c,
+        side,
+        classes,
+    };
+    let model = Model::build(&spec, shape, Kernels::Fedrun).unwrap();
+    let x0 = vec![0.01f32; model.layout().total];
+    let stacked = Stacked::frozen(&model, &[&x0], &dev);
+    let input = match side {
+        0 => {
+            let seq = fedrun::data::shakespeare::SEQ_LEN;
+            let chars: Vec<i64> = (0..n * seq).map(|i| (i * 37 % 80) as i64).collect();
+            Input::Tokens(Tensor::from_data(TensorData::new(chars, [n, seq]), &dev))
+        }
+        _ => {
+            let px: Vec<f32> = (0..n * c * side * side)
+                .map(|i| (i % 7) as f32 - 3.0)
+                .collect();
+            Input::Images(Tensor::from_data(
+                TensorData::new(px, [n, c, side, side]),
+                &dev,
+            ))
+        }
+    };
+    let run = || {
+        let batch = match &input {
+            Input::Images(t) => Input::Images(t.clone().mul_scalar(1.0)),
+            Input::Tokens(t) => Input::Tokens(t.clone().add_scalar(0)),
+        };
+        drop(stacked.logits(batch).into_data());
+    };
+    run();
+    let peak = (0..3)
+        .map(|_| {
+            let before = LIVE.load(Ordering::SeqCst);
+            PEAK.store(before, Ordering::SeqCst);
+            run();
+            PEAK.load(Ordering::SeqCst) - before
+        })
+        .max()
+        .unwrap_or(0);
+    let size = estimate(&spec, (c * side * side) as u128, classes as u128);
+    Step {
+        kind,
+        params: size.params,
+        k: 1,
+        measured: peak,
+        estimated: n as u128 * size.eval * 4,
+    }
+}
+
 /// Every model, as the data sets it reads give it: images (channels, side, classes) or
 /// characters (side 0).
 const MODELS: [(ModelKind, usize, usize, usize); 12] = [
@@ -192,6 +253,26 @@ fn within(steps: &[Step]) {
         .map(|s| format!("{} at K = {}", s.kind, s.k))
         .collect();
     assert!(off.is_empty(), "estimate off by over 25 %: {off:?}");
+}
+
+/// An evaluation batch of 100 (`fl.eval_batch_size`'s default) of every model, ResNet-18's
+/// included, within a quarter of its estimate (or 2 MB).
+#[test]
+fn every_models_evaluation_memory_is_its_estimate_within_a_quarter() {
+    let steps: Vec<Step> = (MODELS.iter())
+        .map(|&(kind, c, side, classes)| {
+            let s = eval_peak(kind, c, side, classes, 100);
+            eprintln!(
+                "| {} | eval 100 | {:.1} | {:.1} | {:.2} |",
+                s.kind,
+                s.measured as f64 / 1e6,
+                s.estimated as f64 / 1e6,
+                s.estimated as f64 / s.measured as f64
+            );
+            s
+        })
+        .collect();
+    within(&steps);
 }
 
 #[test]

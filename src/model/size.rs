@@ -20,6 +20,9 @@ pub struct Size {
     pub params: u128,
     /// Floats a training sample keeps through forward and backward.
     pub activations: u128,
+    /// Floats an evaluation sample keeps at the forward's peak (no autodiff: each layer's
+    /// output freed once the next has read it).
+    pub eval: u128,
 }
 
 /// The keys of `model` that set a model's size, with their values, for error messages.
@@ -38,75 +41,84 @@ pub fn size_keys(m: &ModelSpec) -> String {
 
 /// The size of the model `m` for inputs of `features` floats (images) and `classes` classes.
 pub fn estimate(m: &ModelSpec, features: u128, classes: u128) -> Size {
+    let (activations, eval) = per_sample(m, features, classes);
+    Size {
+        params: params_of(m, features, classes),
+        activations,
+        eval,
+    }
+}
+
+/// The parameters of `m`: the key-sized models' in closed form, the fixed architectures'
+/// counted from their layouts.
+fn params_of(m: &ModelSpec, features: u128, classes: u128) -> u128 {
+    let (l, d, ff) = (m.layers as u128, m.d_model as u128, m.d_ff as u128);
+    let seq = SEQ_LEN as u128;
+    match m.kind {
+        ModelKind::Transformer => {
+            2 * classes * d + classes + seq * d + l * (4 * d * d + 2 * d * ff + 9 * d + ff)
+        }
+        ModelKind::Lstm | ModelKind::LstmSmall => {
+            let hid = lstm_hidden(m);
+            8 * classes
+                + 4 * hid * (8 + hid)
+                + 4 * hid * 2 * hid
+                + 16 * hid
+                + hid * classes
+                + classes
+        }
+        ModelKind::Mlp => {
+            let hid = m.mlp_hidden as u128;
+            features * hid + hid * (classes + 1) + classes
+        }
+        ModelKind::Linear => features * classes + classes,
+        _ => counted(m, features, classes),
+    }
+}
+
+/// The LSTM's hidden width (FedDyn's small LSTM: 100).
+fn lstm_hidden(m: &ModelSpec) -> u128 {
+    match m.kind {
+        ModelKind::Lstm => m.hidden as u128,
+        _ => 100,
+    }
+}
+
+/// The floats a sample keeps in a training step and at an evaluation's peak. The fixed
+/// architectures' are measured on flex (`tests/memory.rs`), the others' formulas in their
+/// widths, fitted to the same measurement. The LSTM's evaluation is its fused layer's (batches
+/// up to 128; the gate-by-gate path of larger batches keeps a tenth of it).
+fn per_sample(m: &ModelSpec, features: u128, classes: u128) -> (u128, u128) {
     let (l, d, ff, h) = (
         m.layers as u128,
         m.d_model as u128,
         m.d_ff as u128,
         m.heads as u128,
     );
-    let seq = SEQ_LEN as u128;
-    let p = m.projection as u128;
+    let (seq, p) = (SEQ_LEN as u128, m.projection as u128);
+    // Tiny-ImageNet's 64×64 maps hold 4× CIFAR's
+    let scale = (features / 3072).max(1);
     match m.kind {
-        ModelKind::Transformer => Size {
-            params: 2 * classes * d + classes + seq * d + l * (4 * d * d + 2 * d * ff + 9 * d + ff),
-            activations: l * (seq * (12 * d + 2 * ff) + 3 * h * seq * seq),
-        },
+        ModelKind::Transformer => (
+            l * (seq * (12 * d + 2 * ff) + 3 * h * seq * seq),
+            seq * (ff + 3 * d) + h * seq * seq,
+        ),
         ModelKind::Lstm | ModelKind::LstmSmall => {
-            let hid = if m.kind == ModelKind::Lstm {
-                m.hidden as u128
-            } else {
-                100
-            };
-            Size {
-                params: 8 * classes
-                    + 4 * hid * (8 + hid)
-                    + 4 * hid * 2 * hid
-                    + 16 * hid
-                    + hid * classes
-                    + classes,
-                activations: seq * 2 * 8 * hid,
-            }
+            let hid = lstm_hidden(m);
+            (seq * 2 * 8 * hid, seq * 9 * hid)
         }
         ModelKind::Mlp => {
             let hid = m.mlp_hidden as u128;
-            Size {
-                params: features * hid + hid * (classes + 1) + classes,
-                activations: features + 4 * hid,
-            }
+            (features + 4 * hid, features + 2 * hid)
         }
-        ModelKind::Linear => Size {
-            params: features * classes + classes,
-            activations: features + classes,
-        },
-        ModelKind::Cnn => Size {
-            params: counted(m, features, classes),
-            activations: 49_000 + 4 * p,
-        },
-        ModelKind::TinyCnn => Size {
-            params: counted(m, features, classes),
-            activations: 9_000 + 4 * p,
-        },
-        ModelKind::Resnet18 => Size {
-            params: counted(m, features, classes),
-            // 1.3 M at 32×32; the maps grow with the input (Tiny-ImageNet's 64×64: 4×)
-            activations: 1_300_000 * (features / 3072).max(1) + 4 * p,
-        },
-        ModelKind::FemnistCnn => Size {
-            params: counted(m, features, classes),
-            activations: 60_000,
-        },
-        ModelKind::CelebaCnn => Size {
-            params: counted(m, features, classes),
-            activations: 1_000_000,
-        },
-        ModelKind::EmnistCnn => Size {
-            params: counted(m, features, classes),
-            activations: 127_000,
-        },
-        ModelKind::MnistCnn => Size {
-            params: counted(m, features, classes),
-            activations: 13_000,
-        },
+        ModelKind::Linear => (features + classes, features + classes),
+        ModelKind::Cnn => (49_000 + 4 * p, 32_000 + 4 * p),
+        ModelKind::TinyCnn => (9_000 + 4 * p, 6_500 + 4 * p),
+        ModelKind::Resnet18 => (1_300_000 * scale + 4 * p, 270_000 * scale + 4 * p),
+        ModelKind::FemnistCnn => (60_000, 32_000),
+        ModelKind::CelebaCnn => (1_000_000, 460_000),
+        ModelKind::EmnistCnn => (127_000, 60_000),
+        ModelKind::MnistCnn => (13_000, 7_500),
     }
 }
 

@@ -194,7 +194,7 @@ pub fn memory(spec: &Spec) -> Memory {
         data: data_bytes(spec, features),
         model: model_bytes(size.params, copies),
         train: spec.local.batch_size as u128 * size.activations * 4 * copies,
-        eval: spec.fl.eval_batch_size as u128 * size.activations * 4,
+        eval: spec.fl.eval_batch_size as u128 * size.eval * 4,
     }
 }
 
@@ -254,7 +254,7 @@ pub fn check_batches(spec: &Spec, data: &FedData, budget: u64) -> Result<()> {
         key = format!("{key}, with {at_once_key}");
     }
     fits(held + train_acts, budget, &key, what)?;
-    let eval_acts = eval * size.activations * 4;
+    let eval_acts = eval * size.eval * 4;
     let key = keys("fl.eval_batch_size", spec.fl.eval_batch_size);
     fits(held + eval_acts, budget, &key, what)
 }
