@@ -560,3 +560,41 @@ fn a_resident_split_gathers_the_host_batches_bit_for_bit() {
         );
     }
 }
+
+/// A split whose features would take more than the device's largest buffer (lavapipe's binding
+/// limit) is not kept on the device: its batches are gathered on the host, the same bits.
+/// Kept, one buffer past the limit fails the step's first read ("an error happened during
+/// execution": MNIST's 188 MB on lavapipe did).
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn a_split_past_the_devices_largest_buffer_stays_on_the_host() {
+    use burn::tensor::Device;
+    use fedrun::data::{Augment, Features, Split, batch, kept};
+    let gpu = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0;
+    let max = fedrun::kernels::max_buffer(&gpu).expect("a GPU runtime's largest buffer");
+    // tokens take 8 bytes each on the device
+    let len = 64;
+    let n = (max / (8 * len as u64)) as usize + 1;
+    let split = Split {
+        x: Features::Tokens {
+            len,
+            data: (0..n * len).map(|i| (i % 80) as u8).collect(),
+        },
+        y: (0..n).map(|i| (i % 10) as u8).collect(),
+        resident: Default::default(),
+    };
+    assert!(
+        kept(&split, &gpu).is_none(),
+        "{n} rows past {max} bytes kept"
+    );
+    let idx = [n - 1, 0, n / 2];
+    let tokens = |device: &Device| -> Vec<i64> {
+        match batch(&split, &idx, Augment::None, None, device).0 {
+            fedrun::data::Input::Tokens(t) => t.into_data().iter::<i64>().collect(),
+            _ => unreachable!("tokens"),
+        }
+    };
+    assert_eq!(tokens(&gpu), tokens(&Device::flex()));
+}

@@ -134,7 +134,7 @@ fn resident(split: &Split, device: &Device) -> Option<OnDevice> {
     split.resident.on(&inner, || upload(split, &inner))
 }
 
-/// The split on `device`, or None beyond the budget.
+/// The split on `device`, or None beyond the budget or the device's largest buffer.
 fn upload(split: &Split, device: &Device) -> Option<OnDevice> {
     let n = split.len();
     let per = match &split.x {
@@ -142,6 +142,11 @@ fn upload(split: &Split, device: &Device) -> Option<OnDevice> {
         Features::Tokens { len, .. } => 8 * len,
     };
     let bytes = (n * (per + 8)) as u64;
+    // one buffer holds the features: over the device's largest (lavapipe's 128 MiB binding),
+    // the batches are gathered on the host instead
+    if crate::kernels::max_buffer(device).is_some_and(|max| (n * per) as u64 > max) {
+        return None;
+    }
     if !reserve(bytes) {
         return None;
     }

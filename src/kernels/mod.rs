@@ -125,6 +125,17 @@ pub fn on_cube(device: &Device) -> bool {
     false
 }
 
+/// The most bytes one buffer may hold on `device`: a GPU runtime's largest allocation (a wgpu
+/// binding's limit, which Mesa's lavapipe sets at 128 MiB), None on flex.
+pub fn max_buffer(device: &Device) -> Option<u64> {
+    #[cfg(any(feature = "wgpu", feature = "cuda"))]
+    if let Some(b) = ext_gpu_conv::max_buffer(device) {
+        return Some(b);
+    }
+    let _ = device;
+    None
+}
+
 /// `conv.forward(x)`, on fedrun's kernel where it applies.
 pub fn conv2d(conv: &Conv2d, x: Tensor<4>, kernels: Kernels) -> Tensor<4> {
     let o = match options(conv) {
