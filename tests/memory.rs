@@ -249,7 +249,7 @@ fn table(ks: &[usize], which: impl Fn(ModelKind) -> bool) -> Vec<Step> {
 }
 
 /// Every step's estimate within a quarter of its measured peak, or within 2 MB: a step of a few
-/// MB is within the measurement's noise (MNIST's CNN at K = 1 measured 3.1 to 4.7 MB from run to
+/// MB is within the measurement's noise (MNIST's CNN at K = 1 measured 2.9 to 4.7 MB from run to
 /// run, as the two threads' chunks interleave).
 fn within(steps: &[Step]) {
     let off: Vec<String> = (steps.iter())

@@ -118,7 +118,7 @@ fn per_sample(m: &ModelSpec, features: u128, classes: u128) -> (u128, u128) {
         ModelKind::FemnistCnn => (60_000, 32_000),
         ModelKind::CelebaCnn => (1_000_000, 460_000),
         ModelKind::EmnistCnn => (127_000, 60_000),
-        ModelKind::MnistCnn => (13_000, 7_500),
+        ModelKind::MnistCnn => (12_000, 7_500),
     }
 }
 
