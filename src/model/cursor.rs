@@ -3,6 +3,7 @@
 //! With K = 1 each layer is the op one model alone runs.
 
 use burn::tensor::Tensor;
+use burn::tensor::module::layer_norm;
 
 use crate::kernels::{Kernels, dropout_copies, dropout_mask, is_flex, linear_of};
 use crate::rng::{Rng, Stream};
@@ -180,6 +181,25 @@ impl<'a> Cursor<'a> {
         let ((w, b), rows) = (self.linear_one(), x.dims()[1]);
         let [din, dout] = w.dims();
         linear_of(x.reshape([rows, din]), w, b, self.kernels).reshape([1, rows, dout])
+    }
+
+    /// LayerNorm over the last axis of each copy's rows (`x` `[K, rows, d]`) with the copy's own
+    /// γ and β (`[K·d]`): burn's `layer_norm` with them for one copy; for K, the norm without
+    /// them, then each copy's scale and shift.
+    pub fn layer_norm(
+        &self,
+        x: Tensor<3>,
+        (gamma, beta): (Tensor<1>, Tensor<1>),
+        eps: f64,
+    ) -> Tensor<3> {
+        let k = self.copies;
+        if k == 1 {
+            return layer_norm(x, gamma, Some(beta), eps);
+        }
+        let d = x.dims()[2];
+        let ones = Tensor::<1>::ones([d], &x.device());
+        let y = layer_norm(x, ones, None, eps);
+        y * gamma.reshape([k, 1, d]) + beta.reshape([k, 1, d])
     }
 
     /// Dropout of probability `p` on `x`, whose axis `axis` holds the copies one after another:

@@ -10,7 +10,7 @@
 //! before its own γ and β.
 
 use burn::tensor::activation::relu;
-use burn::tensor::module::{embedding, layer_norm};
+use burn::tensor::module::embedding;
 use burn::tensor::{Int, Tensor};
 
 use super::cursor::Cursor;
@@ -138,7 +138,7 @@ impl Transformer {
         let n1 = (p.vector(), p.vector());
         let n2 = (p.vector(), p.vector());
         let after = p.at;
-        let x = norm(x + r, n1, k);
+        let x = p.layer_norm(x + r, n1, LN_EPS);
         p.at = inner;
         let f = relu(p.linear(x.clone()));
         let f = p.dropout(f, self.dropout, 0);
@@ -146,17 +146,6 @@ impl Transformer {
         let f = p.linear(f);
         let f = p.dropout(f, self.dropout, 0);
         p.at = after;
-        norm(x + f, n2, k)
+        p.layer_norm(x + f, n2, LN_EPS)
     }
-}
-
-/// LayerNorm over the last axis of each copy's rows with the copy's own γ and β (`[K·d]`).
-fn norm(x: Tensor<3>, (gamma, beta): (Tensor<1>, Tensor<1>), k: usize) -> Tensor<3> {
-    if k == 1 {
-        return layer_norm(x, gamma, Some(beta), LN_EPS);
-    }
-    let d = x.dims()[2];
-    let ones = Tensor::<1>::ones([d], &x.device());
-    let y = layer_norm(x, ones, None, LN_EPS);
-    y * gamma.reshape([k, 1, d]) + beta.reshape([k, 1, d])
 }
