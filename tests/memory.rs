@@ -15,7 +15,7 @@ use fedrun::config::{ModelKind, ModelSpec};
 use fedrun::data::Input;
 use fedrun::kernels::Kernels;
 use fedrun::model::copies::Stacked;
-use fedrun::model::size::estimate;
+use fedrun::model::size::{Size, estimate};
 use fedrun::model::{Model, Shape};
 
 /// The system allocator, counting the bytes live now and the most live since the last reset.
@@ -77,11 +77,9 @@ struct Step {
     estimated: u128,
 }
 
-/// The bytes live at the peak of one training step of `k` copies of `kind` (a batch of 50 a
-/// copy, `c`×`side`×`side` images or 80-character sequences for `side` 0, copied in the step as
-/// a run gathers it) above those live before it, and the estimate.
-fn step(kind: ModelKind, k: usize, c: usize, side: usize, classes: usize) -> Step {
-    let dev = Device::flex().autodiff();
+/// `kind` for `c`×`side`×`side` images of `classes` classes (80-character sequences for `side`
+/// 0), its spec and its size estimate.
+fn model_of(kind: ModelKind, c: usize, side: usize, classes: usize) -> (Model, Size) {
     let spec = ModelSpec {
         kind,
         ..ModelSpec::default()
@@ -92,15 +90,17 @@ fn step(kind: ModelKind, k: usize, c: usize, side: usize, classes: usize) -> Ste
         classes,
     };
     let model = Model::build(&spec, shape, Kernels::Fedrun).unwrap();
-    let total = model.layout().total;
-    let x0 = vec![0.01f32; total];
-    let xs: Vec<&[f32]> = (0..k).map(|_| x0.as_slice()).collect();
-    let n = k * batch();
-    let input = match side {
+    let size = estimate(&spec, (c * side * side) as u128, classes as u128);
+    (model, size)
+}
+
+/// `n` inputs of the model's shape on `dev`.
+fn inputs(n: usize, c: usize, side: usize, dev: &Device) -> Input {
+    match side {
         0 => {
             let seq = fedrun::data::shakespeare::SEQ_LEN;
             let chars: Vec<i64> = (0..n * seq).map(|i| (i * 37 % 80) as i64).collect();
-            Input::Tokens(Tensor::from_data(TensorData::new(chars, [n, seq]), &dev))
+            Input::Tokens(Tensor::from_data(TensorData::new(chars, [n, seq]), dev))
         }
         _ => {
             let px: Vec<f32> = (0..n * c * side * side)
@@ -108,28 +108,26 @@ fn step(kind: ModelKind, k: usize, c: usize, side: usize, classes: usize) -> Ste
                 .collect();
             Input::Images(Tensor::from_data(
                 TensorData::new(px, [n, c, side, side]),
-                &dev,
+                dev,
             ))
         }
-    };
-    let labels: Vec<i64> = (0..n).map(|i| (i % classes) as i64).collect();
-    let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [n]), &dev);
-    let stacked = Stacked::new(&model, &xs, &dev);
-    let seeds: Vec<u64> = (0..k as u64).collect();
-    let run = || {
-        // the step's batch, gathered from the split in a run: a copy made inside the step
-        let batch = match &input {
-            Input::Images(t) => Input::Images(t.clone().mul_scalar(1.0)),
-            Input::Tokens(t) => Input::Tokens(t.clone().add_scalar(0)),
-        };
-        let logits = stacked.outputs(batch, Some(&seeds)).logits;
-        let grads = Stacked::losses(logits, y.clone(), None).sum().backward();
-        drop(grads);
-    };
-    // the kernels' per-thread scratch, which only grows, is the first step's; then the most of
-    // three steps (the two threads' chunks interleave otherwise from step to step)
+    }
+}
+
+/// A copy of `input` made now: the batch a run gathers from its split inside the step.
+fn gathered(input: &Input) -> Input {
+    match input {
+        Input::Images(t) => Input::Images(t.clone().mul_scalar(1.0)),
+        Input::Tokens(t) => Input::Tokens(t.clone().add_scalar(0)),
+    }
+}
+
+/// The bytes live at `run`'s peak above those live before it: the most of three runs after a
+/// first (the kernels' per-thread scratch, which only grows, is the first's; the two threads'
+/// chunks interleave otherwise from run to run).
+fn peak_of(run: impl Fn()) -> usize {
     run();
-    let measured = (0..3)
+    (0..3)
         .map(|_| {
             let before = LIVE.load(Ordering::SeqCst);
             PEAK.store(before, Ordering::SeqCst);
@@ -137,16 +135,32 @@ fn step(kind: ModelKind, k: usize, c: usize, side: usize, classes: usize) -> Ste
             PEAK.load(Ordering::SeqCst).saturating_sub(before)
         })
         .max()
-        .unwrap_or(0);
-    let features = (c * side * side) as u128;
-    let size = estimate(&spec, features, classes as u128);
-    let estimated = (batch() as u128 * size.activations + size.params) * 4 * k as u128;
+        .unwrap_or(0)
+}
+
+/// The bytes live at the peak of one training step of `k` copies of `kind` (a batch of 50 a
+/// copy, copied in the step as a run gathers it) above those live before it, and the estimate.
+fn step(kind: ModelKind, k: usize, c: usize, side: usize, classes: usize) -> Step {
+    let dev = Device::flex().autodiff();
+    let (model, size) = model_of(kind, c, side, classes);
+    let x0 = vec![0.01f32; model.layout().total];
+    let xs: Vec<&[f32]> = (0..k).map(|_| x0.as_slice()).collect();
+    let n = k * batch();
+    let input = inputs(n, c, side, &dev);
+    let labels: Vec<i64> = (0..n).map(|i| (i % classes) as i64).collect();
+    let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [n]), &dev);
+    let stacked = Stacked::new(&model, &xs, &dev);
+    let seeds: Vec<u64> = (0..k as u64).collect();
+    let measured = peak_of(|| {
+        let logits = stacked.outputs(gathered(&input), Some(&seeds)).logits;
+        drop(Stacked::losses(logits, y.clone(), None).sum().backward());
+    });
     Step {
         kind,
         params: size.params,
         k,
         measured,
-        estimated,
+        estimated: (batch() as u128 * size.activations + size.params) * 4 * k as u128,
     }
 }
 
@@ -155,57 +169,16 @@ fn step(kind: ModelKind, k: usize, c: usize, side: usize, classes: usize) -> Ste
 /// above those live before it, and the estimate (`n · eval · 4`).
 fn eval_peak(kind: ModelKind, c: usize, side: usize, classes: usize, n: usize) -> Step {
     let dev = Device::flex();
-    let spec = ModelSpec {
-        kind,
-        ..ModelSpec::default()
-    };
-    let shape = Shape {
-        channels: c,
-        side,
-        classes,
-    };
-    let model = Model::build(&spec, shape, Kernels::Fedrun).unwrap();
+    let (model, size) = model_of(kind, c, side, classes);
     let x0 = vec![0.01f32; model.layout().total];
     let stacked = Stacked::frozen(&model, &[&x0], &dev);
-    let input = match side {
-        0 => {
-            let seq = fedrun::data::shakespeare::SEQ_LEN;
-            let chars: Vec<i64> = (0..n * seq).map(|i| (i * 37 % 80) as i64).collect();
-            Input::Tokens(Tensor::from_data(TensorData::new(chars, [n, seq]), &dev))
-        }
-        _ => {
-            let px: Vec<f32> = (0..n * c * side * side)
-                .map(|i| (i % 7) as f32 - 3.0)
-                .collect();
-            Input::Images(Tensor::from_data(
-                TensorData::new(px, [n, c, side, side]),
-                &dev,
-            ))
-        }
-    };
-    let run = || {
-        let batch = match &input {
-            Input::Images(t) => Input::Images(t.clone().mul_scalar(1.0)),
-            Input::Tokens(t) => Input::Tokens(t.clone().add_scalar(0)),
-        };
-        drop(stacked.logits(batch).into_data());
-    };
-    run();
-    let peak = (0..3)
-        .map(|_| {
-            let before = LIVE.load(Ordering::SeqCst);
-            PEAK.store(before, Ordering::SeqCst);
-            run();
-            PEAK.load(Ordering::SeqCst).saturating_sub(before)
-        })
-        .max()
-        .unwrap_or(0);
-    let size = estimate(&spec, (c * side * side) as u128, classes as u128);
+    let input = inputs(n, c, side, &dev);
+    let measured = peak_of(|| drop(stacked.logits(gathered(&input)).into_data()));
     Step {
         kind,
         params: size.params,
         k: 1,
-        measured: peak,
+        measured,
         estimated: n as u128 * size.eval * 4,
     }
 }

@@ -5,8 +5,9 @@
 //! at the step index (`[S, K·b]` rows, `[S·m, h·w]` maps, `[S, sites·K·4]` seeds), gathered
 //! from the split kept on the device: it takes nothing from the host, so one captured graph
 //! serves every full step. Where every client's loss is a mean over its samples
-//! ([`crate::fl::plan::LocalLoss::pads`]) and the model's rows are independent, the other steps (a pass's short last batch, a client past its last step)
-//! are tabled too, *padded*: each client's batch filled to b rows with its first row, and a
+//! ([`crate::fl::plan::LocalLoss::pads`]) and the model's rows are independent, the other steps
+//! (a pass's short last batch, a client past its last step) are tabled too, *padded*: each
+//! client's batch filled to b rows with the split's first sample, and a
 //! [`RowMask`] (`[S, K·b]` weights, `[S, K]` scales) that gives the padding no weight, so the
 //! same graph serves every step. Otherwise they are gathered from the same draws with an upload
 //! each and run eagerly.
