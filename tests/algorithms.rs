@@ -3,13 +3,14 @@
 mod common;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
+use common::row_chain::{RowChain, one_tensor};
 use fedrun::config::Spec;
 use fedrun::data;
 use fedrun::fl::algorithms::fedadam::AdaptiveServer;
 use fedrun::fl::algorithms::fedexp::FedExP;
 use fedrun::fl::algorithms::scaffold::Scaffold;
 use fedrun::fl::algorithms::{self, fedlc};
-use fedrun::fl::client::{ClipDecay, HostChain, LocalStats};
+use fedrun::fl::client::{ClipDecay, LocalStats};
 use fedrun::fl::engine::{Experiment, LocalTrainer, RoundConfig, run_round};
 use fedrun::fl::losses;
 use fedrun::fl::plan::{ClientPlan, Rule};
@@ -96,19 +97,22 @@ impl Quadratic {
         let mut x = anchor.to_vec();
         self.grads[c].clear();
         let mut st = LocalStats::default();
-        let mut chain = HostChain::new(plan.term, anchor, self.opt, plan.rule);
+        let ctx = Ctx {
+            round,
+            lr,
+            steps: self.steps,
+            ..Ctx::default()
+        };
+        // one parameter tensor a coordinate, as the algorithms' setup has them
+        let ranges: Vec<_> = (0..x.len()).map(|j| j..j + 1).collect();
+        let (term, rule) = (&plan.term, &plan.rule);
+        let mut chain = RowChain::new(term, anchor, self.opt, rule, &ranges, ctx, self.steps);
         for _ in 0..self.steps {
-            let ctx = Ctx {
-                round,
-                lr,
-                steps: self.steps,
-                ..Ctx::default()
-            };
-            let mut g: Vec<f32> = (0..x.len())
+            let g: Vec<f32> = (0..x.len())
                 .map(|j| self.a[c][j] * (x[j] - self.b[c][j]))
                 .collect();
             self.grads[c].push(g.clone());
-            let s = chain.step(&mut x, &mut g, &ctx);
+            let (_, s) = chain.step(&mut x, &g);
             st.steps += 1;
             st.clipped += usize::from(s.clipped);
         }
@@ -118,7 +122,7 @@ impl Quadratic {
 }
 
 /// A step context for direct calls of a term.
-fn ctx0() -> Ctx<'static> {
+fn ctx0() -> Ctx {
     Ctx {
         steps: 1,
         lr: 0.1,
@@ -297,8 +301,10 @@ fn scaffold_control_variate_update_matches_the_formula() {
         .map(|j| 0.5 * (s.control_variate(0).unwrap()[j] + s.control_variate(1).unwrap()[j]))
         .collect();
     assert_eq!(c, mean);
-    let mut g = vec![0f32; 2];
-    s.plan(0).term.apply(&x, &x, &[], &mut g, &ctx0());
+    let (plan, base) = (s.plan(0), sgd(0.0, 0.0, false));
+    let one = one_tensor(2);
+    let mut chain = RowChain::new(&plan.term, &x, base, &plan.rule, &one, ctx0(), 1);
+    let (g, _) = chain.step(&mut x.clone(), &[0.0; 2]);
     let c0 = s.control_variate(0).unwrap();
     assert_eq!(g, vec![c[0] - c0[0], c[1] - c0[1]]);
 }
@@ -650,15 +656,19 @@ fn fedprox_with_zero_mu_and_fedavgm_with_zero_beta_equal_fedavg() {
 
 #[test]
 fn clip_statistics_count_clipped_steps() {
-    let mut chain = HostChain::new(
-        Term::none(),
+    let (base, rule) = (sgd(0.0, 1.0, false), Rule::default());
+    let ctx = Ctx { lr: 1.0, ..ctx0() };
+    let mut chain = RowChain::new(
+        &Term::none(),
         &[0.0; 2],
-        sgd(0.0, 1.0, false),
-        Rule::default(),
+        base,
+        &rule,
+        &one_tensor(2),
+        ctx,
+        1,
     );
     let mut x = vec![0f32; 2];
-    let mut g = vec![3.0f32, 4.0];
-    let s = chain.step(&mut x, &mut g, &Ctx { lr: 1.0, ..ctx0() });
+    let (_, s) = chain.step(&mut x, &[3.0, 4.0]);
     assert!(s.clipped && (s.pre_clip_norm - 5.0).abs() < 1e-9);
     assert!((global_norm(&x) - 1.0).abs() < 1e-5);
 }

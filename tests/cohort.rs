@@ -10,6 +10,8 @@ use common::stacked::rel_diff;
 use fedrun::data;
 use fedrun::fl::client::LocalStats;
 use fedrun::fl::engine::{BurnClients, Experiment, LocalTrainer};
+use fedrun::fl::plan::ClientPlan;
+use fedrun::fl::term::{Coef, Term};
 use fedrun::kernels::Kernels;
 
 /// Δ_i and the stats of `clients` trained from the initial model in round 0 of the synthetic
@@ -25,6 +27,19 @@ fn deltas_on(
     cohort: usize,
     clients: &[usize],
 ) -> (Vec<Vec<f32>>, Vec<LocalStats>) {
+    deltas_window(base, sets, cohort, clients, None, None)
+}
+
+/// [`deltas_on`] with the trainers' tables holding `window` steps at once (None: the default)
+/// and each client's term `term` (None: its algorithm's plan).
+fn deltas_window(
+    base: &str,
+    sets: &[&str],
+    cohort: usize,
+    clients: &[usize],
+    window: Option<usize>,
+    term: Option<&Term>,
+) -> (Vec<Vec<f32>>, Vec<LocalStats>) {
     let mut set: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     set.push(format!("run.cohort={cohort}"));
     set.push("run.client_workers=1".into());
@@ -32,6 +47,9 @@ fn deltas_on(
     let d = data::load(&s, None).unwrap();
     let mut ex = Experiment::new(&s, d).unwrap();
     assert_eq!(ex.cohort, cohort, "a cohort trainer for {sets:?}");
+    if let Some(w) = window {
+        ex.trainers = ex.trainers.drain(..).map(|t| t.with_window(w)).collect();
+    }
     let anchor = ex.global.clone();
     let mut bc = BurnClients {
         trainers: &mut ex.trainers,
@@ -45,7 +63,15 @@ fn deltas_on(
     // as the round gives them: `width` clients at a time
     let (mut ds, mut stats) = (Vec::new(), Vec::new());
     for chunk in clients.chunks(bc.width()) {
-        let plans = chunk.iter().map(|&c| ex.alg.plan(c)).collect();
+        let plans = (chunk.iter())
+            .map(|&c| match term {
+                Some(t) => ClientPlan {
+                    term: t.clone(),
+                    ..ClientPlan::default()
+                },
+                None => ex.alg.plan(c),
+            })
+            .collect();
         stats.extend(bc.train_many(0, chunk, &anchor, plans));
         ds.extend((0..chunk.len()).map(|k| bc.delta(k).to_vec()));
     }
@@ -145,46 +171,56 @@ fn clients_with_unequal_data_step_and_weigh_as_alone() {
     agree(&sets, &[0, 1, 2, 3]);
 }
 
-/// The device-resident cohort step (`run.local_step = "device"`, a GPU backend's default: the
-/// clients' parameters as rows of device tensors, gathered per group of equal batch sizes,
-/// one backward, the chain on the rows) against the device-resident step of one client at a
-/// time, for the algorithms' plans (the Fed-LAMB rules' moments and trust ratios as rows too,
-/// Mime's SVRG term), the FedNAR clip, unequal data and the CNN in both convolution forms.
+/// FedDC, Mime's SVRG term (the starting rows' gradients in the step's one backward), unequal
+/// data with Fed-LAMB (clients past their last step keep their moments as they are) and the CNN
+/// in both convolution forms, each client of a cohort as alone.
 #[test]
-fn a_device_resident_cohort_trains_each_client_as_alone() {
-    const DEVICE: &str = "run.local_step=\"device\"";
-    agree(&[MLP, DEVICE], &[0, 1, 2, 3]);
-    let algs = [
-        "fedprox", "scaffold", "fedacg", "feddyn", "feddc", "fedcm", "fedams", "fedlamb",
-    ];
-    for alg in algs {
-        agree(
-            &[MLP, DEVICE, &format!("fl.algorithm=\"{alg}\"")],
-            &[0, 1, 2],
-        );
-    }
-    agree(
-        &[MLP, DEVICE, "local.nar=true", "local.max_norm=0.05"],
-        &[0, 2],
-    );
-    // Mime's SVRG term: the starting rows' gradients in the step's one backward
+fn more_plans_and_forms_train_each_client_as_alone() {
+    agree(&[MLP, "fl.algorithm=\"feddc\""], &[0, 1, 2]);
     let mime = [
+        MLP,
         "fl.algorithm=\"mime\"",
         "mime.base=\"sgdm\"",
         "mime.lite=false",
     ];
-    agree(&[&[MLP, DEVICE][..], &mime].concat(), &[0, 1, 2]);
+    agree(&mime, &[0, 1, 2]);
     let dir = common::TempDir::new("cohort-device-partition");
     let mut sets = unequal(&dir);
-    sets.push(DEVICE.into());
-    let mut sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-    agree(&sets, &[0, 1, 2, 3]);
-    // clients past their last step keep their moments as they are
-    sets.push("fl.algorithm=\"fedlamb\"");
+    sets.push("fl.algorithm=\"fedlamb\"".into());
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
     agree(&sets, &[0, 1, 2, 3]);
     let cnn = "model.kind=\"tiny-cnn\"";
-    agree(&[cnn, DEVICE, "fl.algorithm=\"scaffold\""], &[2, 0, 3]);
-    agree(&[cnn, DEVICE, "run.kernels=\"burn\""], &[0, 1, 2]);
+    agree(&[cnn, "fl.algorithm=\"scaffold\""], &[2, 0, 3]);
+    agree(&[cnn, "run.kernels=\"burn\""], &[0, 1, 2]);
+}
+
+/// A training longer than the steps its chain's tables hold at once rewrites them as it goes:
+/// the same bits as holding them all, with a term factor that depends on the step's rate
+/// (FedCM's), the rate decaying each epoch and clients that stop at different steps (windows
+/// of 3 steps over 14).
+#[test]
+fn a_training_past_its_window_of_step_tables_gives_the_same_bits() {
+    let dir = common::TempDir::new("cohort-window");
+    let mut sets = unequal(&dir);
+    sets.extend([
+        "local.lr_schedule=\"epoch\"".into(),
+        "local.lr_decay=0.5".into(),
+    ]);
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let base = common::synthetic_spec("");
+    let n = deltas(&sets, 1, &[0]).0[0].len();
+    let v: Vec<f32> = (0..n).map(|i| ((i % 7) as f32 - 3.0) * 1e-3).collect();
+    let term = Term::none().shift_by(Coef::PerStepLength(0.5), &v);
+    for cohort in [1, 4] {
+        let ks = [0, 1, 2, 3];
+        let (all, s1) = deltas_window(&base, &sets, cohort, &ks, None, Some(&term));
+        let (win, s2) = deltas_window(&base, &sets, cohort, &ks, Some(3), Some(&term));
+        for k in 0..4 {
+            assert_eq!(bits(&all[k]), bits(&win[k]), "cohort {cohort}, client {k}");
+            assert_eq!(s1[k].loss_sum.to_bits(), s2[k].loss_sum.to_bits());
+            assert_eq!(s1[k].steps, s2[k].steps);
+        }
+    }
 }
 
 #[test]
@@ -278,7 +314,7 @@ fn a_cohort_of_cnns_trains_each_client_as_alone() {
 }
 
 /// ResNet-18 (GroupNorm(2), both heads) as one computation: the copies' maps side by side in
-/// the channels, grouped convolutions and GroupNorm(2K), with the host and the device step.
+/// the channels, grouped convolutions and GroupNorm(2K).
 #[test]
 fn a_cohort_of_resnets_trains_each_client_as_alone() {
     let r = "model.kind=\"resnet18\"";
@@ -290,7 +326,6 @@ fn a_cohort_of_resnets_trains_each_client_as_alone() {
             "local.steps=2",
             "model.head=\"global\"",
             "fl.algorithm=\"fedacg\"",
-            "run.local_step=\"device\"",
         ],
         &[2, 1],
     );
@@ -343,7 +378,7 @@ fn cohort_keys_are_checked() {
 /// The local losses that read the logits, the features and the starting model's outputs
 /// (FedLC's calibrated cross-entropy, FedNTD's not-true distillation, FedDecorr's
 /// decorrelation) computed on each client's slice of the stacked outputs: each client as alone,
-/// host and device step, the MLP and the CNN. The frozen models a loss reads (FedNTD's and
+/// the MLP and the CNN. The frozen models a loss reads (FedNTD's and
 /// MOON's starting model, MOON's previous one) run stacked for a group's clients, gathered when
 /// a group is some of them (unequal data: short last batches).
 #[test]
@@ -351,25 +386,21 @@ fn the_local_losses_that_stack_train_each_client_as_alone() {
     for alg in ["fedlc", "fedntd", "feddecorr"] {
         let a = format!("fl.algorithm=\"{alg}\"");
         agree(&[MLP, &a], &[0, 1, 2]);
-        agree(
-            &["model.kind=\"tiny-cnn\"", &a, "run.local_step=\"device\""],
-            &[2, 0],
-        );
+        agree(&["model.kind=\"tiny-cnn\"", &a], &[2, 0]);
     }
     let dir = common::TempDir::new("cohort-frozen-partition");
     let sets = unequal(&dir);
-    for (alg, step) in [("fedntd", "host"), ("moon", "device")] {
+    for alg in ["fedntd", "moon"] {
         let mut s: Vec<String> = sets.clone();
         s.push(format!("fl.algorithm=\"{alg}\""));
-        s.push(format!("run.local_step=\"{step}\""));
         let s: Vec<&str> = s.iter().map(String::as_str).collect();
         agree(&s, &[0, 1, 2, 3]);
     }
 }
 
 /// The quickstart's transformer (with and without dropout) and the LSTM as one computation on
-/// the quickstart's Shakespeare clients (sequences of 80 characters), with the host and the
-/// device step, with fedrun's kernels and burn's ops (the LSTM's two stacked forms).
+/// the quickstart's Shakespeare clients (sequences of 80 characters), with fedrun's kernels and
+/// burn's ops (the LSTM's two stacked forms).
 #[test]
 fn cohorts_of_character_models_train_each_client_as_alone() {
     let base = std::fs::read_to_string(
@@ -378,14 +409,13 @@ fn cohorts_of_character_models_train_each_client_as_alone() {
     .unwrap();
     // fedrun's kernels: each copy on the fused LSTM kernel; burn's: the GPU backends' form,
     // every step's gates as batched products
-    for (step, kernels) in [("host", "fedrun"), ("device", "fedrun"), ("device", "burn")] {
+    for kernels in ["fedrun", "burn"] {
         for dropout in ["model.dropout=0", "model.dropout=0.1"] {
             let sets = [
                 "model.kind=\"transformer\"",
                 dropout,
                 "local.steps=2",
                 "local.batch_size=4",
-                &format!("run.local_step=\"{step}\""),
                 &format!("run.kernels=\"{kernels}\""),
             ];
             agree_on(&base, &sets, &[0, 3, 1]);
@@ -394,7 +424,6 @@ fn cohorts_of_character_models_train_each_client_as_alone() {
             "model.kind=\"lstm-small\"",
             "local.steps=2",
             "local.batch_size=4",
-            &format!("run.local_step=\"{step}\""),
             &format!("run.kernels=\"{kernels}\""),
         ];
         agree_on(&base, &sets, &[0, 3, 1]);

@@ -3,11 +3,12 @@
 
 mod common;
 
+use common::row_chain::{RowChain, one_tensor};
 use fedrun::config::Spec;
 use fedrun::data;
 use fedrun::fl::algorithms;
 use fedrun::fl::algorithms::fedlamb::{self, Step};
-use fedrun::fl::client::{ClipDecay, HostChain};
+use fedrun::fl::client::ClipDecay;
 use fedrun::fl::engine::Experiment;
 use fedrun::fl::plan::{ClientInfo, Report, Rule, Uplink};
 use fedrun::fl::strategy::{Aggregate, RoundInfo, ServerStep, Setup, Strategy};
@@ -33,19 +34,17 @@ fn each_tensor_moves_by_lr_times_its_norm() {
         keys.lambda = lambda;
         let vhat: Vec<f32> = (0..9).map(|_| (rng.uniform() + 0.1) as f32).collect();
         let rule = fedlamb::rule(Step::Lamb, &keys, &tensors, vec![0.0; 9], &vhat);
-        let mut chain = bare_chain(rule);
+        let ctx = Ctx {
+            lr: 0.05,
+            ..Ctx::default()
+        };
+        let base = ClipDecay::new(0.0, 0.0, false);
+        let mut chain = RowChain::new(&Term::none(), &[], base, &rule, &tensors, ctx, 3);
         let mut x = random(&mut rng, 9, 1.0);
         for _ in 0..3 {
             let x0 = x.clone();
-            let mut g = random(&mut rng, 9, 5.0);
-            chain.step(
-                &mut x,
-                &mut g,
-                &Ctx {
-                    lr: 0.05,
-                    ..Ctx::default()
-                },
-            );
+            let g = random(&mut rng, 9, 5.0);
+            chain.step(&mut x, &g);
             for r in &tensors {
                 let d: Vec<f32> = x[r.clone()]
                     .iter()
@@ -61,11 +60,6 @@ fn each_tensor_moves_by_lr_times_its_norm() {
             }
         }
     }
-}
-
-/// A rule alone: the local chain without a term, clipping or weight decay.
-fn bare_chain(rule: Rule) -> HostChain<'static> {
-    HostChain::new(Term::none(), &[], ClipDecay::new(0.0, 0.0, false), rule)
 }
 
 fn build(s: &Spec, dim: usize, tensors: &[std::ops::Range<usize>]) -> Box<dyn Strategy> {
@@ -90,23 +84,27 @@ fn info(round: usize) -> RoundInfo {
     }
 }
 
-/// One client's local training from its plan's rule: `steps` steps with fixed gradients;
-/// returns the moments it sends up.
-fn local(alg: &dyn Strategy, c: usize, g: &[f32], steps: usize) -> (Vec<f32>, Vec<f32>) {
-    let mut chain = bare_chain(alg.plan(c).rule);
+/// One client's local training from its plan's rule over the parameter tensors `tensors`:
+/// `steps` steps with fixed gradients; returns the moments it sends up.
+fn local(
+    alg: &dyn Strategy,
+    tensors: &[std::ops::Range<usize>],
+    c: usize,
+    g: &[f32],
+    steps: usize,
+) -> (Vec<f32>, Vec<f32>) {
+    let ctx = Ctx {
+        lr: 0.01,
+        ..Ctx::default()
+    };
+    let base = ClipDecay::new(0.0, 0.0, false);
+    let rule = alg.plan(c).rule;
+    let mut chain = RowChain::new(&Term::none(), &[], base, &rule, tensors, ctx, steps);
     let mut x = vec![1.0f32; g.len()];
     for _ in 0..steps {
-        let mut u = g.to_vec();
-        chain.step(
-            &mut x,
-            &mut u,
-            &Ctx {
-                lr: 0.01,
-                ..Ctx::default()
-            },
-        );
+        chain.step(&mut x, g);
     }
-    let Moments { m, v } = chain.into_moments().expect("a rule that keeps moments");
+    let Moments { m, v } = chain.moments().expect("a rule that keeps moments");
     (m, v)
 }
 
@@ -149,14 +147,14 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
         let mut sum = vec![0f64; 4];
         for c in 0..2 {
             // the rule starts from the client's stored m and the broadcast v̂
-            let (m0, v0) = local(alg.as_ref(), c, &[0.0; 4], 0);
+            let (m0, v0) = local(alg.as_ref(), &tensors, c, &[0.0; 4], 0);
             assert_eq!(m0, stored[c], "round {round}, client {c}: m_i carried over");
             assert_eq!(v0, vhat, "round {round}: local v starts from v̂");
             // gradients that shrink, so that mean v_i falls below v̂ in later rounds
             let g: Vec<f32> = (0..4)
                 .map(|j| (c + j + 1) as f32 / (1 + round * round) as f32)
                 .collect();
-            let (m, v) = local(alg.as_ref(), c, &g, 3);
+            let (m, v) = local(alg.as_ref(), &tensors, c, &g, 3);
             v.iter().zip(&mut sum).for_each(|(v, s)| *s += *v as f64);
             stored[c] = m.clone();
             send(alg.as_mut(), c, m, v);
@@ -202,7 +200,7 @@ fn skip_sync_holds_vhat_between_syncs() {
     let vhat = |a: &mut dyn Strategy| a.state().checkpoint()[0].1.to_vec();
     let eps = vec![1e-8f32; 2];
     for round in 0..6 {
-        let (m, v) = local(alg.as_ref(), 0, &[3.0, -4.0], 2);
+        let (m, v) = local(alg.as_ref(), &[0..1, 1..2], 0, &[3.0, -4.0], 2);
         send(alg.as_mut(), 0, m, v);
         alg.server_update(ServerStep {
             info: &info(round),
@@ -299,7 +297,7 @@ fn full_data_gradient_is_taken_in_evaluation_mode() {
 
 /// The strategy of `sets` on a model of two parameters in one tensor, a step context of lr 0.1,
 /// and the global model at 0.
-fn two_parameters(sets: &[&str]) -> (Box<dyn Strategy>, Ctx<'static>, Vec<f32>) {
+fn two_parameters(sets: &[&str]) -> (Box<dyn Strategy>, Ctx, Vec<f32>) {
     let alg = build(&spec(sets), 2, std::slice::from_ref(&(0..2)));
     let ctx = Ctx {
         steps: 1,
@@ -307,6 +305,15 @@ fn two_parameters(sets: &[&str]) -> (Box<dyn Strategy>, Ctx<'static>, Vec<f32>) 
         ..Ctx::default()
     };
     (alg, ctx, vec![0.0f32; 2])
+}
+
+/// The term of `alg`'s plan for client 0 applied to `g` at x = anchor = 0, with the starting
+/// model's gradient `ga` (the step's update under no clip, no decay and no rule).
+fn term_of(alg: &dyn Strategy, g: &[f32], ga: &[f32], ctx: Ctx) -> Vec<f32> {
+    let (base, rule) = (ClipDecay::new(0.0, 0.0, false), Rule::default());
+    let (plan, one) = (alg.plan(0), one_tensor(2));
+    let mut chain = RowChain::new(&plan.term, &[0.0; 2], base, &rule, &one, ctx, 1);
+    chain.step_aux(&mut [0.0; 2], g, ga).0
 }
 
 /// Mime and MimeLite with SGD and server momentum (`mime.base = "sgdm"`): β = 0 MimeLite is
@@ -351,10 +358,7 @@ fn mime_sgdm_momentum_and_local_terms_by_hand() {
         alg.round_gradient(&c);
         // the local term of round 1 sees round 1's c and the m of round 0
         let (g, ga) = ([2.0f32, 2.0], [1.0f32, -1.0]);
-        let mut u = g.to_vec();
-        alg.plan(0)
-            .term
-            .apply(&[0.0; 2], &[0.0; 2], &ga, &mut u, &ctx);
+        let u = term_of(alg.as_ref(), &g, &ga, ctx);
         for j in 0..2 {
             let want = if is_lite {
                 0.25 * g[j] + 0.75 * 0.5
@@ -373,10 +377,7 @@ fn mime_sgdm_momentum_and_local_terms_by_hand() {
             agg: &mut agg,
         });
         // m = 0.25·(0, 4) + 0.75·(0.5, 0.5) = (0.375, 1.375)
-        let mut u = vec![0.0f32; 2];
-        alg.plan(0)
-            .term
-            .apply(&[0.0; 2], &[0.0; 2], &[0.0; 2], &mut u, &ctx);
+        let u = term_of(alg.as_ref(), &[0.0; 2], &[0.0; 2], ctx);
         let m2 = [0.375f32, 1.375];
         for j in 0..2 {
             let want = 0.75 * m2[j] + if is_lite { 0.0 } else { 0.25 * c[j] };
@@ -408,14 +409,13 @@ fn original_mime_with_frozen_amsgrad_state_by_hand() {
         clients: 2,
     };
     let direction = |alg: &dyn Strategy, g: &[f32]| {
-        let mut u = g.to_vec();
         let plan = alg.plan(0);
-        plan.term
-            .apply(&[0.0; 2], &[0.0; 2], &[0.0; 2], &mut u, &ctx);
-        // a bare chain (no clip, no decay) with step 1 moves x by −rule(u)
-        let mut chain = bare_chain(plan.rule);
+        // the term, then a bare chain (no clip, no decay) with step 1, moves x by −rule(term(g))
+        let (base, lr1) = (ClipDecay::new(0.0, 0.0, false), Ctx { lr: 1.0, ..ctx });
+        let one = one_tensor(2);
+        let mut chain = RowChain::new(&plan.term, &[0.0; 2], base, &plan.rule, &one, lr1, 1);
         let mut x = vec![0.0f32; 2];
-        chain.step(&mut x, &mut u, &Ctx { lr: 1.0, ..ctx });
+        chain.step(&mut x, g);
         x.iter().map(|v| -v).collect::<Vec<f32>>()
     };
     // round 0: m = 0 and v̂ = ε, so the direction is (1−β1)·g/√ε

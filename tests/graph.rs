@@ -39,7 +39,6 @@ fn trainings(
     let mut set: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     set.push(format!("run.cohort={}", clients.len()));
     set.push("run.client_workers=1".into());
-    set.push("run.local_step=\"device\"".into());
     set.push(format!("run.graph=\"{graph}\""));
     let s = fedrun::schema::parse(base, "graph", &set).unwrap();
     let d = data::load(&s, None).unwrap();

@@ -18,7 +18,6 @@ use fedrun::metrics::summary::Status;
 fn reads_of(d: &TempDir, name: &str, set: &[&str]) -> (usize, Vec<Vec<f64>>) {
     let mut set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
     set.push(format!("run.name=\"{name}\""));
-    set.push("run.local_step=\"device\"".into());
     set.push("local.max_norm=0.5".into());
     let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &set).unwrap();
     let opts = RunOptions {

@@ -1,108 +1,18 @@
-//! The device-resident local step (`run.local_step = "device"`) against the host step: the
-//! same algorithm terms, chain and update as tensor ops give the same runs to float rounding.
-//! On flex both run on the CPU, so this runs everywhere; `tests/wgpu.rs` runs it on a GPU
-//! backend.
+//! The local chain over the rows of device tensors (every local step's) against its formulas
+//! over flat vectors, row by row, and as one closure that takes nothing from the host.
 
 mod common;
 
 use burn::tensor::{Device, Tensor, TensorData};
-use common::{TempDir, columns, synthetic_spec};
-use fedrun::fl::client::{ClipDecay, DeviceChain, HostChain, StepPlan};
-use fedrun::fl::engine::{RunOptions, run};
+use common::reference;
+use common::row_chain::RowChain;
+use fedrun::fl::client::{ClipDecay, DeviceChain, StepPlan};
 use fedrun::fl::plan::Rule;
 use fedrun::fl::term::Term;
-use fedrun::metrics::summary::Status;
 use fedrun::optim::Ctx;
 
-fn run_with(d: &TempDir, name: &str, set: &[String]) -> Vec<Vec<f64>> {
-    let mut set = set.to_vec();
-    set.push(format!("run.name=\"{name}\""));
-    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &set).unwrap();
-    let opts = RunOptions {
-        out: d.path().to_path_buf(),
-        ..Default::default()
-    };
-    let s = run(&spec, &opts).unwrap();
-    assert_eq!(s.status, Status::Complete, "{name}: {}", s.message);
-    columns(&d.path().join(name).join("rounds.csv"))
-}
-
-/// Every algorithm's local step (SGD after the chain, the Fed-LAMB rules: AMSGrad's moments,
-/// the decay and the trust ratio, and Mime's term with the starting model's gradient), with its
-/// term switched on and clipping active, trains alike with host and device steps.
-#[test]
-fn device_step_equals_host_step_for_every_term() {
-    let header: Vec<&str> = fedrun::metrics::csv::HEADER.split(',').collect();
-    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
-    let d = TempDir::new("resident");
-    let cases: &[(&str, &[&str])] = &[
-        ("fedavg", &[]),
-        ("fedprox", &["fedprox.mu=0.1"]),
-        ("scaffold", &[]),
-        ("feddyn", &[]),
-        ("feddc", &[]),
-        ("fedcm", &["fedcm.alpha=0.5"]),
-        ("fedacg", &[]),
-        ("moon", &[]),
-        ("fedams", &[]),
-        ("fedlamb", &[]),
-        ("fedlamb", &["fedlamb.zero_rule=\"paper\""]),
-        // Mime's SVRG correction: the starting model's gradient on each step's batch
-        (
-            "mime",
-            &[
-                "mime.base=\"sgdm\"",
-                "mime.lite=false",
-                "local.max_norm=0.01",
-            ],
-        ),
-        (
-            "mime",
-            &[
-                "mime.base=\"frozen-amsgrad\"",
-                "mime.lite=false",
-                "local.max_norm=0.01",
-            ],
-        ),
-    ];
-    for (i, &(alg, keys)) in cases.iter().enumerate() {
-        for nar in [false, true] {
-            let mut set: Vec<String> = vec![
-                format!("fl.algorithm=\"{alg}\""),
-                format!("local.nar={nar}"),
-                "local.max_norm=0.5".into(),
-                "fl.rounds=3".into(),
-            ];
-            set.extend(keys.iter().map(|k| k.to_string()));
-            let tag = format!("{alg}_{nar}_{i}");
-            let mut host = set.clone();
-            host.push("run.local_step=\"host\"".into());
-            let mut dev = set.clone();
-            dev.push("run.local_step=\"device\"".into());
-            let a = run_with(&d, &format!("{tag}_host"), &host);
-            let b = run_with(&d, &format!("{tag}_device"), &dev);
-            assert_eq!(a.len(), 3);
-            let clipped = col("clipped_steps");
-            assert!(
-                a.iter().any(|r| r[clipped] > 0.0),
-                "{tag}: the test must clip some steps"
-            );
-            for (r, (x, y)) in a.iter().zip(&b).enumerate() {
-                assert_eq!(x[clipped], y[clipped], "{tag} round {r}: clipped steps");
-                for name in ["test_loss", "train_loss", "mean_clip_norm", "update_norm"] {
-                    let (u, v) = (x[col(name)], y[col(name)]);
-                    assert!(
-                        (u - v).abs() <= 1e-4 * u.abs().max(1.0),
-                        "{tag} round {r}, {name}: host {u} vs device {v}"
-                    );
-                }
-            }
-        }
-    }
-}
-
 /// One step of rows with contexts `ctx`, those `active` stepping.
-fn one_step<'a>(ctx: &[Ctx<'a>], active: &[bool]) -> StepPlan<'a> {
+fn one_step(ctx: &[Ctx], active: &[bool]) -> StepPlan {
     StepPlan {
         ctx: vec![ctx.to_vec()],
         active: vec![active.to_vec()],
@@ -147,7 +57,7 @@ fn join(t: Vec<Tensor<2>>) -> Vec<f32> {
         .collect()
 }
 
-/// The chain over tensors (device step) against the chain over flat vectors (host step), with
+/// The chain over tensors against its formulas over flat vectors (`common::reference`), with
 /// and without clipping, baseline and FedNAR, with a term (prox and a shift), on vectors split
 /// into three parameter tensors.
 #[test]
@@ -170,13 +80,12 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
             let base = ClipDecay::new(0.05, a, nar);
             let term = Term::prox(0.3).shift(-0.5, &shift);
             let (mut x, mut g) = (x0.clone(), g0.clone());
-            let mut host = HostChain::new(term.clone(), &anchor, base, Rule::default());
-            let s = host.step(&mut x, &mut g, &Ctx { lr: 0.1, ..ctx });
             let rule = Rule::default();
+            let mut host = reference::Chain::new(term.clone(), &anchor, base, &rule);
+            let s = host.step(&mut x, &mut g, &[], &Ctx { lr: 0.1, ..ctx });
             let plan = one_step(&[Ctx { lr: 0.1, ..ctx }], &[true]);
             let mut device =
-                DeviceChain::new(&[(&term, &rule)], &[&anchor], base, &ranges, &plan, &dev)
-                    .unwrap();
+                DeviceChain::new(&[(&term, &rule)], &[&anchor], base, &ranges, &plan, &dev);
             let mut xt = split(&x0, &cuts, &dev);
             let mut gt = split(&g0, &cuts, &dev);
             let norm = device.step(&mut xt, &mut gt, &[]).unwrap();
@@ -232,7 +141,7 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
             })
             .collect();
         let plan = one_step(&ctx, &[true, true, false]);
-        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev).unwrap();
+        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev);
         let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
         let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
         let norms = chain.step(&mut xt, &mut gt, &[]).unwrap();
@@ -245,8 +154,7 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
         let mut clipped = 0;
         for k in 0..2 {
             let plan = one_step(&ctx[k..=k], &[true]);
-            let mut alone =
-                DeviceChain::new(&plans[k..=k], &a[k..=k], base, &ranges, &plan, &dev).unwrap();
+            let mut alone = DeviceChain::new(&plans[k..=k], &a[k..=k], base, &ranges, &plan, &dev);
             let mut x1 = split(&xs[k], &cuts, &dev);
             let mut g1 = split(&gs[k], &cuts, &dev);
             let n1 = alone.step(&mut x1, &mut g1, &[]);
@@ -276,12 +184,12 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
 }
 
 /// The Fed-LAMB rule over K rows (AMSGrad's moments from each client's own m and v̂; with
-/// the LAMB step, the decay and the trust ratio) gives each stepping row the host chain's step
-/// and moments, and leaves a row that does not step, moments included, as it was: AMSGrad
-/// then SGD (Fed-AMS) to the bit, with the trust ratio (f32 norms on the rows, f64 on the
-/// host) to float rounding.
+/// the LAMB step, the decay and the trust ratio) gives each stepping row its formulas' step
+/// and moments (`common::reference`), and leaves a row that does not step, moments included, as
+/// it was: AMSGrad then SGD (Fed-AMS) to the bit, with the trust ratio (f32 norms on the rows,
+/// f64 in the formulas) to float rounding.
 #[test]
-fn the_lamb_rule_over_rows_steps_each_row_as_the_host_chain() {
+fn the_lamb_rule_over_rows_steps_each_row_as_its_formulas() {
     let dev = Device::flex();
     let n = 1500;
     let cuts = [200, 900];
@@ -314,8 +222,7 @@ fn the_lamb_rule_over_rows_steps_each_row_as_the_host_chain() {
         let plans: Vec<(&Term, &Rule)> = rules.iter().map(|r| (&term, r)).collect();
         let a: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
         let plan = one_step(&ctx, &[true, false, true]);
-        let mut chain =
-            DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev).expect("on the device");
+        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev);
         let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
         let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
         chain.step(&mut xt, &mut gt, &[]);
@@ -323,20 +230,12 @@ fn the_lamb_rule_over_rows_steps_each_row_as_the_host_chain() {
         let (m_rows, v_rows) = chain.moments().expect("the rule's moments");
         for k in [0, 2] {
             let rule = lamb(trust, &ranges, &ms[k], &vhat[k]);
-            let mut host = HostChain::new(Term::none(), &xs[k], base, rule);
+            let mut host = reference::Chain::new(Term::none(), &xs[k], base, &rule);
             let (mut x, mut g) = (xs[k].clone(), gs[k].clone());
-            host.step(&mut x, &mut g, &ctx[k]);
-            let moments = host.into_moments().expect("the host's moments");
-            assert_eq!(
-                bits(&row(&m_rows, k)),
-                bits(&moments.m),
-                "trust {trust}, m {k}"
-            );
-            assert_eq!(
-                bits(&row(&v_rows, k)),
-                bits(&moments.v),
-                "trust {trust}, v {k}"
-            );
+            host.step(&mut x, &mut g, &[], &ctx[k]);
+            let (m, v) = host.moments().expect("the rule's moments");
+            assert_eq!(bits(&row(&m_rows, k)), bits(&m), "trust {trust}, m {k}");
+            assert_eq!(bits(&row(&v_rows, k)), bits(&v), "trust {trust}, v {k}");
             let xk = row(&xt, k);
             if trust {
                 for (u, v) in xk.iter().zip(&x) {
@@ -362,8 +261,8 @@ fn the_lamb_rule_over_rows_steps_each_row_as_the_host_chain() {
 /// A Fed-LAMB client's rule from its first moment `m` and the broadcast `vhat` (β 0.9, 0.99):
 /// AMSGrad's moments, then with `trust` the decay 0.01 and the trust ratio over `ranges`.
 fn lamb(trust: bool, ranges: &[std::ops::Range<usize>], m: &[f32], vhat: &[f32]) -> Rule {
-    use fedrun::optim::{AddDecayedWeights, ScaleByAmsgrad, ScaleByTrustRatio, Transform};
-    let mut links: Vec<Box<dyn Transform>> =
+    use fedrun::optim::{AddDecayedWeights, LocalLink, ScaleByAmsgrad, ScaleByTrustRatio};
+    let mut links: Vec<Box<dyn LocalLink>> =
         vec![Box::new(ScaleByAmsgrad::new(0.9, 0.99, m.to_vec(), vhat))];
     if trust {
         links.push(Box::new(AddDecayedWeights(0.01)));
@@ -375,7 +274,8 @@ fn lamb(trust: bool, ranges: &[std::ops::Range<usize>], m: &[f32], vhat: &[f32])
     Rule { links }
 }
 
-/// `Term::apply`: `g ← scale·g + prox·(x − anchor) + Σ a_k·v_k`, over more than one block.
+/// The term over rows: `g ← scale·g + prox·(x − anchor) + Σ a_k·v_k`, element by element; no
+/// term leaves `g` as it is.
 #[test]
 fn the_local_term_is_its_formula() {
     let n = 2500;
@@ -389,22 +289,29 @@ fn the_local_term_is_its_formula() {
     }
     .shift(2.0, &v)
     .shift(-1.0, &w);
-    let ctx = Ctx::default();
-    let mut g = g0.clone();
-    term.apply(&anchor, &x, &[], &mut g, &ctx);
+    let ctx = Ctx {
+        lr: 0.1,
+        ..Ctx::default()
+    };
+    let base = ClipDecay::new(0.0, 0.0, false);
+    let rule = Rule::default();
+    let ranges = [0..1000, 1000..n];
+    let update = |t: &Term| {
+        let mut chain = RowChain::new(t, &anchor, base, &rule, &ranges, ctx, 1);
+        chain.step(&mut x.clone(), &g0).0
+    };
+    let g = update(&term);
     for i in 0..n {
         let want = 0.5 * g0[i] + (0.25 * (x[i] - anchor[i]) + 2.0 * v[i] - w[i]);
         assert_eq!(g[i], want, "element {i}");
     }
-    let mut g = g0.clone();
-    Term::none().apply(&anchor, &x, &[], &mut g, &ctx);
-    assert_eq!(g, g0);
+    assert_eq!(update(&Term::none()), g0);
 }
 
 /// The device chain as one closure, built once and run for N steps with nothing new from the
 /// host (burn's `capture`, which on flex runs it 3 times to warm up and once more in place of a
-/// recording, then `replay`), against the host chain run step by step with each step's
-/// context: a learning rate that decays every step and differs between the rows, a row that
+/// recording, then `replay`), against its formulas (`common::reference`) run step by step with
+/// each step's context: a learning rate that decays every step and differs between the rows, a row that
 /// stops early, FedCM's factor `k/(l·K)` that follows the learning rate, AMSGrad's moments and
 /// the trust ratio. The gradient is a function of the parameters computed inside the closure.
 /// A step that took any of these from the host when the closure was made would repeat it.
@@ -445,7 +352,7 @@ fn the_device_chain_replays_as_one_closure_with_nothing_from_the_host() {
         let base = ClipDecay::new(0.01, 0.0, false);
         let plans: Vec<(&Term, &Rule)> = rules.iter().map(|r| (&term, r)).collect();
         let a: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
-        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev).unwrap();
+        let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev);
         let mut xt = stack(&[&xs[0], &xs[1]], &cuts, &dev);
         let step = move || {
             let mut g: Vec<Tensor<2>> = xt.iter().map(|x| grad_at(x.clone())).collect();
@@ -463,15 +370,15 @@ fn the_device_chain_replays_as_one_closure_with_nothing_from_the_host() {
         let xt = graph.output();
         for k in 0..2 {
             let rule = rule_of.map_or_else(Rule::default, |t| lamb(t, &ranges, &ms[k], &vhat[k]));
-            let mut host = HostChain::new(term.clone(), &xs[k], base, rule);
+            let mut host = reference::Chain::new(term.clone(), &xs[k], base, &rule);
             let mut x = xs[k].clone();
             for s in (0..steps).filter(|&s| plan.active[s][k]) {
                 let mut g = row(&[grad_at(stack(&[&x], &[], &dev).remove(0))], 0);
-                host.step(&mut x, &mut g, &plan.ctx[s][k]);
+                host.step(&mut x, &mut g, &[], &plan.ctx[s][k]);
             }
             let xk = row(xt, k);
             if case == "fedlamb" {
-                // the trust ratio's norms: f32 row sums on the device, f64 on the host
+                // the trust ratio's norms: f32 row sums on the device, f64 in the formulas
                 for (u, v) in xk.iter().zip(&x) {
                     assert!(
                         (u - v).abs() <= 1e-5 * v.abs().max(1.0),
@@ -492,7 +399,7 @@ fn the_device_chain_replays_as_one_closure_with_nothing_from_the_host() {
 
 /// `steps` steps of two rows: row 1 stops after 6, and each row's learning rate decays by 0.8 a
 /// step.
-fn decaying(steps: usize) -> StepPlan<'static> {
+fn decaying(steps: usize) -> StepPlan {
     let ctx: Vec<Vec<Ctx>> = (0..steps)
         .map(|s| {
             (0..2)

@@ -1,7 +1,6 @@
 //! The GPU code path, run for real: two rounds of a small model on each GPU backend compiled in
-//! (`run.backend = "wgpu"` with `--features wgpu`, `"vulkan"` with `--features vulkan`), with
-//! the device-resident local step (the GPU default) and with the host step, and on flex, whose
-//! CSV columns must agree to a tolerance. On a machine without a GPU, Mesa's software Vulkan
+//! (`run.backend = "wgpu"` with `--features wgpu`, `"vulkan"` with `--features vulkan`) and on
+//! flex, whose CSV columns must agree to a tolerance. On a machine without a GPU, Mesa's software Vulkan
 //! driver (lavapipe, Debian's `mesa-vulkan-drivers`) runs `wgpu` on the CPU; `.ci/run` installs
 //! it. (The `vulkan` backend's SPIR-V kernels crash the lavapipe of Debian 12, Mesa 22.3, and
 //! `cuda` needs an NVIDIA GPU, so CI runs only `wgpu`; their tests are ignored with why, and
@@ -56,15 +55,14 @@ fn agree_with(gpu: fedrun::config::Backend, extra: &[&str]) {
     let gpu = gpu.to_string();
     let d = TempDir::new("wgpu");
     let mut rows = Vec::new();
-    let runs = [("flex", "auto"), (&gpu[..], "device"), (&gpu[..], "host")];
-    for (backend, step) in runs {
+    let runs = ["flex", &gpu[..]];
+    for backend in runs {
         let spec = fedrun::schema::parse(
             &synthetic_spec(""),
             "t",
             &[
                 format!("run.backend=\"{backend}\""),
-                format!("run.local_step=\"{step}\""),
-                format!("run.name=\"{backend}_{step}\""),
+                format!("run.name=\"{backend}\""),
                 "data.augmentation=\"none\"".into(),
                 "local.max_norm=0.5".into(),
             ]
@@ -84,15 +82,11 @@ fn agree_with(gpu: fedrun::config::Backend, extra: &[&str]) {
         };
         let s = run(&spec, &opts).unwrap();
         assert_eq!(s.status, Status::Complete, "{backend}: {}", s.message);
-        rows.push(columns(
-            &d.path()
-                .join(format!("{backend}_{step}"))
-                .join("rounds.csv"),
-        ));
+        rows.push(columns(&d.path().join(backend).join("rounds.csv")));
     }
     let header: Vec<&str> = fedrun::metrics::csv::HEADER.split(',').collect();
     for (k, other) in rows.iter().enumerate().skip(1) {
-        let (backend, step) = runs[k];
+        let backend = runs[k];
         for (r, (a, b)) in rows[0].iter().zip(other).enumerate() {
             // test_loss, train_loss, mean_clip_norm, update_norm: float rounding only
             for name in ["test_loss", "train_loss", "mean_clip_norm", "update_norm"] {
@@ -100,7 +94,7 @@ fn agree_with(gpu: fedrun::config::Backend, extra: &[&str]) {
                 let (x, y) = (a[c], b[c]);
                 assert!(
                     (x - y).abs() <= 1e-3 * x.abs().max(1.0),
-                    "round {r}, {name}: flex {x} vs {backend} with the {step} step {y}"
+                    "round {r}, {name}: flex {x} vs {backend} {y}"
                 );
             }
         }
@@ -109,20 +103,16 @@ fn agree_with(gpu: fedrun::config::Backend, extra: &[&str]) {
 
 /// The cohort step on the GPU backend (lavapipe in CI): two rounds of the MLP and of the small
 /// CNN (its convolutions grouped, one group per client) with every round's clients as one
-/// cohort agree with one client at a time on the same backend, with the host step and with
-/// the device-resident step (the GPU backends' default: the cohort's rows stay on the device).
+/// cohort agree with one client at a time on the same backend.
 #[test]
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
 fn wgpu_cohort_trains_as_one_client_at_a_time() {
-    for step in ["host", "device"] {
-        for model in ["mlp", "tiny-cnn"] {
-            let sets = [
-                format!("run.local_step=\"{step}\""),
-                format!("model.kind=\"{model}\""),
-                "data.augmentation=\"none\"".into(),
-            ];
-            cohort_agrees_on_wgpu(&synthetic_spec(""), &sets);
-        }
+    for model in ["mlp", "tiny-cnn"] {
+        let sets = [
+            format!("model.kind=\"{model}\""),
+            "data.augmentation=\"none\"".into(),
+        ];
+        cohort_agrees_on_wgpu(&synthetic_spec(""), &sets);
     }
 }
 

@@ -136,11 +136,20 @@ const MOVED: &[(&str, &str)] = &[
     ("fl.fedexp_eval_avg", "fedexp.eval_avg"),
 ];
 
+/// Keys that no longer exist, and why.
+const RETIRED: &[(&str, &str)] = &[(
+    "run.local_step",
+    "every local step runs on the training device, one step engine on every backend (flex included); remove the key",
+)];
+
 fn unknown_key(path: &str, key: &str, schema: &toml::Table, prefix: &str, origin: &str) -> Error {
     if let Some((_, new)) = MOVED.iter().find(|(old, _)| *old == path) {
         return Error::Config(format!(
             "{origin}: key `{path}` has moved to its algorithm's table: `{new}`"
         ));
+    }
+    if let Some((_, why)) = RETIRED.iter().find(|(old, _)| *old == path) {
+        return Error::Config(format!("{origin}: key `{path}` was retired: {why}"));
     }
     // in sorted order, so that ties and the list do not depend on the declaration order
     let mut valid: Vec<&String> = schema.keys().collect();

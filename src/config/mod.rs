@@ -33,8 +33,8 @@ pub use choice::unknown_value;
 pub use schema::{Alias, Schema};
 pub use sections::{
     Aggregation, Augmentation, Backend, COHORT_AUTO, Cifar100Labels, DataSpec, Dataset,
-    DirichletVariant, FlSpec, GraphChoice, Head, Init, KernelChoice, LocalSpec, LocalStep,
-    LrSchedule, ModelKind, ModelSpec, Partition, RunSpec, ShardCut, UplinkScope,
+    DirichletVariant, FlSpec, GraphChoice, Head, Init, KernelChoice, LocalSpec, LrSchedule,
+    ModelKind, ModelSpec, Partition, RunSpec, ShardCut, UplinkScope,
 };
 pub use spec::{QUICKSTART, Spec};
 pub use tables::{KeyTable, Keys, table};

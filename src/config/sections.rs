@@ -132,21 +132,11 @@ crate::choice! {
 }
 
 crate::choice! {
-    /// `run.local_step`, where a local step runs: `host` (parameters and gradient as flat
-    /// vectors in host memory: fastest on the CPU) | `device` (parameters, gradient, the
-    /// algorithm's term and the optimizer chain as tensor ops on the training device: fewest
-    /// transfers on a GPU) | `auto` (device on wgpu, host on flex). Results agree to float
-    /// rounding. Algorithms with their own update rule (the Fed-LAMB family) step on the host.
-    pub enum LocalStep { Auto = "auto", Host = "host", Device = "device" }
-}
-
-crate::choice! {
-    /// `run.graph`, whether the device step's full steps (every client a full batch) run as one
-    /// captured graph, replayed a step: `auto` (on `cuda`, where burn records a CUDA graph:
-    /// one launch a step instead of hundreds) | `on` (every backend: elsewhere the captured
-    /// closure runs again each step, the same values, which is how the path is tested off a
-    /// GPU) | `off`. Needs the device step (`run.local_step`) and the training split kept on
-    /// the device (`run.device_data_mb`); the numbers are the eager step's to the bit.
+    /// `run.graph`, whether the local steps run as one captured graph, replayed a step: `auto`
+    /// (on `cuda`, where burn records a CUDA graph: one launch a step instead of hundreds) |
+    /// `on` (every backend: elsewhere the captured closure runs again each step, the same
+    /// values, which is how the path is tested off a GPU) | `off`. Needs the training split
+    /// kept on the device (`run.device_data_mb`); full steps give the eager step's bits.
     pub enum GraphChoice { Auto = "auto", On = "on", Off = "off" }
 }
 
@@ -363,7 +353,6 @@ pub struct RunSpec {
     pub init_seed: i64,
     pub backend: Backend,
     pub kernels: KernelChoice,
-    pub local_step: LocalStep,
     pub graph: GraphChoice,
     /// On CUDA, whether f32 matrix products (and the implicit-GEMM convolutions burn's tuning
     /// may choose) run on the tensor cores as TF32 (a 10-bit mantissa: faster, and numbers
@@ -420,7 +409,6 @@ impl Default for RunSpec {
             init_seed: -1,
             backend: Backend::Flex,
             kernels: KernelChoice::Fedrun,
-            local_step: LocalStep::Auto,
             graph: GraphChoice::Auto,
             tf32: false,
             tf32_conv: true,

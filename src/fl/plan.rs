@@ -8,7 +8,7 @@ use super::losses::Kept;
 use super::term::Term;
 use crate::model::Outputs;
 use crate::model::copies::Stacked;
-use crate::optim::{Moments, Transform};
+use crate::optim::{LocalLink, Moments};
 
 /// A model that a client's loss reads without training it.
 pub enum Frozen<'a> {
@@ -51,11 +51,11 @@ pub trait LocalLoss: Sync {
 }
 
 /// The links after the chain's clip and weight decay: none (plain SGD) by default; the Fed-LAMB
-/// family's AMSGrad moments and trust ratio. The chain ends with `scale_by_learning_rate` unless
-/// one of them applies the learning rate, then `x ← x − u`.
+/// family's AMSGrad moments and trust ratio, the original Mime's fixed scale. The step is
+/// `x ← x − l·u` unless one of them applies the learning rate, then `x ← x − u`.
 #[derive(Default)]
 pub struct Rule {
-    pub links: Vec<Box<dyn Transform>>,
+    pub links: Vec<Box<dyn LocalLink>>,
 }
 
 /// Everything a client's local training needs from its algorithm.

@@ -14,9 +14,7 @@ use std::ops::Range;
 use burn::tensor::{Device, Tensor};
 
 use crate::optim::buffers::{Buf, Buffers};
-use crate::optim::{
-    Ctx, Log, RowFactor, TensorStep, TensorTransform, Transform, table, upload_rows,
-};
+use crate::optim::{Ctx, RowFactor, TensorStep, TensorTransform, table, upload_rows};
 
 /// The factor of a shift.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -94,81 +92,11 @@ impl<'a> Term<'a> {
     pub fn is_none(&self) -> bool {
         self.scale == 1.0 && self.prox == 0.0 && self.shifts.is_empty() && self.anchor_grad == 0.0
     }
-
-    /// Apply the term to the flat gradient `g` at `x`; `g_anchor` is the anchor's gradient on the
-    /// batch when `anchor_grad ≠ 0` (else unread). The term
-    /// `t = prox·(x − anchor) + Σ c_k·v_k + anchor_grad·g_anchor` is summed first, in that order,
-    /// then `g ← scale·g + t`; the work goes in blocks that stay in cache.
-    pub fn apply(&self, anchor: &[f32], x: &[f32], g_anchor: &[f32], g: &mut [f32], ctx: &Ctx) {
-        if self.is_none() {
-            return;
-        }
-        let coefs: Vec<f32> = self.shifts.iter().map(|(c, _)| c.at(ctx)).collect();
-        const B: usize = 1024;
-        let mut t = [0f32; B];
-        for (start, gb) in (0..g.len()).step_by(B).zip(g.chunks_mut(B)) {
-            let t = &mut t[..gb.len()];
-            let r = start..start + gb.len();
-            self.block(anchor, x, g_anchor, &coefs, r, t);
-            if self.scale == 1.0 {
-                gb.iter_mut().zip(t.iter()).for_each(|(g, t)| *g += t);
-            } else {
-                let s = self.scale;
-                gb.iter_mut()
-                    .zip(t.iter())
-                    .for_each(|(g, t)| *g = s * *g + t);
-            }
-        }
-    }
-
-    /// The term `t` over the elements `r`.
-    fn block(
-        &self,
-        anchor: &[f32],
-        x: &[f32],
-        g_anchor: &[f32],
-        coefs: &[f32],
-        r: Range<usize>,
-        t: &mut [f32],
-    ) {
-        if self.prox != 0.0 {
-            let p = self.prox;
-            t.iter_mut()
-                .zip(x[r.clone()].iter().zip(&anchor[r.clone()]))
-                .for_each(|(t, (x, a))| *t = p * (x - a));
-        } else {
-            t.fill(0.0);
-        }
-        for (&a, (_, v)) in coefs.iter().zip(&self.shifts) {
-            t.iter_mut()
-                .zip(&v[r.clone()])
-                .for_each(|(t, v)| *t += a * v);
-        }
-        if self.anchor_grad != 0.0 {
-            let a = self.anchor_grad;
-            t.iter_mut()
-                .zip(&g_anchor[r])
-                .for_each(|(t, v)| *t += a * v);
-        }
-    }
 }
 
-/// The term bound to the client's anchor: the first link of the host step's chain. It reads
-/// the anchor's batch gradient from the context (`Ctx::aux_grad`).
-pub struct TermLink<'a> {
-    pub term: Term<'a>,
-    pub anchor: &'a [f32],
-}
-
-impl Transform for TermLink<'_> {
-    fn update(&mut self, u: &mut [f32], x: &[f32], ctx: &Ctx, _log: &mut Log) {
-        self.term.apply(self.anchor, x, ctx.aux_grad, u, ctx);
-    }
-}
-
-/// The term on the training device for K clients at once (one for the device-resident step,
-/// a cohort's for the device-resident cohort step): each client's anchor and vectors uploaded
-/// once for its training, one `[K, n]` tensor per parameter tensor, a row per client. The
+/// The term on the training device for K clients at once (one client's, or a cohort's): each
+/// client's anchor and vectors uploaded once for its training, one `[K, n]` tensor per parameter
+/// tensor, a row per client. The
 /// clients' shifts are matched by position: a client with fewer shifts has zeros and a zero
 /// factor in the others' (adding `0·0` leaves its sum as it is alone). The starting model's
 /// gradient on each row's batch comes with the step ([`TensorStep::aux`]).
@@ -190,7 +118,8 @@ struct Slot {
 
 enum Factor {
     Fixed(RowFactor),
-    PerStep(Box<Tensor<2>>),
+    /// The table, and the clients' factors it is made from.
+    PerStep(Box<Tensor<2>>, Vec<Option<Coef>>),
 }
 
 impl Slot {
@@ -208,7 +137,7 @@ impl Slot {
             ));
         }
         let per: Vec<Vec<f32>> = ctx.iter().map(|c| at(c)).collect();
-        Factor::PerStep(Box::new(table(&per, coefs.len(), device)))
+        Factor::PerStep(Box::new(table(&per, coefs.len(), device)), coefs.to_vec())
     }
 }
 
@@ -263,11 +192,21 @@ impl DeviceTerm {
         for slot in &mut self.shifts {
             match &mut slot.factor {
                 Factor::Fixed(f) => f.buffers(out),
-                Factor::PerStep(t) => out.push(Buf::F2(t)),
+                Factor::PerStep(t, _) => out.push(Buf::F2(t)),
             }
             slot.v.buffers(out);
         }
         self.anchor_grad.buffers(out);
+    }
+
+    /// The tables of the factors that depend on the step, for the steps of contexts `ctx`
+    /// ([`crate::fl::client::DeviceChain::window`]).
+    pub fn window(&mut self, ctx: &[Vec<Ctx>], device: &Device) {
+        for slot in &mut self.shifts {
+            if let Factor::PerStep(_, coefs) = &slot.factor {
+                slot.factor = Slot::factor(&coefs.clone(), ctx, device);
+            }
+        }
     }
 
     /// Whether a row's term reads its starting model's gradient on the batch.
@@ -292,7 +231,7 @@ impl TensorTransform for DeviceTerm {
         let factors: Vec<RowFactor> = (self.shifts.iter())
             .map(|slot| match &slot.factor {
                 Factor::Fixed(f) => f.clone(),
-                Factor::PerStep(t) => RowFactor::Rows(Box::new(s.steps.at(t))),
+                Factor::PerStep(t, _) => RowFactor::Rows(Box::new(s.steps.at(t))),
             })
             .collect();
         for (k, (g, xk)) in s.u.iter_mut().zip(s.x).enumerate() {

@@ -1,25 +1,10 @@
 //! `clip_by_global_norm`: `u ← u·min(1, A/(‖u‖ + 1e-6))`, one norm over all parameters
 //! (PyTorch's `clip_grad_norm_`). A = 0 disables clipping; the norm is still recorded.
 
-use super::norm::global_norm;
 use super::rows::row_sums;
-use super::transform::{Ctx, Log, TensorStep, TensorTransform, Transform};
+use super::transform::{Log, TensorStep, TensorTransform};
 
 pub struct ClipByGlobalNorm(pub f32);
-
-impl Transform for ClipByGlobalNorm {
-    fn update(&mut self, u: &mut [f32], _x: &[f32], _ctx: &Ctx, log: &mut Log) {
-        let norm = global_norm(u);
-        log.pre_clip_norm = norm;
-        if self.0 > 0.0 {
-            log.clipped = norm >= self.0 as f64;
-            let coef = (self.0 as f64 / (norm + 1e-6)).min(1.0) as f32;
-            if coef < 1.0 {
-                u.iter_mut().for_each(|v| *v *= coef);
-            }
-        }
-    }
-}
 
 impl TensorTransform for ClipByGlobalNorm {
     fn buffers<'a>(&'a mut self, out: &mut Vec<super::buffers::Buf<'a>>) {
@@ -31,7 +16,7 @@ impl TensorTransform for ClipByGlobalNorm {
 
     fn update_tensors(&mut self, s: &mut TensorStep) {
         // each row's sum of squares over every tensor, `[K, 1]`, in pieces: an f32 sum over
-        // millions of elements in one run loses digits (the host's norm sums in f64)
+        // millions of elements in one run loses digits
         let sq =
             s.u.iter()
                 .map(|g| row_sums(g.clone() * g.clone()))

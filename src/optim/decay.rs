@@ -1,19 +1,12 @@
 //! `add_decayed_weights`: `u ← u + wd·x` (coupled L2 weight decay over all parameters).
 
-use super::transform::{Ctx, Log, RowsForm, TensorStep, TensorTransform, Transform};
+use super::transform::{LocalLink, RowsForm, TensorStep, TensorTransform};
 
 pub struct AddDecayedWeights(pub f32);
 
-impl Transform for AddDecayedWeights {
-    fn update(&mut self, u: &mut [f32], x: &[f32], _ctx: &Ctx, _log: &mut Log) {
-        if self.0 != 0.0 {
-            let wd = self.0;
-            u.iter_mut().zip(x).for_each(|(u, x)| *u += wd * x);
-        }
-    }
-
-    fn rows_form(&self) -> Option<RowsForm<'_>> {
-        Some(RowsForm::Decay(self.0))
+impl LocalLink for AddDecayedWeights {
+    fn rows_form(&self) -> RowsForm<'_> {
+        RowsForm::Decay(self.0)
     }
 }
 

@@ -1,9 +1,8 @@
-//! The local rules' links over K clients' rows of device tensors (the device-resident step),
-//! built from the K clients' host links ([`RowsForm`]): AMSGrad's moments against a frozen v̂
-//! (each client's m, v and `1/√v̂` uploaded once as rows), the weight decay, and LAMB's trust
-//! ratio (each row's per-tensor norms). AMSGrad's rows compute the host link's f32 operations
-//! in its order (the same bits on flex); the trust ratio's norms are f32 row sums in pieces
-//! where the host sums in f64 (the factor agrees to float rounding).
+//! The local rules' links over K clients' rows of device tensors, built from the K clients'
+//! links as their plans give them ([`RowsForm`]): AMSGrad's moments against a frozen v̂
+//! (each client's m, v and `1/√v̂` uploaded once as rows), the weight decay, the original Mime's
+//! fixed elementwise scale (each client's vector uploaded once as rows), and LAMB's trust
+//! ratio (each row's per-tensor norms, f32 row sums in pieces).
 
 use std::ops::Range;
 
@@ -15,8 +14,8 @@ use super::rows::{row_sums, upload_rows};
 use super::transform::{RowsForm, TensorStep, TensorTransform};
 
 /// The rule links of K clients whose links are `forms[k]` (client k's, in its chain's order)
-/// over the parameter tensors at `ranges`; None when a link has no device form, or the clients'
-/// links differ in kind or settings.
+/// over the parameter tensors at `ranges`; None when the clients' links differ in kind or
+/// settings.
 pub fn rows_links(
     forms: &[Vec<RowsForm>],
     ranges: &[Range<usize>],
@@ -52,6 +51,16 @@ fn link(
                     if *tensors == ranges && z.to_bits() == on_zero.to_bits())
             })
             .then(|| Box::new(RowsTrust { on_zero: *on_zero }) as Box<dyn TensorTransform>),
+        RowsForm::ScaleBy(_) => {
+            let rows: Option<Vec<Option<&[f32]>>> = (column.iter())
+                .map(|f| match f {
+                    RowsForm::ScaleBy(v) => Some(Some(*v)),
+                    _ => None,
+                })
+                .collect();
+            let s = upload_rows(&rows?, ranges, device);
+            Some(Box::new(RowsScaleBy { s }))
+        }
         RowsForm::Amsgrad { beta1, beta2, .. } => {
             let (b1, b2) = (*beta1, *beta2);
             let mut parts: [Vec<Option<&[f32]>>; 3] = Default::default();
@@ -100,7 +109,7 @@ impl TensorTransform for RowsAmsgrad {
     fn update_tensors(&mut self, s: &mut TensorStep) {
         let (b1, b2) = (self.b1, self.b2);
         for (i, u) in s.u.iter_mut().enumerate() {
-            // the host link's f32 operations in its order (moments::ema, ema_sq)
+            // moments::ema and ema_sq's f32 operations in their order
             let g = u.clone();
             let m = self.m[i].clone().mul_scalar(b1) + g.clone().mul_scalar(1.0f32 - b1);
             let v = self.v[i].clone().mul_scalar(b2) + g.clone().mul_scalar(1.0f32 - b2) * g;
@@ -123,6 +132,24 @@ impl TensorTransform for RowsAmsgrad {
         self.m.buffers(out);
         self.v.buffers(out);
         self.inv.buffers(out);
+    }
+}
+
+/// `u ← s ⊙ u` of K rows, each its client's fixed vector s (the original Mime's `1/√v̂`).
+struct RowsScaleBy {
+    s: Vec<Tensor<2>>,
+}
+
+impl TensorTransform for RowsScaleBy {
+    fn update_tensors(&mut self, st: &mut TensorStep) {
+        for (u, s) in st.u.iter_mut().zip(&self.s) {
+            *u = u.clone() * s.clone();
+        }
+    }
+
+    fn buffers<'a>(&'a mut self, out: &mut Vec<Buf<'a>>) {
+        out.push(Buf::Host(5));
+        self.s.buffers(out);
     }
 }
 

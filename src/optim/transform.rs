@@ -1,4 +1,6 @@
-//! The transform trait, its context and log, and a chain of links.
+//! The link traits: a server link over flat vectors ([`Transform`]), a local link over K
+//! clients' rows of device tensors ([`TensorTransform`]) and a local rule's link as a client's
+//! plan describes it ([`LocalLink`]); the step's context and log.
 
 use std::ops::Range;
 
@@ -9,16 +11,13 @@ use super::steps::Steps;
 /// What a link may read besides the update and the parameters. A local step fills the step's
 /// fields, a server step the round's; each link reads only what it needs.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Ctx<'a> {
+pub struct Ctx {
     /// The round t, from 0.
     pub round: usize,
     /// Local step: the step's learning rate l.
     pub lr: f64,
     /// Local step: the client's number of steps K this round.
     pub steps: usize,
-    /// Local step: a second gradient on the same batch that the caller computed (Mime's
-    /// correction: the gradient of the client's starting model); empty when none is.
-    pub aux_grad: &'a [f32],
     /// Server step: G, the weighted mean of the clients' ‖Δ_i‖².
     pub mean_sq_norm: f64,
     /// Server step: the number of clients aggregated.
@@ -49,11 +48,6 @@ pub struct Moments {
 pub trait Transform: Send {
     fn update(&mut self, u: &mut [f32], x: &[f32], ctx: &Ctx, log: &mut Log);
 
-    /// The moments this link ends with, if it keeps any.
-    fn into_moments(self: Box<Self>) -> Option<Moments> {
-        None
-    }
-
     /// The vectors it keeps across steps, by name (a server link's state, which checkpoints
     /// hold; default: none).
     fn vectors(&mut self) -> Vec<(&'static str, &mut Vec<f32>)> {
@@ -70,23 +64,17 @@ pub trait Transform: Send {
     fn state_norm(&self) -> Option<f64> {
         None
     }
-
-    /// Whether it scales the update by the step's learning rate itself (LAMB's trust ratio),
-    /// so that a local chain ends without `scale_by_learning_rate` (default: no).
-    fn applies_lr(&self) -> bool {
-        false
-    }
-
-    /// What the link is over the rows of device tensors, with this client's state (the
-    /// device-resident step builds one link for K clients from their K forms); None: it runs
-    /// on the host only (default).
-    fn rows_form(&self) -> Option<RowsForm<'_>> {
-        None
-    }
 }
 
-/// A client's link as the device-resident step takes it ([`Transform::rows_form`]): its kind,
-/// its settings and its state, which K clients' forms of one kind upload as rows
+/// A link of a client's local rule (`fl::plan::Rule`): what it is, its settings and this
+/// client's state, as the local step takes it ([`RowsForm`]); the step builds one link over K
+/// clients' rows from their K forms (`optim::rows_links`).
+pub trait LocalLink: Send {
+    fn rows_form(&self) -> RowsForm<'_>;
+}
+
+/// A client's rule link as the local step takes it ([`LocalLink::rows_form`]): its kind, its
+/// settings and its state, which K clients' forms of one kind upload as rows
 /// (`optim::rows_links`).
 pub enum RowsForm<'a> {
     /// AMSGrad's moments against a frozen v̂: the client's m, v and `1/√v̂`.
@@ -99,6 +87,8 @@ pub enum RowsForm<'a> {
     },
     /// `u ← u + wd·x`.
     Decay(f32),
+    /// `u ← s ⊙ u`: the client's fixed vector s.
+    ScaleBy(&'a [f32]),
     /// LAMB's trust ratio over the parameter tensors at `tensors`, `on_zero` where a norm is 0.
     Trust {
         tensors: &'a [Range<usize>],
@@ -111,9 +101,8 @@ pub enum RowsForm<'a> {
 /// step; a cohort's rows: the device-resident cohort step), the training's step tables at the
 /// step ([`Steps`]: each row's learning rate, read on the device), the rows that step (`[K, 1]`,
 /// true for a client in this step), the norm a link measured (`[K, 1]`, which the step reads
-/// once with its losses), and, as [`Ctx::aux_grad`] on the host, a second gradient on the same
-/// batches (each row's starting model's: Mime's correction), one tensor per parameter tensor, or
-/// empty when no term reads it.
+/// once with its losses), and a second gradient on the same batches (each row's starting
+/// model's: Mime's correction), one tensor per parameter tensor, or empty when no term reads it.
 pub struct TensorStep<'a> {
     pub u: &'a mut [Tensor<2>],
     pub x: &'a [Tensor<2>],
@@ -132,7 +121,8 @@ pub trait TensorTransform: Send {
     /// Fill `log` from the norm `update_tensors` left, once read (default: nothing).
     fn read_norm(&self, _norm: f64, _log: &mut Log) {}
 
-    /// As [`Transform::applies_lr`] (default: no).
+    /// Whether it scales the update by the step's learning rate itself (LAMB's trust ratio),
+    /// so that the step's update is `x ← x − u` rather than `x ← x − l·u` (default: no).
     fn applies_lr(&self) -> bool {
         false
     }
@@ -148,35 +138,4 @@ pub trait TensorTransform: Send {
     /// state or numbers lists them all, or a captured graph would replay another training's
     /// (default: none).
     fn buffers<'a>(&'a mut self, _out: &mut Vec<super::buffers::Buf<'a>>) {}
-}
-
-/// Links applied in order.
-#[derive(Default)]
-pub struct Chain<'a> {
-    links: Vec<Box<dyn Transform + 'a>>,
-}
-
-impl<'a> Chain<'a> {
-    pub fn new(links: Vec<Box<dyn Transform + 'a>>) -> Self {
-        Chain { links }
-    }
-
-    /// Append a link.
-    pub fn push(&mut self, link: Box<dyn Transform + 'a>) {
-        self.links.push(link);
-    }
-
-    /// Run every link on `u`, in order.
-    pub fn update(&mut self, u: &mut [f32], x: &[f32], ctx: &Ctx) -> Log {
-        let mut log = Log::default();
-        for l in &mut self.links {
-            l.update(u, x, ctx, &mut log);
-        }
-        log
-    }
-
-    /// The moments of the chain's moment-keeping link, if it has one.
-    pub fn into_moments(self) -> Option<Moments> {
-        self.links.into_iter().find_map(|l| l.into_moments())
-    }
 }

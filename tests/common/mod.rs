@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod conv_copies;
+pub mod reference;
+pub mod row_chain;
 pub mod simd;
 pub mod stacked;
 

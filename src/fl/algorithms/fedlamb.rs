@@ -30,7 +30,7 @@ use crate::fl::strategy::{
     RoundInfo, ServerLog, ServerStep, Setup, State, Strategy, Traffic, average,
 };
 use crate::optim::{
-    AddDecayedWeights, ScaleByAmsgrad, ScaleByTrustRatio, SecondMoment, Transform, global_norm,
+    AddDecayedWeights, LocalLink, ScaleByAmsgrad, ScaleByTrustRatio, SecondMoment, global_norm,
 };
 
 crate::choice! {
@@ -83,7 +83,7 @@ pub fn rule(
     m: Vec<f32>,
     vhat: &[f32],
 ) -> Rule {
-    let mut links: Vec<Box<dyn Transform>> = vec![Box::new(ScaleByAmsgrad::new(
+    let mut links: Vec<Box<dyn LocalLink>> = vec![Box::new(ScaleByAmsgrad::new(
         keys.beta1, keys.beta2, m, vhat,
     ))];
     if step == Step::Lamb {

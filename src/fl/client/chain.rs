@@ -1,7 +1,7 @@
 //! The local optimizer as a chain of links, in the manner of optax:
 //!
 //! `algorithm term → [clip, decay] → the plan's rule links → scale_by_learning_rate`, then
-//! `x ← x − u`
+//! `x ← x − u`, each link over K clients' rows of device tensors (one row a client)
 //!
 //! with the baseline's `[clip_by_global_norm(A), add_decayed_weights(wd)]`
 //! (`x ← x − l·(clip_A(g) + wd·x)`) or FedNAR's `[add_decayed_weights(wd), clip_by_global_norm(A)]`
@@ -15,10 +15,10 @@ use burn::tensor::{Device, Tensor};
 
 use crate::config::LocalSpec;
 use crate::fl::plan::Rule;
-use crate::fl::term::{DeviceTerm, Term, TermLink};
+use crate::fl::term::{DeviceTerm, Term};
 use crate::optim::{
-    AddDecayedWeights, Chain, ClipByGlobalNorm, Ctx, Log, Moments, RowsForm, ScaleByLearningRate,
-    Steps, TensorStep, TensorTransform, rows_links,
+    AddDecayedWeights, ClipByGlobalNorm, Ctx, Log, RowsForm, Steps, TensorStep, TensorTransform,
+    rows_links,
 };
 
 /// The chain's clip and weight decay (`local.max_norm`, `local.weight_decay`, `local.nar`).
@@ -43,19 +43,6 @@ impl ClipDecay {
         Self::new(local.weight_decay, local.max_norm, local.nar)
     }
 
-    /// The two links over host vectors, in order.
-    fn host(&self, chain: &mut Chain) {
-        let clip = Box::new(ClipByGlobalNorm(self.max_norm));
-        let decay = Box::new(AddDecayedWeights(self.weight_decay));
-        if self.nar {
-            chain.push(decay);
-            chain.push(clip);
-        } else {
-            chain.push(clip);
-            chain.push(decay);
-        }
-    }
-
     /// The two links over device tensors, in order.
     fn device(&self) -> [Box<dyn TensorTransform>; 2] {
         let clip = Box::new(ClipByGlobalNorm(self.max_norm));
@@ -68,41 +55,10 @@ impl ClipDecay {
     }
 }
 
-/// The chain over flat host vectors: the term, clip and decay, the rule's links, and
-/// `scale_by_learning_rate` unless a rule link applies the learning rate (the trust ratio).
-pub struct HostChain<'a> {
-    chain: Chain<'a>,
-}
-
-impl<'a> HostChain<'a> {
-    pub fn new(term: Term<'a>, anchor: &'a [f32], base: ClipDecay, rule: Rule) -> Self {
-        let mut chain = Chain::new(vec![Box::new(TermLink { term, anchor })]);
-        base.host(&mut chain);
-        let scaled = rule.links.iter().any(|l| l.applies_lr());
-        rule.links.into_iter().for_each(|l| chain.push(l));
-        if !scaled {
-            chain.push(Box::new(ScaleByLearningRate));
-        }
-        HostChain { chain }
-    }
-
-    /// One step at the learning rate `ctx.lr`: `g` through the chain, then `x ← x − g`.
-    pub fn step(&mut self, x: &mut [f32], g: &mut [f32], ctx: &Ctx) -> Log {
-        let log = self.chain.update(g, x, ctx);
-        x.iter_mut().zip(g.iter()).for_each(|(x, u)| *x -= u);
-        log
-    }
-
-    /// The moments the rule ended with, if it keeps any.
-    pub fn into_moments(self) -> Option<Moments> {
-        self.chain.into_moments()
-    }
-}
-
-/// The same chain over the parameter tensors on the training device, for K clients at once (a
-/// row each of every `[K, n]` tensor: one for the device-resident step, a cohort's for its
-/// device-resident step): the term, clip and decay, the rule's links (AMSGrad's moments, the
-/// trust ratio: their state uploaded once per training as rows), and `x ← x − l·u`. What changes
+/// The chain over the parameter tensors on the training device, for K clients at once (a row
+/// each of every `[K, n]` tensor: one for one client, a cohort's): the term, clip and decay, the
+/// rule's links (AMSGrad's moments, the trust ratio, a fixed scale: their state uploaded once
+/// per training as rows), and `x ← x − l·u`. What changes
 /// from step to step (each row's learning rate, whether it steps, FedCM's factor) is in tables
 /// on the device, made once per training ([`Steps`]): a step takes no number from the host.
 pub struct DeviceChain {
@@ -110,20 +66,23 @@ pub struct DeviceChain {
     base: [Box<dyn TensorTransform>; 2],
     rule: Vec<Box<dyn TensorTransform>>,
     steps: Steps,
+    /// Whether a rule link applies the learning rate (the trust ratio).
+    scaled: bool,
 }
 
 /// What the steps of one device training are: row k's context `ctx[s][k]` at step s (its
 /// learning rate), and whether it takes part in step s (`active[s][k]`: a client past its last
 /// step does not).
-pub struct StepPlan<'a> {
-    pub ctx: Vec<Vec<Ctx<'a>>>,
+pub struct StepPlan {
+    pub ctx: Vec<Vec<Ctx>>,
     pub active: Vec<Vec<bool>>,
 }
 
 impl DeviceChain {
-    /// The device chain of K clients' plans (their terms and rules) from their anchors, for the
-    /// steps `plan`, or None when they must run on the host (a rule link without a device form,
-    /// or clients whose rules differ).
+    /// The device chain of K clients' plans (their terms and rules) from their anchors, with
+    /// the tables of the steps `plan` (the training's first: [`DeviceChain::window`] moves
+    /// on). Every rule link has a device form, and a cohort's clients share their rule's kinds
+    /// and settings (one algorithm's plans).
     pub fn new(
         plans: &[(&Term, &Rule)],
         anchors: &[&[f32]],
@@ -131,20 +90,29 @@ impl DeviceChain {
         ranges: &[Range<usize>],
         plan: &StepPlan,
         device: &Device,
-    ) -> Option<Self> {
-        let forms: Option<Vec<Vec<RowsForm>>> = plans
+    ) -> Self {
+        let forms: Vec<Vec<RowsForm>> = plans
             .iter()
             .map(|(_, r)| r.links.iter().map(|l| l.rows_form()).collect())
             .collect();
-        let rule = rows_links(&forms?, ranges, device)?;
+        let rule = rows_links(&forms, ranges, device)
+            .expect("a cohort's clients' rule links alike in kind and settings");
         let terms: Vec<&Term> = plans.iter().map(|(t, _)| *t).collect();
         let scaled = rule.iter().any(|l| l.applies_lr());
-        Some(DeviceChain {
+        DeviceChain {
             term: DeviceTerm::new(&terms, anchors, &plan.ctx, ranges, device),
             base: base.device(),
             rule,
             steps: Steps::new(&lr_of(&plan.ctx), &plan.active, scaled, device),
-        })
+            scaled,
+        }
+    }
+
+    /// The tables of the next steps `plan` (a training longer than one window), the step index
+    /// back at their first.
+    pub fn window(&mut self, plan: &StepPlan, device: &Device) {
+        self.term.window(&plan.ctx, device);
+        self.steps = Steps::new(&lr_of(&plan.ctx), &plan.active, self.scaled, device);
     }
 
     /// A step: the term, clip, decay, the rule's links and `x ← x − l·u` over tensors (in place),

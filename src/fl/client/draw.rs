@@ -1,9 +1,10 @@
-//! The clients' batches at a step (the host and device-resident steps alike): every client's
-//! batch drawn from its own stream as when it trains alone, grouped by size.
+//! The clients' batches at a step: every client's batch drawn from its own stream as when it
+//! trains alone, grouped by size; and each client's context at the steps of a window.
 
 use burn::tensor::{Device, Int, Tensor};
 
 use super::batches::Batches;
+use super::chain::StepPlan;
 use super::work::Work;
 use crate::data::{self, FedData, Input};
 use crate::model::copies::RowMask;
@@ -63,13 +64,33 @@ pub fn draw(
 
 /// The context of a client's `step`: its round, step count and learning rate (the schedule's
 /// at the step's epoch).
-pub fn ctx_at<'a>(data: &FedData, w: &Work, step: usize) -> Ctx<'a> {
+pub fn ctx_at(data: &FedData, w: &Work, step: usize) -> Ctx {
     let per_epoch = data.clients[w.client].len().div_ceil(w.batch_size).max(1);
     Ctx {
         round: w.round,
         lr: w.schedule.lr(w.round, step / per_epoch),
         steps: w.steps,
         ..Ctx::default()
+    }
+}
+
+/// The most steps whose numbers (each client's learning rate, whether it steps) a training's
+/// tables hold at once by default: a longer training rewrites them every window of steps, so
+/// that what it holds does not grow with its steps ([`crate::fl::client::Trainer::with_window`]).
+pub const WINDOW: usize = 4096;
+
+/// Each client's context at each of the cohort's steps from `first` (at most `window`), and
+/// whether it takes part (a client past its last step does not).
+pub fn step_plan(data: &FedData, works: &[Work], first: usize, window: usize) -> StepPlan {
+    let steps = works.iter().map(|w| w.steps).max().unwrap_or(0);
+    let window = first..steps.min(first + window).max(first);
+    StepPlan {
+        ctx: (window.clone())
+            .map(|s| works.iter().map(|w| ctx_at(data, w, s)).collect())
+            .collect(),
+        active: window
+            .map(|s| works.iter().map(|w| s < w.steps).collect())
+            .collect(),
     }
 }
 

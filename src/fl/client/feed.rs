@@ -77,6 +77,7 @@ impl Feed {
         rngs: &mut [Rng],
         device: &Device,
         pad: bool,
+        window: usize,
     ) -> Option<Feed> {
         let batch = works.first()?.batch_size;
         if works.iter().any(|w| w.batch_size != batch) {
@@ -84,6 +85,10 @@ impl Feed {
         }
         let split = data::kept(&data.train, device)?;
         let steps = works.iter().map(|w| w.steps).max().unwrap_or(0);
+        if steps > window {
+            // drawn ahead, a longer training's tables would grow with its steps: eager
+            return None;
+        }
         let mut batches: Vec<Batches> = (works.iter())
             .map(|w| Batches::new(&data.clients[w.client], batch))
             .collect();

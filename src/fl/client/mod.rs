@@ -5,22 +5,21 @@
 //! of a pass may be short), from its [`ClientPlan`](super::plan::ClientPlan): its objective,
 //! the frozen models it reads, its chain (term, clip and decay, rule).
 //!
-//! Each step runs on the host (parameters uploaded, the gradients read back, each client's
-//! chain over flat vectors: fastest on the CPU) or, with the device-resident step
-//! (`run.local_step`), stays on the training device (fewest transfers on a GPU).
+//! The steps run on the training device, on every backend (flex included): the parameters stay
+//! there as rows, one per client, and no step reads anything back.
 //!
 //! | file | what |
 //! |---|---|
-//! | `trainer.rs` | the [`Trainer`]: the clients' steps with the chains on the host, the full-data gradient |
-//! | `resident.rs` | the steps with the parameters on the training device (`run.local_step`) |
+//! | `trainer.rs` | the [`Trainer`]: a training's objectives, chain and steps; the full-data gradient |
+//! | `resident.rs` | the steps, with the parameters on the training device as rows |
 //! | `feed.rs` | a device training's batches and dropout seeds drawn before its first step, as tables on the device read at the step index |
 //! | `captured.rs` | the full steps of a device training as one captured graph, replayed (`run.graph`) |
 //! | `work.rs` | what a client is asked to do ([`Work`]) and what it reports besides Δ ([`LocalStats`]) |
-//! | `objectives.rs` | each client's objective on its slice of the outputs, the frozen models it reads, the starting model's gradient |
-//! | `draw.rs` | the clients' batches at a step, each from its own stream, grouped by size |
+//! | `objectives.rs` | each client's objective on its slice of the outputs, the frozen models it reads |
+//! | `draw.rs` | the clients' batches at a step, each from its own stream, grouped by size; their contexts at a window of steps |
 //! | `batches.rs` | the shuffled stream of a client's batches |
 //! | `chain.rs` | the local optimizer: term, clip and decay (baseline or FedNAR order), the plan's rule |
-//! | `deferred.rs` | a device-resident training's per-step numbers, read once at its end; the count of reads |
+//! | `deferred.rs` | a training's per-step numbers, read once at its end; the count of reads |
 
 mod batches;
 mod captured;
@@ -35,6 +34,6 @@ mod work;
 
 pub use crate::kernels::capture::{captures, hardware_graphs};
 pub use captured::{eager_steps, full_steps};
-pub use chain::{ClipDecay, DeviceChain, HostChain, StepPlan};
+pub use chain::{ClipDecay, DeviceChain, StepPlan};
 pub use trainer::Trainer;
 pub use work::{LocalStats, Work, local_steps, step_masks};

@@ -2,12 +2,11 @@
 //! plan's local loss, with the frozen models that loss reads (the starting model, MOON's
 //! previous local model, FedMLB's global model for its branches) evaluated on the client's own
 //! batch as when it trains alone (the group's clients' frozen models as one stacked forward,
-//! each copy on its client's batch); and the gradient of the starting model on the client's batch,
-//! with the step's dropout masks, for the terms that read it (Mime's).
+//! each copy on its client's batch).
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::draw::{Drawn, Group};
+use super::draw::Group;
 use crate::data::Input;
 use crate::fl::losses::{Kept, cross_entropy};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
@@ -23,7 +22,6 @@ struct Client<'a> {
     frozen: Vec<usize>,
     /// How many frozen models' outputs its loss reads (the first of [`Objectives::stacks`]).
     outputs: usize,
-    anchor_grad: bool,
 }
 
 /// The objectives of the clients of one training call, client by client. The clients of a call
@@ -39,20 +37,15 @@ pub struct Objectives<'a> {
     /// The frozen models whose outputs the losses read: for the j-th of the clients' plans, each
     /// parameter tensor as `[K, n]` rows, row k client k's (zeros where it has none).
     stacks: Vec<Vec<Tensor<2>>>,
-    /// The starting model with gradient, when a client's term reads its gradient on the host step.
-    anchor: Option<Stacked<'a>>,
 }
 
 impl<'a> Objectives<'a> {
-    /// The objectives of `plans` (one per client) starting from `anchor`, on `device`; `host`:
-    /// the steps run on the host, which computes the starting model's gradient here (the device
-    /// step computes it in its own backward).
+    /// The objectives of `plans` (one per client) starting from `anchor`, on `device`.
     pub fn new(
         plans: &[ClientPlan<'a>],
         model: &'a Model,
         anchor: &[f32],
         device: &Device,
-        host: bool,
     ) -> Self {
         let runs_own = |p: &ClientPlan| !p.frozen_outputs;
         let mut nets = Vec::new();
@@ -74,7 +67,6 @@ impl<'a> Objectives<'a> {
                 loss: p.loss,
                 frozen: frozen.collect(),
                 outputs: if runs_own(p) { 0 } else { p.frozen.len() },
-                anchor_grad: p.term.anchor_grad != 0.0,
             });
         }
         let slots = clients.iter().map(|c| c.outputs).max().unwrap_or(0);
@@ -91,13 +83,11 @@ impl<'a> Objectives<'a> {
                 upload_rows(&rows, &ranges, device)
             })
             .collect();
-        let grad = host && clients.iter().any(|c| c.anchor_grad);
         Objectives {
             model,
             clients,
             nets,
             stacks,
-            anchor: grad.then(|| Stacked::new(model, &[anchor], device)),
         }
     }
 
@@ -107,14 +97,12 @@ impl<'a> Objectives<'a> {
             loss: None,
             frozen: Vec::new(),
             outputs: 0,
-            anchor_grad: false,
         };
         Objectives {
             model,
             clients: (0..k).map(|_| client()).collect(),
             nets: Vec::new(),
             stacks: Vec::new(),
-            anchor: None,
         }
     }
 
@@ -126,22 +114,6 @@ impl<'a> Objectives<'a> {
             .all(|c| c.loss.is_none() && c.outputs == 0)
             && self.nets.is_empty()
             && self.stacks.is_empty()
-    }
-
-    /// Whether client `k`'s term reads the starting model's gradient.
-    pub fn reads_anchor_grad(&self, k: usize) -> bool {
-        self.clients[k].anchor_grad
-    }
-
-    /// The starting model's gradient on `d`'s batch with its masks `mask`, into `out` (for a
-    /// client whose term reads it; else nothing).
-    pub fn anchor_grad(&self, d: &Drawn, mask: u64, out: &mut [f32]) {
-        let (Some(am), true) = (&self.anchor, self.clients[d.k].anchor_grad) else {
-            return;
-        };
-        let logits = am.outputs(d.input.clone(), Some(&[mask])).copy(0).logits;
-        let mut grads = cross_entropy(logits, d.y.clone(), None).backward();
-        am.read_grads(&mut grads, &mut [out]);
     }
 
     /// Whether every client's loss is a mean over its batch's samples, each read alone

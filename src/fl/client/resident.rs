@@ -1,5 +1,5 @@
-//! The device-resident steps (`run.local_step = "device"`, the default on a GPU backend): the
-//! clients' parameters stay on the training device for all their steps,
+//! The local steps, on the training device (every backend, flex included): the clients'
+//! parameters stay on the training device for all their steps,
 //! each of the model's parameter tensors one `[K, n]` tensor with a row per client. A step
 //! draws each client's batch on the host as when it trains alone, runs the forward of every
 //! group of equal batch sizes on its rows (all rows, or the group's gathered), one backward of
@@ -18,7 +18,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::chain::DeviceChain;
 use super::deferred::{Deferred, read_f32};
-use super::draw::{Group, batches_of, draw, groups, stopped};
+use super::draw::{Group, WINDOW, batches_of, draw, groups, step_plan, stopped};
 use super::objectives::Objectives;
 use super::work::{LocalStats, Work, step_masks};
 use crate::data::FedData;
@@ -34,6 +34,8 @@ pub struct Resident<'a> {
     pub device: &'a Device,
     pub objectives: &'a Objectives<'a>,
     pub graph: bool,
+    /// The steps whose numbers the chain's tables hold at once ([`WINDOW`]).
+    pub window: usize,
     /// The dropout sites the last forward met.
     pub(super) sites: Cell<u64>,
 }
@@ -49,6 +51,7 @@ impl<'a> Resident<'a> {
             device,
             objectives,
             graph: false,
+            window: WINDOW,
             sites: Cell::new(0),
         }
     }
@@ -130,6 +133,9 @@ impl<'a> Resident<'a> {
         for step in 0..steps {
             if stopped(works) {
                 break;
+            }
+            if step > 0 && step % self.window == 0 {
+                chain.window(&step_plan(data, works, step, self.window), self.device);
             }
             let drawn = draw(data, works, &mut batches, rngs, step, self.device);
             let groups: Vec<Group> = groups(drawn).iter().map(|g| Group::of(g)).collect();

@@ -4,7 +4,7 @@
 use burn::tensor::Device;
 
 use super::membership::Membership;
-use super::options::{client_workers, device_step, devices_for, graph, shape_of};
+use super::options::{client_workers, devices_for, graph, shape_of};
 use super::round::{QuantizedUplink, RoundConfig, RoundStats, Stop, run_round};
 use super::workers::BurnClients;
 use crate::config::{Aggregation, KernelChoice, Spec, UplinkScope};
@@ -89,10 +89,7 @@ impl Experiment {
         let workers = client_workers(spec, layout.total);
         let base = ClipDecay::of(&spec.local);
         let trainers = (0..workers)
-            .map(|_| {
-                Trainer::new(model.clone(), device.clone(), base, device_step(spec))
-                    .with_graph(graph(spec))
-            })
+            .map(|_| Trainer::new(model.clone(), device.clone(), base).with_graph(graph(spec)))
             .collect();
         let pools = if workers > 1 {
             (0..workers)

@@ -45,8 +45,8 @@ pub use gpu::tune_cache_dir;
 pub use local_trainer::LocalTrainer;
 pub use lock::RunLock;
 pub use options::{
-    RunOptions, check_backend, client_workers, compiled_backends, device_step, devices,
-    devices_for, graph_line, precision, shape_of,
+    RunOptions, check_backend, client_workers, compiled_backends, devices, devices_for, graph_line,
+    precision, shape_of,
 };
 pub use round::{RoundConfig, RoundStats, Stop, run_round, sample_clients};
 pub use run::{run, stopped_message};

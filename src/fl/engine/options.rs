@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::tensor::Device;
 
-use crate::config::{Backend, GraphChoice, LocalStep, RunSpec, Spec};
+use crate::config::{Backend, GraphChoice, RunSpec, Spec};
 use crate::data::FedData;
 use crate::error::{Error, Result};
 use crate::model::Shape;
@@ -150,26 +150,14 @@ pub fn devices(backend: Backend) -> Result<(Device, Device)> {
     Ok((base.clone().autodiff(), base))
 }
 
-/// Whether local steps stay on the training device (`run.local_step`; `auto`: on a GPU
-/// backend, not on the CPU, where the host step is faster).
-pub fn device_step(spec: &Spec) -> bool {
-    match spec.run.local_step {
-        LocalStep::Device => true,
-        LocalStep::Host => false,
-        LocalStep::Auto => spec.run.backend != Backend::Flex,
-    }
-}
-
-/// Whether the device step's steps (the full ones, and the padded ones: `fl/client/feed.rs`),
-/// and a GPU evaluation's full batches, run as one captured graph each (`run.graph`; `auto`: on
-/// `cuda`): only with the device step.
+/// Whether the local steps (the full ones, and the padded ones: `fl/client/feed.rs`), and a GPU
+/// evaluation's full batches, run as one captured graph each (`run.graph`; `auto`: on `cuda`).
 pub fn graph(spec: &Spec) -> bool {
-    device_step(spec)
-        && match spec.run.graph {
-            GraphChoice::On => true,
-            GraphChoice::Off => false,
-            GraphChoice::Auto => spec.run.backend == Backend::Cuda,
-        }
+    match spec.run.graph {
+        GraphChoice::On => true,
+        GraphChoice::Off => false,
+        GraphChoice::Auto => spec.run.backend == Backend::Cuda,
+    }
 }
 
 /// What `run.graph` does with `spec`, in a line (`fedrun check`).
@@ -180,16 +168,12 @@ pub fn graph_line(spec: &Spec) -> String {
         }
         _ => "captured as one closure that runs again each step (no hardware graph off cuda)",
     };
-    match (graph(spec), device_step(spec), spec.run.graph) {
-        (true, _, _) => format!(
+    match graph(spec) {
+        true => format!(
             "run.graph = \"{}\": the local steps (a short batch or a stopped client padded with weightless rows where no loss or norm reads the batch's statistics, else run eagerly), and on a GPU backend the evaluation's full batches, are {how}; the split must fit run.device_data_mb on the device, else they run eagerly",
             spec.run.graph.as_str()
         ),
-        (false, false, GraphChoice::On) => {
-            "run.graph = \"on\" is not used: the local step runs on the host (run.local_step)"
-                .into()
-        }
-        (false, _, _) => format!(
+        false => format!(
             "run.graph = \"{}\": each local step runs eagerly",
             spec.run.graph.as_str()
         ),
