@@ -303,7 +303,8 @@ fn scaffold_control_variate_update_matches_the_formula() {
     assert_eq!(c, mean);
     let (plan, base) = (s.plan(0), sgd(0.0, 0.0, false));
     let one = one_tensor(2);
-    let mut chain = RowChain::new(&plan.term, &x, base, &plan.rule, &one, ctx0(), 1);
+    let lr1 = Ctx { lr: 1.0, ..ctx0() };
+    let mut chain = RowChain::new(&plan.term, &x, base, &plan.rule, &one, lr1, 1);
     let (g, _) = chain.step(&mut x.clone(), &[0.0; 2]);
     let c0 = s.control_variate(0).unwrap();
     assert_eq!(g, vec![c[0] - c0[0], c[1] - c0[1]]);

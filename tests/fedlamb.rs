@@ -308,9 +308,10 @@ fn two_parameters(sets: &[&str]) -> (Box<dyn Strategy>, Ctx, Vec<f32>) {
 }
 
 /// The term of `alg`'s plan for client 0 applied to `g` at x = anchor = 0, with the starting
-/// model's gradient `ga` (the step's update under no clip, no decay and no rule).
+/// model's gradient `ga` (the step's update at l = 1 under no clip, no decay and no rule).
 fn term_of(alg: &dyn Strategy, g: &[f32], ga: &[f32], ctx: Ctx) -> Vec<f32> {
     let (base, rule) = (ClipDecay::new(0.0, 0.0, false), Rule::default());
+    let ctx = Ctx { lr: 1.0, ..ctx };
     let (plan, one) = (alg.plan(0), one_tensor(2));
     let mut chain = RowChain::new(&plan.term, &[0.0; 2], base, &rule, &one, ctx, 1);
     chain.step_aux(&mut [0.0; 2], g, ga).0

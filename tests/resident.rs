@@ -289,8 +289,9 @@ fn the_local_term_is_its_formula() {
     }
     .shift(2.0, &v)
     .shift(-1.0, &w);
+    // at l = 1 the step returns the update itself
     let ctx = Ctx {
-        lr: 0.1,
+        lr: 1.0,
         ..Ctx::default()
     };
     let base = ClipDecay::new(0.0, 0.0, false);

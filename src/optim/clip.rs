@@ -29,7 +29,8 @@ impl TensorTransform for ClipByGlobalNorm {
             // min(1, A/(‖u‖ + 1e-6)) of each row, broadcast over its tensors
             let coef = (n + 1e-6).recip().mul_scalar(self.0).clamp_max(1.0);
             for g in s.u.iter_mut() {
-                *g = g.clone() * coef.clone();
+                // in place (the update's own buffer, no allocation on flex)
+                g.inplace(|g| g * coef.clone());
             }
         }
     }

@@ -61,7 +61,8 @@ impl RowChain {
     }
 
     /// One step from the gradient `g`: `x ← x − l·u` in place (`x ← x − u` where the rule
-    /// applies the rate), with u the chain's update of `g`, which it returns with the step's log.
+    /// applies the rate), with u the chain's update of `g`; returns `l·u` (at l = 1, the
+    /// update itself) with the step's log.
     pub fn step(&mut self, x: &mut [f32], g: &[f32]) -> (Vec<f32>, Log) {
         self.step_aux(x, g, &[])
     }

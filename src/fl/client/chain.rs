@@ -118,8 +118,9 @@ impl DeviceChain {
     /// A step: the term, clip, decay, the rule's links and `x ← x − l·u` over tensors (in place),
     /// each row with its learning rate l at the step if it steps, else left as it is (a client
     /// past its last step); `aux`: each row's starting model's gradient on its batch when the
-    /// term reads it ([`DeviceChain::reads_anchor_grad`]), else empty. Each row's pre-clip norm
-    /// `[K, 1]`. The step index stays: [`DeviceChain::advance`] moves it.
+    /// term reads it ([`DeviceChain::reads_anchor_grad`]), else empty; `g` ends as each row's
+    /// `l·u`. Each row's pre-clip norm `[K, 1]`. The step index stays: [`DeviceChain::advance`]
+    /// moves it.
     pub fn step(
         &mut self,
         x: &mut [Tensor<2>],
@@ -140,9 +141,11 @@ impl DeviceChain {
         }
         let norm = s.norm;
         let rate = self.steps.at(&self.steps.rate);
-        for (x, u) in x.iter_mut().zip(g.iter()) {
-            // in place: the same buffer every step (a captured step replays on it)
-            x.inplace(|x| x - u.clone() * rate.clone());
+        for (x, u) in x.iter_mut().zip(g.iter_mut()) {
+            // in place: the same buffers every step (a captured step replays on them); `g`
+            // ends as each row's l·u
+            u.inplace(|u| u * rate.clone());
+            x.inplace(|x| x - u.clone());
         }
         norm
     }
