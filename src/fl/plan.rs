@@ -48,6 +48,14 @@ pub trait LocalLoss: Sync {
     fn pads(&self) -> bool {
         true
     }
+
+    /// The losses `[k]` of k clients at one step, `inputs[i]` client i's, all with the same
+    /// frozen models (a cohort's clients start from one model): by default each alone. A loss
+    /// that runs a frozen model itself may run it once on every client's rows (FedMLB's hybrid
+    /// branches through the one global model).
+    fn losses(&self, inputs: &[LossInput]) -> Tensor<1> {
+        Tensor::cat(inputs.iter().map(|i| self.loss(i)).collect(), 0)
+    }
 }
 
 /// The links after the chain's clip and weight decay: none (plain SGD) by default; the Fed-LAMB

@@ -33,37 +33,67 @@ pub struct FedMlb {
 }
 
 impl FedMlb {
-    /// `Σ_l CE(b_l)` and `Σ_l KL(softmax(b_l/T) ‖ softmax(z/T))` over the hybrid branches.
-    fn branches(&self, input: &LossInput) -> (Tensor<1>, Tensor<1>) {
+    /// The loss of one client with its branches' logits `branch(l)` at each of its levels:
+    /// `λ1·CE(z) + λ2·mean_l CE(b_l) + λ3·mean_l KL(softmax(b_l/T) ‖ softmax(z/T))`.
+    fn of_branches(
+        &self,
+        input: &LossInput,
+        mut branch: impl FnMut(usize) -> Tensor<2>,
+    ) -> Tensor<1> {
+        let k = &self.keys;
         let z = input.out.logits.clone();
-        let global = input.frozen_models[0];
+        let ce = cross_entropy(z.clone(), input.targets.clone(), input.kept);
+        let n = input.out.levels.len() as f32;
         let mut ce_b: Option<Tensor<1>> = None;
         let mut kl_b: Option<Tensor<1>> = None;
-        for (level, act) in input.out.levels.iter().enumerate() {
-            let b = global
-                .forward_from(level, act.clone())
-                .expect("checked: ResNet-18");
+        for level in 0..input.out.levels.len() {
+            let b = branch(level);
             let c = cross_entropy(b.clone(), input.targets.clone(), input.kept);
-            let d = kl_divergence(b, z.clone(), self.keys.temperature, input.kept);
+            let d = kl_divergence(b, z.clone(), k.temperature, input.kept);
             ce_b = Some(ce_b.map_or(c.clone(), |s| s + c));
             kl_b = Some(kl_b.map_or(d.clone(), |s| s + d));
         }
-        (ce_b.expect("5 levels"), kl_b.expect("5 levels"))
+        ce.mul_scalar(k.lambda1 as f32)
+            + ce_b.expect("5 levels").mul_scalar(k.lambda2 as f32 / n)
+            + kl_b.expect("5 levels").mul_scalar(k.lambda3 as f32 / n)
     }
 }
 
 impl LocalLoss for FedMlb {
     fn loss(&self, input: &LossInput) -> Tensor<1> {
         let k = &self.keys;
-        let ce = cross_entropy(input.out.logits.clone(), input.targets.clone(), input.kept);
         if !k.branches {
+            let ce = cross_entropy(input.out.logits.clone(), input.targets.clone(), input.kept);
             return ce.mul_scalar(k.lambda1 as f32);
         }
-        let n = input.out.levels.len() as f32;
-        let (ce_b, kl_b) = self.branches(input);
-        ce.mul_scalar(k.lambda1 as f32)
-            + ce_b.mul_scalar(k.lambda2 as f32 / n)
-            + kl_b.mul_scalar(k.lambda3 as f32 / n)
+        let global = input.frozen_models[0];
+        self.of_branches(input, |level| {
+            let act = input.out.levels[level].clone();
+            global.forward_from(level, act).expect("checked: ResNet-18")
+        })
+    }
+
+    /// The clients' activations at each level as one batch through the one frozen global
+    /// model (5 forwards a step for a cohort, not 5 a client), each client's branches its rows.
+    fn losses(&self, inputs: &[LossInput]) -> Tensor<1> {
+        if !self.keys.branches || inputs.len() < 2 {
+            return Tensor::cat(inputs.iter().map(|i| self.loss(i)).collect(), 0);
+        }
+        let global = inputs[0].frozen_models[0];
+        let rows: Vec<usize> = inputs.iter().map(|i| i.out.logits.dims()[0]).collect();
+        let mut branches: Vec<Vec<Tensor<2>>> = inputs.iter().map(|_| Vec::new()).collect();
+        for level in 0..inputs[0].out.levels.len() {
+            let acts = inputs.iter().map(|i| i.out.levels[level].clone()).collect();
+            let all =
+                (global.forward_from(level, Tensor::cat(acts, 0))).expect("checked: ResNet-18");
+            let mut at = 0;
+            for (own, &b) in branches.iter_mut().zip(&rows) {
+                own.push(all.clone().narrow(0, at, b));
+                at += b;
+            }
+        }
+        let per = (inputs.iter().zip(branches)).map(|(i, b)| self.of_branches(i, |l| b[l].clone()));
+        Tensor::cat(per.collect(), 0)
     }
 }
 

@@ -14,6 +14,27 @@ use crate::model::copies::Stacked;
 use crate::model::{Model, Outputs, Outputs3};
 use crate::optim::upload_rows;
 
+/// One client's pieces of a group's step: its outputs, targets and row mask, its frozen models
+/// and their outputs.
+struct Own<'a> {
+    out: Outputs,
+    y: Tensor<1, Int>,
+    kept: Option<Kept>,
+    models: Vec<&'a Stacked<'a>>,
+    frozen: Vec<Outputs>,
+}
+
+/// A client's loss input from its pieces.
+fn loss_input<'s>(o: &'s Own<'s>) -> LossInput<'s> {
+    LossInput {
+        out: &o.out,
+        targets: &o.y,
+        frozen: &o.frozen,
+        frozen_models: &o.models,
+        kept: o.kept.as_ref(),
+    }
+}
+
 /// What one client's objective reads.
 struct Client<'a> {
     loss: Option<&'a dyn LocalLoss>,
@@ -132,31 +153,49 @@ impl<'a> Objectives<'a> {
         }
         let b = out.logits.dims()[1];
         let stacked = self.frozen_outputs(ks, input);
-        let per = ks.iter().enumerate().map(|(i, &k)| {
-            let own = out.copy(i);
-            let y = ys.clone().narrow(0, i * b, b);
-            // the client's row of the mask
-            let kept = g.mask.as_ref().map(|m| Kept {
-                keep: m.keep.clone().narrow(0, i, 1).reshape([b, 1]),
-                scale: m.scale.clone().narrow(0, i, 1),
-            });
-            let c = &self.clients[k];
-            let Some(loss) = c.loss else {
-                return cross_entropy(own.logits, y, kept.as_ref());
-            };
-            let models: Vec<&Stacked> = c.frozen.iter().map(|&j| &self.nets[j]).collect();
-            let frozen: Vec<Outputs> = (stacked.iter().take(c.outputs))
-                .map(|o| o.copy(i).detach())
-                .collect();
-            loss.loss(&LossInput {
-                out: &own,
-                targets: &y,
-                frozen: &frozen,
-                frozen_models: &models,
-                kept: kept.as_ref(),
+        let own: Vec<Own> = (ks.iter().enumerate())
+            .map(|(i, &k)| Own {
+                out: out.copy(i),
+                y: ys.clone().narrow(0, i * b, b),
+                // the client's row of the mask
+                kept: g.mask.as_ref().map(|m| Kept {
+                    keep: m.keep.clone().narrow(0, i, 1).reshape([b, 1]),
+                    scale: m.scale.clone().narrow(0, i, 1),
+                }),
+                models: self.clients[k]
+                    .frozen
+                    .iter()
+                    .map(|&j| &self.nets[j])
+                    .collect(),
+                frozen: (stacked.iter().take(self.clients[k].outputs))
+                    .map(|o| o.copy(i).detach())
+                    .collect(),
             })
-        });
-        Tensor::cat(per.collect(), 0)
+            .collect();
+        match self.one_loss(ks) {
+            // the clients' losses at once (a frozen model run once on every client's rows)
+            Some(loss) => loss.losses(&own.iter().map(loss_input).collect::<Vec<_>>()),
+            None => {
+                let per = (ks.iter().zip(&own)).map(|(&k, o)| match self.clients[k].loss {
+                    Some(loss) => loss.loss(&loss_input(o)),
+                    None => cross_entropy(o.out.logits.clone(), o.y.clone(), o.kept.as_ref()),
+                });
+                Tensor::cat(per.collect(), 0)
+            }
+        }
+    }
+
+    /// The loss of every client of `ks`, when they all have the same one with the same frozen
+    /// models.
+    fn one_loss(&self, ks: &[usize]) -> Option<&dyn LocalLoss> {
+        let first = &self.clients[*ks.first()?];
+        let loss = first.loss?;
+        ks.iter()
+            .all(|&k| {
+                let c = &self.clients[k];
+                c.loss.is_some_and(|l| std::ptr::addr_eq(l, loss)) && c.frozen == first.frozen
+            })
+            .then_some(loss)
     }
 
     /// The outputs of the clients `ks`' frozen models on their batches (`input`), the j-th of
