@@ -782,6 +782,36 @@ fn an_automatic_cohort_fits_its_memory_budget() {
     assert!(e.to_string().contains("cohort"), "{e}");
 }
 
+/// On a GPU, `run.cohort = "auto"` keeps K within 90 % of the device's free memory (its
+/// capacity less what the process reserves) where that is below `run.cohort_mb`, and says so;
+/// a device with more free memory than the budget leaves the budget's K.
+#[test]
+fn an_automatic_cohort_fits_the_devices_free_memory() {
+    use fedrun::fl::engine::resources::{DEVICE_SHARE, cohort_within, memory};
+    let mut s = mlp_round(20, "[run]\ncohort = \"auto\"\n", &["run.cohort_mb=1000"]);
+    s.run.backend = fedrun::config::Backend::Wgpu;
+    let bytes = |k: usize| {
+        let mut s = s.clone();
+        s.run.cohort = k;
+        let m = memory(&s);
+        (m.model + m.train) as u64
+    };
+    let (budget_k, _) = cohort_within(&s, None);
+    assert!(budget_k > 4, "{budget_k}");
+    // free: 4 clients' bytes over the share, the rest of the capacity reserved
+    let free = (bytes(4) as f64 / DEVICE_SHARE) as u64 + 1;
+    let (k, why) = cohort_within(&s, Some((free + 5_000_000_000, 5_000_000_000)));
+    let why = why.unwrap();
+    assert_eq!(k, 4, "{why}");
+    assert!(why.contains("free memory"), "{why}");
+    // a device with room to spare: the budget decides
+    let (k, why) = cohort_within(&s, Some((u64::MAX / 2, 0)));
+    assert_eq!(k, budget_k);
+    assert!(why.unwrap().contains("run.cohort_mb"));
+    // a device more than full: one client at a time
+    assert_eq!(cohort_within(&s, Some((1_000, 2_000))).0, 1);
+}
+
 /// The memory limit read as clusters enforce it: what is left under the process's cgroup limit
 /// (v2 `memory.max` less `memory.current` and the inactive file cache, v1
 /// `memory.limit_in_bytes` less its usage, the

@@ -588,3 +588,23 @@ fn a_split_past_the_devices_largest_buffer_stays_on_the_host() {
     };
     assert_eq!(tokens(&gpu), tokens(&Device::flex()));
 }
+
+/// The GPU runtime reports what the process reserves on it, which grows when a tensor is made
+/// there, and its capacity where it states one (wgpu's WebGPU states none, so on `wgpu`
+/// `run.cohort = "auto"` keeps to `run.cohort_mb`; CUDA and Vulkan's SPIR-V state theirs):
+/// what `run.cohort = "auto"` reads.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn the_gpu_reports_what_the_process_reserves() {
+    let gpu = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .1;
+    let (capacity, before) = fedrun::kernels::device_memory(&gpu).expect("a cubecl device");
+    assert_eq!(capacity, None, "WebGPU states no capacity");
+    let t = burn::tensor::Tensor::<1>::ones([8 << 20], &gpu);
+    let sum = t.clone().sum().into_scalar::<f32>();
+    assert_eq!(sum, (8 << 20) as f32);
+    let (_, after) = fedrun::kernels::device_memory(&gpu).unwrap();
+    assert!(after >= before + (32 << 20), "{before} → {after}");
+    assert!(fedrun::kernels::device_memory(&burn::tensor::Device::flex()).is_none());
+}

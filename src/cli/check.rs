@@ -138,9 +138,19 @@ fn annotated(toml: &str, unread: &[crate::config::Unread]) -> String {
     out
 }
 
-/// What `run.cohort` will do with this spec (for `"auto"`, the K it picks and why).
+/// What `run.cohort` will do with this spec (for `"auto"`, the K it picks and why; on a GPU
+/// backend the run measures the device's free memory too, which `check` does not open).
 fn cohort_line(spec: &crate::config::Spec) -> String {
-    match crate::fl::engine::resources::cohort(spec) {
+    use crate::config::Backend;
+    use crate::config::COHORT_AUTO;
+    use crate::fl::engine::resources::{DEVICE_SHARE, cohort};
+    match cohort(spec) {
+        (_, Some(why)) if spec.run.cohort == COHORT_AUTO && spec.run.backend != Backend::Flex => {
+            format!(
+                "{why}; the run keeps it within {:.0} % of the device's free memory too, measured when it starts (where the runtime states the capacity: cuda, vulkan)",
+                DEVICE_SHARE * 100.0
+            )
+        }
         (_, Some(why)) => why,
         (k, None) => format!("run.cohort = {k}: up to {k} clients train as one computation"),
     }

@@ -380,7 +380,9 @@ pub struct RunSpec {
     /// rounding, not bit for bit; at a fixed value a run is reproducible. Every model and
     /// algorithm trains in a cohort. `"auto"`: 1 on flex (a CPU trains fastest one client per
     /// core), on a GPU backend the largest K up to `fl.clients_per_round` whose model copies
-    /// and training activations fit `run.cohort_mb` (`fedrun check` prints the estimate).
+    /// and training activations fit `run.cohort_mb` and 90 % of the device's free memory,
+    /// measured when the run starts where the runtime states the device's capacity (`cuda`,
+    /// `vulkan`) (`fedrun check` prints the estimate).
     #[serde(with = "count_or_auto")]
     pub cohort: usize,
     /// The MB (10⁶ bytes) that `run.cohort = "auto"` lets a cohort's model copies and a

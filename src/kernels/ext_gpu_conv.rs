@@ -122,21 +122,6 @@ impl FrConv for CubeBackend {
     }
 }
 
-/// The most bytes one buffer may hold on a cubecl `device` (its runtime's largest allocation: a
-/// wgpu binding's limit, a quarter of a CUDA device's memory); None elsewhere.
-pub fn max_buffer(device: &burn::tensor::Device) -> Option<u64> {
-    use burn::backend::DispatchDevice;
-    fn of(d: &DispatchDevice) -> Option<u64> {
-        match d {
-            DispatchDevice::Cube(c) => Some(c.client().properties().memory.max_page_size),
-            DispatchDevice::Autodiff(inner) => of(inner),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
-    }
-    of(device.as_dispatch())
-}
-
 /// Whether `device` is one of cubecl's runtimes (with or without autodiff).
 pub fn is_cube(device: &burn::tensor::Device) -> bool {
     use burn::backend::DispatchDevice;

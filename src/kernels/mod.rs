@@ -12,7 +12,9 @@
 //!   seeds held in a tensor (`ext_mask.rs`, `ext_gpu_mask.rs`; flex too);
 //! - a cohort's convolutions as batched products on the GPU backends (`batched_conv.rs`), and
 //!   index ranges uploaded once ([`range`]);
-//! - device work recorded once as a graph and replayed (`capture.rs`, `run.graph`).
+//! - device work recorded once as a graph and replayed (`capture.rs`, `run.graph`);
+//! - a GPU device's memory: its largest buffer, its capacity and what the process reserves
+//!   (`gpu_memory.rs`).
 //!
 //! The functions here ([`conv2d_copies`], [`max_pool2d`], [`group_norm`], [`softmax_last`],
 //! [`lstm_layer`], [`dropout_copies`], …) choose fedrun's kernel where it applies and burn's op
@@ -48,6 +50,8 @@ mod ext_pool;
 pub mod fpu;
 pub mod gemm;
 mod geom;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod gpu_memory;
 pub mod linear;
 pub mod lstm;
 pub mod norm;
@@ -129,8 +133,20 @@ pub fn on_cube(device: &Device) -> bool {
 /// binding's limit, which Mesa's lavapipe sets at 128 MiB), None on flex.
 pub fn max_buffer(device: &Device) -> Option<u64> {
     #[cfg(any(feature = "wgpu", feature = "cuda"))]
-    if let Some(b) = ext_gpu_conv::max_buffer(device) {
+    if let Some(b) = gpu_memory::max_buffer(device) {
         return Some(b);
+    }
+    let _ = device;
+    None
+}
+
+/// A GPU `device`'s memory: the bytes its runtime says it may hold (CUDA's total memory,
+/// Vulkan's largest heap with the SPIR-V compiler; None where it states none: wgpu's WebGPU) and
+/// the bytes this process reserves on it now; None on flex.
+pub fn device_memory(device: &Device) -> Option<(Option<u64>, u64)> {
+    #[cfg(any(feature = "wgpu", feature = "cuda"))]
+    if let Some(m) = gpu_memory::memory(device) {
+        return Some(m);
     }
     let _ = device;
     None

@@ -106,7 +106,7 @@ impl Experiment {
             spec: spec.clone(),
             trainers,
             pools,
-            cohort: super::resources::cohort(spec).0,
+            cohort: super::resources::cohort_on(spec, &device),
             evaluator: Evaluator::new(model, eval_device, spec.fl.eval_batch_size)
                 .with_graph(graph(spec)),
             data_crc: crate::data::fingerprint(&data),

@@ -100,9 +100,31 @@ fn at_once(spec: &Spec) -> (u128, String) {
     }
 }
 
-/// The clients a trainer trains as one computation (`run.cohort`, resolving `"auto"`), and for
-/// `"auto"` the estimate it came from.
+/// The clients a trainer trains as one computation (`run.cohort`, resolving `"auto"` within
+/// `run.cohort_mb`), and for `"auto"` the estimate it came from.
 pub fn cohort(spec: &Spec) -> (usize, Option<String>) {
+    cohort_within(spec, None)
+}
+
+/// [`cohort`] for a run on `device`: `"auto"` measured against the device's free memory too,
+/// and said in the log.
+pub fn cohort_on(spec: &Spec, device: &burn::tensor::Device) -> usize {
+    let memory = crate::kernels::device_memory(device).and_then(|(c, r)| Some((c?, r)));
+    let (k, why) = cohort_within(spec, memory);
+    if let Some(why) = why {
+        eprintln!("{why}");
+    }
+    k
+}
+
+/// The share of a GPU's free memory that `run.cohort = "auto"` gives a cohort: the rest is
+/// headroom for what the estimate leaves out (the runtime's pools, the data kept there).
+pub const DEVICE_SHARE: f64 = 0.9;
+
+/// [`cohort`] on a device whose memory is `device`: its capacity and what the process reserves
+/// of it now ([`crate::kernels::device_memory`]); `"auto"` then also keeps within
+/// [`DEVICE_SHARE`] of what is free.
+pub fn cohort_within(spec: &Spec, device: Option<(u64, u64)>) -> (usize, Option<String>) {
     if spec.run.cohort != COHORT_AUTO {
         return (spec.run.cohort, None);
     }
@@ -110,7 +132,20 @@ pub fn cohort(spec: &Spec) -> (usize, Option<String>) {
         let why = "run.cohort = \"auto\": 1 (a CPU trains fastest one client per core)";
         return (1, Some(why.into()));
     }
-    let budget = (spec.run.cohort_mb * 1e6) as u128;
+    let mut budget = (spec.run.cohort_mb * 1e6) as u128;
+    let mut within = format!("run.cohort_mb = {}", spec.run.cohort_mb);
+    if let Some((capacity, reserved)) = device {
+        let free = (capacity.saturating_sub(reserved) as f64 * DEVICE_SHARE) as u128;
+        if free < budget {
+            budget = free;
+            within = format!(
+                "{:.0} % of the device's free memory ({} of {} free)",
+                DEVICE_SHARE * 100.0,
+                human(u128::from(capacity.saturating_sub(reserved))),
+                human(u128::from(capacity))
+            );
+        }
+    }
     let at = |k: usize| {
         let mut s = spec.clone();
         s.run.cohort = k;
@@ -128,11 +163,10 @@ pub fn cohort(spec: &Spec) -> (usize, Option<String>) {
     }
     let m = at(lo);
     let why = format!(
-        "run.cohort = \"auto\": {lo} clients at once (of {} a round): their model copies {} and a training step's activations {} within run.cohort_mb = {}",
+        "run.cohort = \"auto\": {lo} clients at once (of {} a round): their model copies {} and a training step's activations {} within {within}",
         spec.fl.clients_per_round,
         human(m.model),
         human(m.train),
-        spec.run.cohort_mb
     );
     (lo, Some(why))
 }
