@@ -5,7 +5,7 @@
 //! (FedProx and FedACG: `prox`; SCAFFOLD: `c − c_i` as two shifts; FedDyn: `prox` and `−g_i`;
 //! FedDC; FedCM: `scale` and a shift whose factor depends on the step's learning rate; Mime:
 //! the gradient of the starting model on the batch). The vectors `v_k` are fixed for a client's
-//! training, so the device-resident step uploads them once; the factors may depend on the
+//! training, so the local step uploads them once; the factors may depend on the
 //! step ([`Coef`]). The term is the first link of the local chain: it is clipped with the loss
 //! gradient, and sits inside FedNAR's clip.
 

@@ -1,4 +1,4 @@
-//! K clients' parameters as the rows of device tensors (the device-resident steps): each
+//! K clients' parameters as the rows of device tensors (the local steps): each
 //! parameter tensor of the K clients as one `[K, n]` tensor, and a factor per row.
 
 use std::ops::Range;
@@ -52,8 +52,8 @@ const PIECE: usize = 4096;
 
 /// Each row's sum `[K, 1]` of `t` (`[K, n]`), reduced over pieces of at most 4,096 elements and
 /// then over the pieces' sums. No single reduction is long: an f32 sum over millions of
-/// elements in one run loses digits (a device step's clip norm then differed from the host's
-/// f64 norm enough to move a ResNet-18 update by 1e-4), and burn's `sum_dim` over one long
+/// elements in one run loses digits (a step's clip norm then differed from an f64 norm
+/// enough to move a ResNet-18 update by 1e-4), and burn's `sum_dim` over one long
 /// axis came out wrong on the wgpu backend (Mesa's lavapipe: rows of 614,400 summed to less
 /// than half their value, while 70,000 were right).
 pub fn row_sums(t: Tensor<2>) -> Tensor<2> {
