@@ -3,13 +3,14 @@
 
 mod common;
 
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Device, Tensor};
 use common::reference;
-use common::row_chain::RowChain;
+use common::row_chain::{RowChain, join, one_tensor, split};
 use fedrun::fl::client::{ClipDecay, DeviceChain, StepPlan};
 use fedrun::fl::plan::Rule;
 use fedrun::fl::term::Term;
 use fedrun::optim::Ctx;
+use std::ops::Range;
 
 /// One step of rows with contexts `ctx`, those `active` stepping.
 fn one_step(ctx: &[Ctx], active: &[bool]) -> StepPlan {
@@ -19,24 +20,10 @@ fn one_step(ctx: &[Ctx], active: &[bool]) -> StepPlan {
     }
 }
 
-/// `v` as one-row tensors `[1, n]`, cut at `cuts`.
-fn split(v: &[f32], cuts: &[usize], dev: &Device) -> Vec<Tensor<2>> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    for &c in cuts.iter().chain(std::iter::once(&v.len())) {
-        out.push(Tensor::<2>::from_data(
-            TensorData::new(v[at..c].to_vec(), [1, c - at]),
-            dev,
-        ));
-        at = c;
-    }
-    out
-}
-
-/// The rows of `vs` (one vector each) as `[K, n]` tensors, cut at `cuts`.
-fn stack(vs: &[&[f32]], cuts: &[usize], dev: &Device) -> Vec<Tensor<2>> {
-    let per: Vec<Vec<Tensor<2>>> = vs.iter().map(|v| split(v, cuts, dev)).collect();
-    (0..=cuts.len())
+/// The rows of `vs` (one vector each) as `[K, n]` tensors, cut at `ranges`.
+fn stack(vs: &[&[f32]], ranges: &[Range<usize>], dev: &Device) -> Vec<Tensor<2>> {
+    let per: Vec<Vec<Tensor<2>>> = vs.iter().map(|v| split(v, ranges, dev)).collect();
+    (0..ranges.len())
         .map(|t| Tensor::cat(per.iter().map(|p| p[t].clone()).collect(), 0))
         .collect()
 }
@@ -44,17 +31,6 @@ fn stack(vs: &[&[f32]], cuts: &[usize], dev: &Device) -> Vec<Tensor<2>> {
 /// Row `k` of `[K, n]` tensors, joined.
 fn row(t: &[Tensor<2>], k: usize) -> Vec<f32> {
     join(t.iter().map(|t| t.clone().narrow(0, k, 1)).collect())
-}
-
-fn join(t: Vec<Tensor<2>>) -> Vec<f32> {
-    t.into_iter()
-        .flat_map(|t| {
-            t.into_data()
-                .convert::<f32>()
-                .try_into_vec::<f32>()
-                .unwrap()
-        })
-        .collect()
 }
 
 /// The chain over tensors against its formulas over flat vectors (`common::reference`), with
@@ -70,7 +46,6 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
     let g0: Vec<f32> = (0..n)
         .map(|i| ((i * 53 % 97) as f32 - 48.0) / 30.0)
         .collect();
-    let cuts = [100, 1700];
     let ranges = [0..100, 100..1700, 1700..n];
     let anchor: Vec<f32> = x0.iter().map(|v| v * 0.5).collect();
     let shift: Vec<f32> = g0.iter().map(|v| v - 0.25).collect();
@@ -86,8 +61,8 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
             let plan = one_step(&[Ctx { lr: 0.1, ..ctx }], &[true]);
             let mut device =
                 DeviceChain::new(&[(&term, &rule)], &[&anchor], base, &ranges, &plan, &dev);
-            let mut xt = split(&x0, &cuts, &dev);
-            let mut gt = split(&g0, &cuts, &dev);
+            let mut xt = split(&x0, &ranges, &dev);
+            let mut gt = split(&g0, &ranges, &dev);
             let norm = device.step(&mut xt, &mut gt, &[]).unwrap();
             device.advance();
             let norm = norm.into_scalar::<f32>() as f64;
@@ -108,7 +83,6 @@ fn the_chain_over_tensors_equals_the_chain_over_vectors() {
 fn the_chain_over_rows_steps_each_row_as_alone() {
     let dev = Device::flex();
     let n = 2000;
-    let cuts = [300, 1100];
     let ranges = [0..300, 300..1100, 1100..n];
     let f = |k: usize, s: f32| -> Vec<f32> {
         (0..n).map(|i| ((i * k % 89) as f32 - 44.0) / s).collect()
@@ -142,8 +116,8 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
             .collect();
         let plan = one_step(&ctx, &[true, true, false]);
         let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev);
-        let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
-        let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
+        let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &ranges, &dev);
+        let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &ranges, &dev);
         let norms = chain.step(&mut xt, &mut gt, &[]).unwrap();
         chain.advance();
         let norms = norms
@@ -155,8 +129,8 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
         for k in 0..2 {
             let plan = one_step(&ctx[k..=k], &[true]);
             let mut alone = DeviceChain::new(&plans[k..=k], &a[k..=k], base, &ranges, &plan, &dev);
-            let mut x1 = split(&xs[k], &cuts, &dev);
-            let mut g1 = split(&gs[k], &cuts, &dev);
+            let mut x1 = split(&xs[k], &ranges, &dev);
+            let mut g1 = split(&gs[k], &ranges, &dev);
             let n1 = alone.step(&mut x1, &mut g1, &[]);
             alone.advance();
             let n1 = f64::from(n1.unwrap().into_scalar::<f32>());
@@ -192,7 +166,6 @@ fn the_chain_over_rows_steps_each_row_as_alone() {
 fn the_lamb_rule_over_rows_steps_each_row_as_its_formulas() {
     let dev = Device::flex();
     let n = 1500;
-    let cuts = [200, 900];
     let ranges = [0..200, 200..900, 900..n];
     let f = |k: usize, s: f32| -> Vec<f32> {
         (0..n).map(|i| ((i * k % 83) as f32 - 41.0) / s).collect()
@@ -223,8 +196,8 @@ fn the_lamb_rule_over_rows_steps_each_row_as_its_formulas() {
         let a: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
         let plan = one_step(&ctx, &[true, false, true]);
         let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev);
-        let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &cuts, &dev);
-        let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &cuts, &dev);
+        let mut xt = stack(&[&xs[0], &xs[1], &xs[2]], &ranges, &dev);
+        let mut gt = stack(&[&gs[0], &gs[1], &gs[2]], &ranges, &dev);
         chain.step(&mut xt, &mut gt, &[]);
         chain.advance();
         let (m_rows, v_rows) = chain.moments().expect("the rule's moments");
@@ -320,7 +293,6 @@ fn the_local_term_is_its_formula() {
 fn the_device_chain_replays_as_one_closure_with_nothing_from_the_host() {
     let dev = Device::flex();
     let n = 1200;
-    let cuts = [200, 700];
     let ranges = [0..200, 200..700, 700..n];
     let f = |k: usize, s: f32| -> Vec<f32> {
         (0..n).map(|i| ((i * k % 83) as f32 - 41.0) / s).collect()
@@ -354,7 +326,7 @@ fn the_device_chain_replays_as_one_closure_with_nothing_from_the_host() {
         let plans: Vec<(&Term, &Rule)> = rules.iter().map(|r| (&term, r)).collect();
         let a: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
         let mut chain = DeviceChain::new(&plans, &a, base, &ranges, &plan, &dev);
-        let mut xt = stack(&[&xs[0], &xs[1]], &cuts, &dev);
+        let mut xt = stack(&[&xs[0], &xs[1]], &ranges, &dev);
         let step = move || {
             let mut g: Vec<Tensor<2>> = xt.iter().map(|x| grad_at(x.clone())).collect();
             chain.step(&mut xt, &mut g, &[]);
@@ -374,7 +346,7 @@ fn the_device_chain_replays_as_one_closure_with_nothing_from_the_host() {
             let mut host = reference::Chain::new(term.clone(), &xs[k], base, &rule);
             let mut x = xs[k].clone();
             for s in (0..steps).filter(|&s| plan.active[s][k]) {
-                let mut g = row(&[grad_at(stack(&[&x], &[], &dev).remove(0))], 0);
+                let mut g = row(&[grad_at(stack(&[&x], &one_tensor(n), &dev).remove(0))], 0);
                 host.step(&mut x, &mut g, &[], &plan.ctx[s][k]);
             }
             let xk = row(xt, k);

@@ -66,8 +66,6 @@ pub struct DeviceChain {
     base: [Box<dyn TensorTransform>; 2],
     rule: Vec<Box<dyn TensorTransform>>,
     steps: Steps,
-    /// Whether a rule link applies the learning rate (the trust ratio).
-    scaled: bool,
 }
 
 /// What the steps of one device training are: row k's context `ctx[s][k]` at step s (its
@@ -104,7 +102,6 @@ impl DeviceChain {
             base: base.device(),
             rule,
             steps: Steps::new(&lr_of(&plan.ctx), &plan.active, scaled, device),
-            scaled,
         }
     }
 
@@ -112,7 +109,8 @@ impl DeviceChain {
     /// back at their first.
     pub fn window(&mut self, plan: &StepPlan, device: &Device) {
         self.term.window(&plan.ctx, device);
-        self.steps = Steps::new(&lr_of(&plan.ctx), &plan.active, self.scaled, device);
+        let scaled = self.rule.iter().any(|l| l.applies_lr());
+        self.steps = Steps::new(&lr_of(&plan.ctx), &plan.active, scaled, device);
     }
 
     /// A step: the term, clip, decay, the rule's links and `x ← x − l·u` over tensors (in place),
