@@ -109,7 +109,11 @@ pub fn cohort(spec: &Spec) -> (usize, Option<String>) {
 /// [`cohort`] for a run on `device`: `"auto"` measured against the device's free memory too,
 /// and said in the log.
 pub fn cohort_on(spec: &Spec, device: &burn::tensor::Device) -> usize {
-    let memory = crate::kernels::device_memory(device).and_then(|(c, r)| Some((c?, r)));
+    // the device is asked only for "auto" (a fixed K reads nothing)
+    let memory = (spec.run.cohort == COHORT_AUTO)
+        .then(|| crate::kernels::device_memory(device))
+        .flatten()
+        .and_then(|(c, r)| Some((c?, r)));
     let (k, why) = cohort_within(spec, memory);
     if let Some(why) = why {
         eprintln!("{why}");
