@@ -232,6 +232,47 @@ fn the_captured_step_gives_the_eager_steps_bits_for_every_plan_family() {
     assert_eq!(replays_as_eager(&base, &with(&mime), &[0, 2], &SHORT), 1);
 }
 
+/// A capture that the backend refuses (an allocation no held page could serve, which an
+/// intermittent cold start on lavapipe showed) loses the training's state: the trainer trains
+/// those clients again eagerly from their inputs, the streams as they were before the steps were
+/// drawn ahead. With augmentation maps and FedLAMB's moments, the result has the eager
+/// training's bits (a stream not set back, or the lost state kept, fails it), and the trainer's
+/// next training captures again.
+#[test]
+fn a_refused_capture_trains_the_clients_again_eagerly_to_the_same_bits() {
+    let _one = one_at_a_time();
+    let base = common::synthetic_spec("");
+    let sets = [
+        "local.steps=9",
+        "local.batch_size=2",
+        "model.kind=\"mlp\"",
+        "data.augmentation=\"sample\"",
+        "fl.algorithm=\"fedlamb\"",
+    ];
+    let cohorts: [&[usize]; 2] = [&[0, 1], &[2, 3]];
+    let (eager, s0) = trainings(&base, &sets, "off", &cohorts);
+    let (failed, made) = (
+        fedrun::kernels::capture::failures(),
+        fedrun::fl::client::captures(),
+    );
+    fedrun::kernels::capture::refuse_captures(1);
+    let (captured, s1) = trainings(&base, &sets, "on", &cohorts);
+    fedrun::kernels::capture::refuse_captures(0);
+    assert_eq!(fedrun::kernels::capture::failures() - failed, 1);
+    assert_eq!(
+        fedrun::fl::client::captures() - made,
+        2,
+        "one refused, one kept"
+    );
+    for (t, (a, b)) in captured.iter().zip(&eager).enumerate() {
+        for k in 0..2 {
+            assert!(bits(&a[k]) == bits(&b[k]), "training {t}, client {k}'s Δ");
+            assert_eq!(s0[t][k].loss_sum.to_bits(), s1[t][k].loss_sum.to_bits());
+            assert_eq!(s0[t][k].steps, s1[t][k].steps);
+        }
+    }
+}
+
 /// Dropout: the masks of the quickstart's transformer (with dropout 0.1) come from the seeds'
 /// table at the step index; one client alone (K = 1), 12 full steps.
 #[test]
@@ -349,6 +390,25 @@ fn captured_evaluations_score_as_eager(base: &str, sets: &[&str]) {
             eager[0].1 != eager[1].1 && eager[1].1 != eager[2].1,
             "{eager:?}"
         );
+    }
+}
+
+/// An evaluation whose capture the backend refuses scores eagerly, to the eager scoring's bits
+/// (the refused run's pair is not counted, the kept state is dropped), and the next evaluation
+/// captures anew and keeps that graph.
+#[test]
+fn a_refused_evaluation_capture_scores_eagerly_and_the_next_captures() {
+    let _one = one_at_a_time();
+    let base = common::synthetic_spec("");
+    let failed = fedrun::kernels::capture::failures();
+    fedrun::kernels::capture::refuse_captures(1);
+    let (eager, captured, made) = evaluations(&base, &[], 6, &[1.0, 0.5, 2.0]);
+    fedrun::kernels::capture::refuse_captures(0);
+    assert_eq!(fedrun::kernels::capture::failures() - failed, 1);
+    assert_eq!(made, 2, "the refused capture, then one for the other two");
+    for (e, c) in eager.iter().zip(&captured) {
+        assert_eq!(e.0.to_bits(), c.0.to_bits(), "{eager:?} {captured:?}");
+        assert_eq!(e.1.to_bits(), c.1.to_bits(), "{eager:?} {captured:?}");
     }
 }
 

@@ -10,16 +10,17 @@
 //! batch after batch; the next evaluation of the same split writes its parameters into the same
 //! buffer, sets the index and the table back to 0 in place, and replays with no new capture. The short last batch runs
 //! eagerly. Both ways score a batch with the same kernels and sum the pairs on the host in
-//! batch order, so they give the same numbers.
+//! batch order, so they give the same numbers. A capture, replay or read that the backend
+//! refuses drops the kept state, and that evaluation scores eagerly.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use burn::tensor::activation::log_softmax;
-use burn::tensor::{Device, Graph, IndexingUpdateOp, Int, Tensor, TensorData};
+use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
 
 use crate::data::{self, Augment, Split};
-use crate::kernels::capture::{self, WARMUP, quiet};
+use crate::kernels::capture::{self, Failed, Graph, WARMUP, quiet};
 use crate::model::Model;
 use crate::model::copies::Stacked;
 use crate::optim::buffers::{Buf, refill};
@@ -40,7 +41,7 @@ struct Kept {
     /// The split's address and size, and the batch size.
     key: (usize, usize, usize),
     state: Arc<Mutex<State>>,
-    graph: Option<Graph<(), Replay>>,
+    graph: Option<Graph<Replay>>,
 }
 
 /// The device scoring of an evaluator: eager, or with its full batches captured (`graph`).
@@ -73,25 +74,21 @@ impl DeviceEval {
     ) -> Option<(usize, f64)> {
         let full = split.len() / batch.max(1);
         if self.graph && full > 0 && data::kept(split, device).is_some() {
-            return self.captured(model, params, split, batch, device, stop);
-        }
-        let _shared = quiet();
-        let flat = upload(params, device);
-        let stacked = stacked(model, &flat);
-        let idx: Vec<usize> = (0..split.len()).collect();
-        let mut parts = Vec::new();
-        for c in idx.chunks(batch.max(1)) {
-            if stopped(stop) {
-                return None;
+            match self.captured(model, params, split, batch, device, stop) {
+                Ok(got) => return got,
+                // the split's kept state is dropped: the next evaluation captures anew
+                Err(_) => self.kept = None,
             }
-            let (x, y) = data::batch(split, c, Augment::None, None, device);
-            parts.push(score(&stacked, x, y));
         }
-        Some(read_sums(parts))
+        eager(model, params, split, batch, device, stop)
     }
 
     /// [`DeviceEval::evaluate`] with the full batches replayed from the split's kept graph
     /// (captured now where there is none).
+    ///
+    /// # Errors
+    /// [`Failed`] when the backend refused the capture or a replay, or the sums could not be
+    /// read back: the kept state is then not to be trusted.
     fn captured(
         &mut self,
         model: &Model,
@@ -100,28 +97,31 @@ impl DeviceEval {
         batch: usize,
         device: &Device,
         stop: Option<&AtomicBool>,
-    ) -> Option<(usize, f64)> {
+    ) -> Result<Option<(usize, f64)>, Failed> {
         let key = (std::ptr::from_ref(split) as usize, split.len(), batch);
         if self.kept.as_ref().is_none_or(|k| k.key != key) {
-            self.kept = Some(Kept::new(key, split, batch, device)?);
+            let kept = Kept::new(key, split, batch, device);
+            self.kept = Some(kept.ok_or_else(|| Failed("the split is not kept".into()))?);
         }
-        let kept = self.kept.as_mut()?;
+        let Some(kept) = self.kept.as_mut() else {
+            return Ok(None);
+        };
         kept.reset(params, device);
         let full = split.len() / batch;
         let mut b = 0;
         while b < full {
             if stopped(stop) {
-                return None;
+                return Ok(None);
             }
             if let Some(g) = kept.graph.as_mut() {
                 // SAFETY: the closure owns its state through an Arc held past the replay
-                unsafe { capture::replay(g) };
+                unsafe { capture::replay(g) }?;
                 b += 1;
                 continue;
             }
             let (m, d, s) = (model.clone(), device.clone(), Arc::clone(&kept.state));
             let closure: Replay = Box::new(move || full_batch(&m, &d, &mut lock(&s)));
-            let (g, done) = capture::record(device, closure);
+            let (g, done) = capture::record(device, closure)?;
             kept.graph = Some(g);
             b += done;
         }
@@ -133,11 +133,37 @@ impl DeviceEval {
             let rest: Vec<i64> = (full * batch..split.len()).map(|i| i as i64).collect();
             let n = rest.len();
             let rows = Tensor::<1, Int>::from_data(TensorData::new(rest, [n]), device);
-            let (x, y) = st.split.gather(rows, None, Augment::None, device)?;
+            let gathered = st.split.gather(rows, None, Augment::None, device);
+            let (x, y) = gathered.ok_or_else(|| Failed("the split is not kept".into()))?;
             parts.push(score(&stacked(model, &st.params), x, y));
         }
-        Some(read_sums(parts))
+        read_sums(parts).map(Some)
     }
+}
+
+/// [`DeviceEval::evaluate`] batch by batch, eagerly.
+fn eager(
+    model: &Model,
+    params: &[f32],
+    split: &Split,
+    batch: usize,
+    device: &Device,
+    stop: Option<&AtomicBool>,
+) -> Option<(usize, f64)> {
+    let _shared = quiet();
+    let flat = upload(params, device);
+    let stacked = stacked(model, &flat);
+    let idx: Vec<usize> = (0..split.len()).collect();
+    let mut parts = Vec::new();
+    for c in idx.chunks(batch.max(1)) {
+        if stopped(stop) {
+            return None;
+        }
+        let (x, y) = data::batch(split, c, Augment::None, None, device);
+        parts.push(score(&stacked, x, y));
+    }
+    let sums = read_sums(parts);
+    Some(sums.unwrap_or_else(|e| panic!("reading an evaluation's sums from the device: {}", e.0)))
 }
 
 impl Kept {
@@ -242,16 +268,19 @@ fn score(model: &Stacked, x: data::Input, y: Tensor<1, Int>) -> Tensor<1> {
 }
 
 /// The batches' `[correct, summed loss]` pairs read once, summed in batch order.
-fn read_sums(parts: Vec<Tensor<1>>) -> (usize, f64) {
+///
+/// # Errors
+/// [`Failed`] when the device could not give them (a buffer a refused recording left unbound).
+fn read_sums(parts: Vec<Tensor<1>>) -> Result<(usize, f64), Failed> {
     if parts.is_empty() {
-        return (0, 0.0);
+        return Ok((0, 0.0));
     }
-    let v = Tensor::cat(parts, 0)
-        .into_data()
-        .convert::<f32>()
-        .try_into_vec::<f32>()
-        .unwrap_or_default();
-    v.chunks(2).fold((0, 0.0), |(c, l), p| {
+    let data = Tensor::cat(parts, 0)
+        .try_into_data()
+        .map_err(|e| capture::refused(&capture::compact(&e)))?;
+    let v = (data.convert::<f32>().try_into_vec::<f32>())
+        .map_err(|e| capture::refused(&capture::compact(&e)))?;
+    Ok(v.chunks(2).fold((0, 0.0), |(c, l), p| {
         (c + p[0].round() as usize, l + f64::from(p[1]))
-    })
+    }))
 }

@@ -16,11 +16,14 @@
 //!
 //! A capture is process-global on CUDA (no other thread may allocate meanwhile): each eager
 //! device step holds [`crate::kernels::capture::quiet`], and a capture holds it alone.
+//!
+//! A capture or replay that the backend refuses loses the state: the training reports
+//! [`Failed`], and the trainer trains the clients again eagerly from their inputs.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use burn::tensor::{Device, Graph, Tensor};
+use burn::tensor::{Device, Tensor};
 
 use super::chain::DeviceChain;
 use super::deferred::Deferred;
@@ -28,7 +31,7 @@ use super::feed::Feed;
 use super::objectives::Objectives;
 use super::resident::{Resident, Trained, who};
 use super::work::{LocalStats, Work};
-use crate::kernels::capture::{self, WARMUP, quiet};
+use crate::kernels::capture::{self, Failed, Graph, WARMUP, quiet};
 use crate::model::{Model, Seeds};
 use crate::optim::buffers::{Buf, Buffers, alike, refill};
 
@@ -74,7 +77,7 @@ type Replay = Box<dyn FnMut() + Send>;
 
 /// A captured graph kept from one training to the trainer's next, with the state it replays on.
 pub struct Kept {
-    graph: Graph<(), Replay>,
+    graph: Graph<Replay>,
     state: Arc<Mutex<State>>,
 }
 
@@ -118,6 +121,10 @@ impl Resident<'_> {
     /// step eager, then the captured closure for the tabled steps (the trainer's `kept` graph
     /// where the clients' objectives are plain and the state lists alike); Δ_k lands in
     /// `out[k]`.
+    ///
+    /// # Errors
+    /// [`Failed`] when the backend refused a capture or a replay: the training's state is lost
+    /// (and `kept` with it), and the caller trains again from its inputs without a graph.
     pub(super) fn train_fed(
         &self,
         feed: Feed,
@@ -125,7 +132,7 @@ impl Resident<'_> {
         works: &[Work],
         kept: &mut Option<Kept>,
         out: &mut [Vec<f32>],
-    ) -> Vec<LocalStats> {
+    ) -> Result<Vec<LocalStats>, Failed> {
         let (x, start) = self.rows(works, &chain);
         let (steps, k) = (feed.steps(), works.len());
         let inner = feed.device().clone().without_autodiff();
@@ -155,10 +162,10 @@ impl Resident<'_> {
                     0,
                     works,
                     &mut run,
-                );
+                )?;
                 let done = self.finish(&state, run, width, works, out);
                 *kept = graph.map(|graph| Kept { graph, state });
-                return done;
+                return Ok(done);
             }
         }
         let width = match fresh {
@@ -177,9 +184,9 @@ impl Resident<'_> {
                 1,
                 works,
                 &mut run,
-            );
+            )?;
             drop(graph);
-            return self.finish(&state, run, width, works, out);
+            return Ok(self.finish(&state, run, width, works, out));
         }
         let (state, mut graph) = (Arc::new(Mutex::new(st)), None);
         let (model, device, s) = (self.model.clone(), self.device.clone(), Arc::clone(&state));
@@ -187,10 +194,10 @@ impl Resident<'_> {
             let (model, device, s) = (model.clone(), device.clone(), Arc::clone(&s));
             Box::new(move || plain_step(&model, &device, &s, k))
         };
-        self.drive(&state, &mut graph, make, 1, works, &mut run);
+        self.drive(&state, &mut graph, make, 1, works, &mut run)?;
         let done = self.finish(&state, run, width, works, out);
         *kept = graph.map(|graph| Kept { graph, state });
-        done
+        Ok(done)
     }
 
     /// Step 0, eager, on `st`: the width of a full step's numbers (K losses, and K norms when
@@ -204,15 +211,18 @@ impl Resident<'_> {
 
     /// Steps `from` on: replayed where tabled and a graph exists, captured (`make`'s closure)
     /// at the first run of enough tabled steps, else eager.
+    ///
+    /// # Errors
+    /// [`Failed`] when the backend refused the capture or a replay (the state is lost).
     fn drive<F: FnMut()>(
         &self,
         state: &Mutex<State>,
-        graph: &mut Option<Graph<(), F>>,
+        graph: &mut Option<Graph<F>>,
         mut make: impl FnMut() -> F,
         from: usize,
         works: &[Work],
         run: &mut Run,
-    ) {
+    ) -> Result<(), Failed> {
         let steps = lock(state).feed.steps();
         let mut s = from;
         while s < steps && !super::draw::stopped(works) {
@@ -220,13 +230,13 @@ impl Resident<'_> {
             if let (true, Some(g)) = (tabled > 0, graph.as_mut()) {
                 // SAFETY: every tensor the closure touches is owned by the state, which the
                 // closure (or this call) holds past the replay
-                unsafe { capture::replay(g) };
+                unsafe { capture::replay(g) }?;
                 run.full.push(s);
                 s += 1;
                 continue;
             }
             if graph.is_none() && tabled > WARMUP {
-                let (g, done) = capture::record(self.device, make());
+                let (g, done) = capture::record(self.device, make())?;
                 run.full.extend(s..s + done);
                 s += done;
                 *graph = Some(g);
@@ -235,6 +245,7 @@ impl Resident<'_> {
             let _ = self.eager_step(&mut lock(state), s, run);
             s += 1;
         }
+        Ok(())
     }
 
     /// Step `s` eagerly from the feed's draws: how many numbers it left and for how many

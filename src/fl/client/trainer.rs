@@ -109,20 +109,30 @@ impl Trainer {
             .collect();
         // the objectives read the model while the steps write the buffers
         let model = std::sync::Arc::clone(&self.model);
-        let chain = self.device_chain(data, &plans, works);
         let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device);
         let mut resident = Resident::new(&model, &self.device, &objectives);
         resident.graph = self.graph;
         resident.window = self.window;
-        let out = &mut self.xs[..n];
         // every step tabled (padded) where no loss or norm reads a batch's rows together
         let pad = objectives.pads() && model.rows_independent();
-        let mut stats = match (self.graph)
+        // the streams as they were, should a refused capture make the training start again
+        let drawn_from = rngs.to_vec();
+        let chain = self.device_chain(data, &plans, works);
+        let feed = (self.graph)
             .then(|| Feed::new(data, works, rngs, &self.device, pad, self.window))
-            .flatten()
-        {
-            Some(feed) => resident.train_fed(feed, chain, works, &mut self.kept, out),
-            None => resident.train(data, chain, works, rngs, out),
+            .flatten();
+        let mut stats = match feed {
+            Some(feed) => {
+                match resident.train_fed(feed, chain, works, &mut self.kept, &mut self.xs[..n]) {
+                    Ok(stats) => stats,
+                    Err(_) => {
+                        rngs.clone_from_slice(&drawn_from);
+                        let chain = self.device_chain(data, &plans, works);
+                        resident.train(data, chain, works, rngs, &mut self.xs[..n])
+                    }
+                }
+            }
+            None => resident.train(data, chain, works, rngs, &mut self.xs[..n]),
         };
         for (s, f) in stats.iter_mut().zip(full) {
             s.uplink.full_gradient = f;
