@@ -32,10 +32,10 @@ use burn::backend::ops::ConvOptions;
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 
-use super::cursor::{Cursor, from_channels, to_channels};
 use super::network::Network;
+use super::ops::{Ops, from_channels, to_channels};
 use super::outputs::Outputs3;
-use super::params::Builder;
+use super::params::{Builder, Conv, Layout, Linear, Norm};
 use crate::config::{ModelKind, ModelSpec};
 use crate::data::Input;
 use crate::kernels::{batch_stat_norm, conv2d_copies, max_pool2d_of};
@@ -76,6 +76,20 @@ pub struct ConvNet {
     projection: usize,
     /// Softmax regression: one layer, its features its logits.
     linear: bool,
+    /// The parameters, written by [`ConvNet::with_params`].
+    p: Params,
+}
+
+/// A plain network's parameters: the layout, and the leaves each layer reads.
+#[derive(Clone, Debug, Default)]
+struct Params {
+    layout: Layout,
+    /// Each stage's convolution and norm.
+    stages: Vec<(Conv, Option<Norm>)>,
+    /// The linear layers, the classifier last.
+    fcs: Vec<Linear>,
+    /// MOON's projection head.
+    proj: Option<[Linear; 2]>,
 }
 
 fn stage(name: &str, shape: [usize; 4], same: bool, pool: Option<bool>) -> Stage {
@@ -105,6 +119,7 @@ impl ConvNet {
             fc_drop: 0.0,
             projection: 0,
             linear: false,
+            p: Params::default(),
         }
     }
 
@@ -134,7 +149,7 @@ impl ConvNet {
         }
         net.fc_vec = true;
         net.projection = spec.projection;
-        net
+        net.with_params()
     }
 
     /// The network of `spec` for images of `input` floats and `classes` classes.
@@ -192,7 +207,49 @@ impl ConvNet {
                 net.linear = true;
             }
         }
-        net
+        net.with_params()
+    }
+
+    /// The network with its parameters written: the layout in the order of the burn modules it
+    /// was first written as (stages, linear layers, MOON's head), each layer's leaves kept.
+    fn with_params(mut self) -> ConvNet {
+        let (mut b, ty) = (Builder::new(self.root), self.root);
+        let mut p = Params::default();
+        for s in &self.stages {
+            p.stages.push(match s.norm {
+                // LEAF's CelebA blocks: `blocks.i.conv`, `blocks.i.norm`
+                true => b.scope("blocks", ty, |b| {
+                    b.scope(&s.name, "Vec", |b| {
+                        let conv = b.conv("conv", "CelebaBlock", s.shape, true);
+                        let n = b.norm("norm", "CelebaBlock", "BatchStatNorm", s.shape[0]);
+                        (conv, Some(n))
+                    })
+                }),
+                false => (b.conv(&s.name, ty, s.shape, true), None),
+            });
+        }
+        for (name, din, dout) in &self.fcs {
+            p.fcs.push(match (self.linear, self.fc_vec) {
+                (true, _) => Linear {
+                    weight: b.tensor("weight", "Linear", &[*din, *dout]),
+                    bias: b.tensor("bias", "Linear", &[*dout]),
+                },
+                (_, true) => b.scope("fcs", ty, |b| b.linear(name, "Vec", *din, *dout)),
+                _ => b.linear(name, ty, *din, *dout),
+            });
+        }
+        if self.projection > 0 {
+            let d = self.fcs[self.fcs.len() - 2].2;
+            p.proj = Some(b.scope("proj", ty, |b| {
+                [
+                    b.linear("l1", "Projection", d, d),
+                    b.linear("l2", "Projection", d, self.projection),
+                ]
+            }));
+        }
+        p.layout = b.finish();
+        self.p = p;
+        self
     }
 }
 
@@ -201,88 +258,57 @@ impl Network for ConvNet {
         !self.stages.iter().any(|s| s.norm)
     }
 
-    fn layout(&self) -> Builder {
-        let (mut b, ty) = (Builder::new(self.root), self.root);
-        for s in &self.stages {
-            if s.norm {
-                // LEAF's CelebA blocks: `blocks.i.conv`, `blocks.i.norm`
-                b.scope("blocks", ty, |b| {
-                    b.scope(&s.name, "Vec", |b| {
-                        b.conv("conv", "CelebaBlock", s.shape, true);
-                        b.norm("norm", "CelebaBlock", "BatchStatNorm", s.shape[0]);
-                    });
-                });
-            } else {
-                b.conv(&s.name, ty, s.shape, true);
-            }
-        }
-        for (name, din, dout) in &self.fcs {
-            match (self.linear, self.fc_vec) {
-                (true, _) => {
-                    b.tensor("weight", "Linear", &[*din, *dout]);
-                    b.tensor("bias", "Linear", &[*dout]);
-                }
-                (_, true) => b.scope("fcs", ty, |b| b.linear(name, "Vec", *din, *dout)),
-                _ => b.linear(name, ty, *din, *dout),
-            }
-        }
-        if self.projection > 0 {
-            let d = self.fcs[self.fcs.len() - 2].2;
-            b.scope("proj", ty, |b| {
-                b.linear("l1", "Projection", d, d);
-                b.linear("l2", "Projection", d, self.projection);
-            });
-        }
-        b
+    fn layout(&self) -> &Layout {
+        &self.p.layout
     }
 
     /// The K copies' outputs on their batches `[K·b, c, h, w]`.
-    fn outputs(&self, input: Input, all: &mut Cursor) -> Outputs3 {
+    fn outputs(&self, input: Input, ops: &mut Ops) -> Outputs3 {
         let Input::Images(x) = input else {
             panic!("a CNN reads images")
         };
-        let k = all.copies;
-        let n_conv: usize = self.stages.iter().map(|s| if s.norm { 4 } else { 2 }).sum();
+        let k = ops.copies;
         let h: Tensor<3> = if self.stages.is_empty() {
             let flat: Tensor<2> = x.flatten(1, 3);
             let [n, d] = flat.dims();
             flat.reshape([k, n / k, d])
-        } else if all.per_copy(&x) {
+        } else if ops.per_copy(&x) {
             let b = x.dims()[0] / k;
-            let per = all.each_copy(n_conv, |i, one| {
+            let per = ops.each_copy(|i, one| {
                 let y: Tensor<4> = self.stages(x.clone().narrow(0, i * b, b), one);
                 y.flatten::<2>(1, 3)
             });
             Tensor::stack(per, 0)
         } else {
-            from_channels(self.stages(to_channels(x, k), all), k)
+            from_channels(self.stages(to_channels(x, k), ops), k)
         };
-        self.dense(h, all)
+        self.dense(h, ops)
     }
 }
 
 impl ConvNet {
-    /// The stages on `x`, `cursor.copies` copies side by side in the channels.
-    fn stages(&self, mut x: Tensor<4>, c: &mut Cursor) -> Tensor<4> {
-        let k = c.copies;
-        for st in &self.stages {
-            let (w, bias) = (c.conv(), c.vector());
+    /// The stages on `x`, `ops.copies` copies side by side in the channels.
+    fn stages(&self, mut x: Tensor<4>, ops: &mut Ops) -> Tensor<4> {
+        let k = ops.copies;
+        for (st, (conv, norm)) in self.stages.iter().zip(&self.p.stages) {
+            let (w, bias) = ops.conv(conv);
             let pad = if st.same { st.shape[2] / 2 } else { 0 };
             let o = ConvOptions::new([1, 1], [pad, pad], [1, 1], k);
-            let mut y = conv2d_copies(x, w, Some(bias), o, c.kernels);
-            if st.norm {
-                y = batch_stat_norm(y, c.vector(), c.vector(), BN_EPS);
+            let mut y = conv2d_copies(x, w, bias, o, ops.kernels);
+            if let Some(n) = norm {
+                let (gamma, beta) = ops.norm(n);
+                y = batch_stat_norm(y, gamma, beta, BN_EPS);
             }
             if st.drop2d > 0.0 {
                 let [b, kc, _, _] = y.dims();
                 let ones = Tensor::<4>::ones([b, kc, 1, 1], &y.device());
-                y = y * c.dropout(ones, st.drop2d, 1);
+                y = y * ops.dropout(ones, st.drop2d, 1);
             }
             x = match st.pool {
-                Some(ceil) => max_pool2d_of(y, 2, ceil, true, c.kernels),
+                Some(ceil) => max_pool2d_of(y, 2, ceil, true, ops.kernels),
                 None => relu(y),
             };
-            x = c.dropout(x, st.drop, 1);
+            x = ops.dropout(x, st.drop, 1);
         }
         x
     }
@@ -290,20 +316,17 @@ impl ConvNet {
     /// The linear layers on `h` (`[K, b, d]`): the hidden layers (ReLU, dropout), MOON's
     /// projection head, the classifier; the features are what the classifier reads (the
     /// logits for softmax regression).
-    fn dense(&self, mut h: Tensor<3>, c: &mut Cursor) -> Outputs3 {
-        for _ in 1..self.fcs.len() {
-            h = relu(c.linear(h));
-            h = c.dropout(h, self.fc_drop, 0);
+    fn dense(&self, mut h: Tensor<3>, ops: &mut Ops) -> Outputs3 {
+        let (classifier, hidden) = self.p.fcs.split_last().expect("a classifier");
+        for l in hidden {
+            h = relu(l.apply(h, ops));
+            h = ops.dropout(h, self.fc_drop, 0);
         }
-        let classifier = c.at;
-        if self.projection > 0 {
-            // the layout keeps the head after the classifier
-            c.at = classifier + 2;
-            let z = relu(c.linear(h));
-            h = c.linear(z);
-            c.at = classifier;
+        if let Some([l1, l2]) = &self.p.proj {
+            let z = relu(l1.apply(h, ops));
+            h = l2.apply(z, ops);
         }
-        let logits = c.linear(h.clone());
+        let logits = classifier.apply(h.clone(), ops);
         let features = if self.linear { logits.clone() } else { h };
         Outputs3 {
             logits,

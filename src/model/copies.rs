@@ -7,7 +7,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Gradients, Int, Tensor, TensorData};
 
 use super::Model;
-use super::cursor::{Cursor, Params, Seeds};
+use super::ops::{Ops, Params, Seeds};
 use super::outputs::Outputs3;
 use crate::data::Input;
 use crate::kernels::{Kernels, is_flex};
@@ -92,20 +92,12 @@ impl<'m> Stacked<'m> {
         }
     }
 
-    fn cursor<'a>(&'a self, masks: Option<Seeds<'a>>) -> Cursor<'a> {
+    fn ops<'a>(&'a self, masks: Option<Seeds<'a>>) -> Ops<'a> {
         let params = match self.apart.is_empty() {
             true => Params::Stacked(&self.params),
             false => Params::Apart(&self.apart),
         };
-        Cursor {
-            params,
-            shapes: &self.shapes,
-            at: 0,
-            copies: self.copies,
-            kernels: self.model.kernels,
-            masks,
-            site: 0,
-        }
+        Ops::new(params, &self.shapes, self.copies, self.model.kernels, masks)
     }
 
     /// The K copies' outputs on `input`, the K clients' batches of b samples one after another
@@ -118,9 +110,9 @@ impl<'m> Stacked<'m> {
     /// [`Stacked::outputs`] with the seeds on the host or on the device ([`Seeds`]), and the
     /// number of dropout sites the forward met.
     pub fn outputs_with(&self, input: Input, masks: Option<Seeds>) -> (Outputs3, u64) {
-        let mut c = self.cursor(masks);
-        let out = self.model.net.outputs(input, &mut c);
-        (out, c.site)
+        let mut ops = self.ops(masks);
+        let out = self.model.net.outputs(input, &mut ops);
+        (out, ops.site)
     }
 
     /// The logits `[K, b, classes]` (evaluation: no dropout).
@@ -131,10 +123,7 @@ impl<'m> Stacked<'m> {
     /// The copies' logits `[b, classes]` from an activation at `level` of one copy (FedMLB's
     /// hybrid branches; ResNet-18 only, None for the other models).
     pub fn forward_from(&self, level: usize, x: Tensor<4>) -> Option<Tensor<2>> {
-        let l = self
-            .model
-            .net
-            .forward_from(level, x, &mut self.cursor(None))?;
+        let l = self.model.net.forward_from(level, x, &mut self.ops(None))?;
         let [_, b, c] = l.dims();
         Some(l.reshape([b, c]))
     }

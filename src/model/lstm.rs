@@ -13,10 +13,10 @@
 use burn::tensor::module::{embedding, linear};
 use burn::tensor::{Int, Tensor};
 
-use super::cursor::Cursor;
 use super::network::Network;
+use super::ops::Ops;
 use super::outputs::Outputs3;
-use super::params::Builder;
+use super::params::{Builder, Layout, Linear, Param};
 use crate::data::Input;
 use crate::kernels::{Kernels, is_flex, lstm_layer, lstm_layers, on_cube, sigmoid, tanh};
 
@@ -27,52 +27,67 @@ pub const FUSED_MAX_BATCH: usize = 128;
 
 const D_EMB: usize = 8;
 
+/// A gate's input and hidden transforms.
+#[derive(Clone, Copy, Debug)]
+struct Gate {
+    input: Linear,
+    hidden: Linear,
+}
+
+/// A layer's gates in the layout's order: input, forget, output, cell.
+type Gates = [Gate; 4];
+
 #[derive(Clone, Debug)]
 pub struct Lstm {
-    hidden: usize,
-    layers: usize,
-    vocab: usize,
+    layout: Layout,
+    emb: Param,
+    layers: Vec<Gates>,
+    out: Linear,
 }
 
 impl Lstm {
+    /// `layers` layers of `hidden` over `vocab` characters, in the order of the burn modules it
+    /// was first written as: the embedding, each layer's gates (each an input and a hidden
+    /// transform), the classifier.
     pub fn new(hidden: usize, layers: usize, vocab: usize) -> Lstm {
+        let h = hidden;
+        let mut b = Builder::new("Lstm");
+        let emb = b.scope("emb", "CharLstm", |b| {
+            b.tensor("weight", "Embedding", &[vocab, D_EMB])
+        });
+        let layers = b.scope("layers", "CharLstm", |b| {
+            (0..layers)
+                .map(|i| {
+                    let din = if i == 0 { D_EMB } else { h };
+                    b.scope(&i.to_string(), "Vec", |b| {
+                        ["input_gate", "forget_gate", "output_gate", "cell_gate"].map(|gate| {
+                            b.scope(gate, "Lstm", |b| Gate {
+                                input: b.linear("input_transform", "GateController", din, h),
+                                hidden: b.linear("hidden_transform", "GateController", h, h),
+                            })
+                        })
+                    })
+                })
+                .collect()
+        });
+        let out = b.linear("out", "CharLstm", h, vocab);
         Lstm {
-            hidden,
+            layout: b.finish(),
+            emb,
             layers,
-            vocab,
+            out,
         }
     }
 }
 
 impl Network for Lstm {
-    /// The parameters in the order of the layout: the embedding, each layer's gates (input,
-    /// forget, output, cell; each an input and a hidden transform), the classifier.
-    fn layout(&self) -> Builder {
-        let h = self.hidden;
-        let mut b = Builder::new("Lstm");
-        b.scope("emb", "CharLstm", |b| {
-            b.tensor("weight", "Embedding", &[self.vocab, D_EMB])
-        });
-        b.scope("layers", "CharLstm", |b| {
-            for i in 0..self.layers {
-                let din = if i == 0 { D_EMB } else { h };
-                b.scope(&i.to_string(), "Vec", |b| {
-                    for gate in ["input_gate", "forget_gate", "output_gate", "cell_gate"] {
-                        b.scope(gate, "Lstm", |b| {
-                            b.linear("input_transform", "GateController", din, h);
-                            b.linear("hidden_transform", "GateController", h, h);
-                        });
-                    }
-                });
-            }
-        });
-        b.linear("out", "CharLstm", h, self.vocab);
-        b
+    fn layout(&self) -> &Layout {
+        &self.layout
     }
 
     /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`
     /// (the features are the logits).
-    fn outputs(&self, input: Input, p: &mut Cursor) -> Outputs3 {
+    fn outputs(&self, input: Input, p: &mut Ops) -> Outputs3 {
         let Input::Tokens(x) = input else {
             panic!("the LSTM reads characters")
         };
@@ -80,41 +95,39 @@ impl Network for Lstm {
         let [n, len] = x.dims();
         let b = n / k;
         if p.kernels == Kernels::Fedrun && is_flex(&x.device()) {
-            // the embedding and each layer's four gates of two transforms of two tensors
-            let own = 1 + 16 * self.layers;
-            let last = p.each_copy(own, |i, one| match b <= FUSED_MAX_BATCH {
-                true => fused(x.clone().narrow(0, i * b, b), self.layers, one),
-                false => per_gate(x.clone().narrow(0, i * b, b), self.layers, one),
+            let last = p.each_copy(|i, one| match b <= FUSED_MAX_BATCH {
+                true => self.fused(x.clone().narrow(0, i * b, b), one),
+                false => self.per_gate(x.clone().narrow(0, i * b, b), one),
             });
-            return Outputs3::logits_only(p.linear(Tensor::stack::<3>(last, 0)));
+            return Outputs3::logits_only(self.out.apply(Tensor::stack::<3>(last, 0), p));
         }
-        let (table, [vocab, d]) = p.matrix();
+        let (table, [vocab, d]) = p.matrix(self.emb);
         let offsets = crate::kernels::range(k, &x.device())
             .mul_scalar(vocab as i64)
             .reshape([k, 1, 1]);
         let idx: Tensor<3, Int> = x.reshape([k, b, len]) + offsets;
         let mut seq: Tensor<3> = embedding(table, idx.reshape([n, len])).reshape([k, b * len, d]);
         let mut h = None;
-        for l in 0..self.layers {
-            let (states, last) = layer(seq.clone(), b, len, p, l + 1 == self.layers);
-            h = Some(last);
+        for (l, gates) in self.layers.iter().enumerate() {
+            let last = l + 1 == self.layers.len();
+            let (states, end) = layer(gates, seq.clone(), b, len, p, last);
+            h = Some(end);
             if let Some(states) = states {
                 seq = states;
             }
         }
-        Outputs3::logits_only(p.linear(h.expect("an LSTM of at least one layer")))
+        Outputs3::logits_only(self.out.apply(h.expect("an LSTM of at least one layer"), p))
     }
 }
 
-/// The next layer's gates in the layout's order (input, forget, output, cell), each the input
+/// A layer's gates in the layout's order (input, forget, output, cell), each the input
 /// weights `[K, in, H]`, the hidden weights `[K, H, H]` and the two biases summed `[K, 1, H]`.
-fn gates(p: &mut Cursor) -> [(Tensor<3>, Tensor<3>, Tensor<3>); 4] {
-    let mut gate = || {
-        let (wx, bx) = p.weights();
-        let (wh, bh) = p.weights();
+fn gates(gates: &Gates, p: &Ops) -> [(Tensor<3>, Tensor<3>, Tensor<3>); 4] {
+    gates.map(|g| {
+        let (wx, bx) = p.weights(&g.input);
+        let (wh, bh) = p.weights(&g.hidden);
         (wx, wh, bx + bh)
-    };
-    [gate(), gate(), gate(), gate()]
+    })
 }
 
 /// The gates side by side in `order` (indices into the layout's input, forget, output, cell):
@@ -133,14 +146,15 @@ fn side_by_side(
 /// One LSTM layer of the copies on `seq` (`[K, b·T, in]`): the states of every step
 /// (`[K, b·T, H]`; None for the `last` layer) and the last step's (`[K, b, H]`).
 fn layer(
+    gs: &Gates,
     seq: Tensor<3>,
     b: usize,
     len: usize,
-    p: &mut Cursor,
+    p: &Ops,
     last: bool,
 ) -> (Option<Tensor<3>>, Tensor<3>) {
     let (k, kern) = (p.copies, p.kernels);
-    let g = gates(p);
+    let g = gates(gs, p);
     if kern == Kernels::Fedrun && on_cube(&seq.device()) {
         // a GPU backend: fedrun's layer over every copy at once, gates in its order i, f, g, o
         let (wx, wh, bias) = side_by_side(&g, [0, 1, 3, 2]);
@@ -185,49 +199,58 @@ fn cell<const D: usize>(
     (o * tanh(c.clone(), kern), c)
 }
 
-/// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) on fedrun's fused LSTM layer, its
-/// `layers` layers' parameters from `one` (a cursor of one copy; the gates in the kernel's
-/// order i, f, g, o).
-fn fused(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
-    let [b, len] = x.dims();
-    let (table, _) = one.matrix();
-    let mut seq: Tensor<3> = embedding(table, x);
-    for _ in 0..layers {
-        let d = seq.dims()[2];
-        let (wx, wh, bias) = side_by_side(&gates(one), [0, 1, 3, 2]);
-        let squeeze = |t: Tensor<3>| -> Tensor<2> { t.squeeze_dim(0) };
-        let (wx, wh, bias) = (squeeze(wx), squeeze(wh), squeeze(bias));
-        let hidden = wh.dims()[0];
-        let xw = seq.reshape([b * len, d]).matmul(wx) + bias;
-        seq = lstm_layer(xw.reshape([b, len, 4 * hidden]), wh);
-    }
-    let h = seq.dims()[2];
-    seq.narrow(1, len - 1, 1).reshape([b, h])
-}
-
-/// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) for a batch past [`FUSED_MAX_BATCH`]
-/// on flex (an evaluation's): each step's gates as their own products, as burn's LSTM has them.
-fn per_gate(x: Tensor<2, Int>, layers: usize, one: &mut Cursor) -> Tensor<2> {
-    let [b, len] = x.dims();
-    let (table, [_, d]) = one.matrix();
-    let mut seq: Vec<Tensor<2>> = (0..len)
-        .map(|t| embedding(table.clone(), x.clone().narrow(1, t, 1)).reshape([b, d]))
-        .collect();
-    let (kern, dev) = (one.kernels, x.device());
-    for _ in 0..layers {
-        let g: Vec<_> = (0..4)
-            .map(|_| (one.linear_one(), one.linear_one()))
-            .collect();
-        let mut h = Tensor::zeros([b, g[0].1.0.dims()[0]], &dev);
-        let mut c = h.clone();
-        for xt in seq.iter_mut() {
-            let gate = |i: usize| {
-                let ((wx, bx), (wh, bh)) = g[i].clone();
-                linear(xt.clone(), wx, Some(bx)) + linear(h.clone(), wh, Some(bh))
-            };
-            (h, c) = cell([gate(0), gate(1), gate(2), gate(3)], c, kern);
-            *xt = h.clone();
+impl Lstm {
+    /// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) on fedrun's fused LSTM layer, its
+    /// parameters from `one` (a view of one copy; the gates in the kernel's order i, f, g, o).
+    fn fused(&self, x: Tensor<2, Int>, one: &Ops) -> Tensor<2> {
+        let [b, len] = x.dims();
+        let (table, _) = one.matrix(self.emb);
+        let mut seq: Tensor<3> = embedding(table, x);
+        for gs in &self.layers {
+            let d = seq.dims()[2];
+            let (wx, wh, bias) = side_by_side(&gates(gs, one), [0, 1, 3, 2]);
+            let squeeze = |t: Tensor<3>| -> Tensor<2> { t.squeeze_dim(0) };
+            let (wx, wh, bias) = (squeeze(wx), squeeze(wh), squeeze(bias));
+            let hidden = wh.dims()[0];
+            let xw = seq.reshape([b * len, d]).matmul(wx) + bias;
+            seq = lstm_layer(xw.reshape([b, len, 4 * hidden]), wh);
         }
+        let h = seq.dims()[2];
+        seq.narrow(1, len - 1, 1).reshape([b, h])
     }
-    seq.pop().expect("a sequence of at least one character")
+
+    /// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) for a batch past
+    /// [`FUSED_MAX_BATCH`] on flex (an evaluation's): each step's gates as their own products,
+    /// as burn's LSTM has them.
+    fn per_gate(&self, x: Tensor<2, Int>, one: &Ops) -> Tensor<2> {
+        let [b, len] = x.dims();
+        let (table, [_, d]) = one.matrix(self.emb);
+        let mut seq: Vec<Tensor<2>> = (0..len)
+            .map(|t| embedding(table.clone(), x.clone().narrow(1, t, 1)).reshape([b, d]))
+            .collect();
+        let (kern, dev) = (one.kernels, x.device());
+        // one copy's linear layer as burn's `linear` takes it: `[in, out]` and `[out]`
+        let plain = |l: &Linear| {
+            let (w, bias) = one.weights(l);
+            let [_, din, dout] = w.dims();
+            (w.reshape([din, dout]), bias.reshape([dout]))
+        };
+        for gs in &self.layers {
+            let g: Vec<_> = gs
+                .iter()
+                .map(|g| (plain(&g.input), plain(&g.hidden)))
+                .collect();
+            let mut h = Tensor::zeros([b, g[0].1.0.dims()[0]], &dev);
+            let mut c = h.clone();
+            for xt in seq.iter_mut() {
+                let gate = |i: usize| {
+                    let ((wx, bx), (wh, bh)) = g[i].clone();
+                    linear(xt.clone(), wx, Some(bx)) + linear(h.clone(), wh, Some(bh))
+                };
+                (h, c) = cell([gate(0), gate(1), gate(2), gate(3)], c, kern);
+                *xt = h.clone();
+            }
+        }
+        seq.pop().expect("a sequence of at least one character")
+    }
 }

@@ -11,19 +11,19 @@
 //! | `network.rs` | what a model is: [`network::Network`], a layout and a forward over K copies |
 //! | `copies.rs` | [`copies::Stacked`]: K copies' parameters as tensors, their outputs, losses and gradients |
 //! | `outputs.rs` | what a forward gives: logits, features, ResNet's levels |
-//! | `cursor.rs` | the layers of K copies at once, reading the parameters in the layout's order |
+//! | `ops.rs` | [`ops::Ops`], the one owner of a forward's copies: their parameters, kernels and dropout, each layer of K copies at once |
 //! | `convnet.rs` | the plain CNNs, the MLP and softmax regression |
 //! | `resnet.rs` | ResNet-18 with GroupNorm |
 //! | `transformer.rs`, `lstm.rs` | the character models |
-//! | `params.rs` | the flat layout |
+//! | `params.rs` | the flat layout, and the leaves (linear, convolution, norm) a model's layers hold into it |
 //! | `init.rs`, `size.rs`, `unread.rs` | initialisation, size estimates, the keys a model reads |
 
 mod convnet;
 pub mod copies;
-mod cursor;
 pub mod init;
 pub mod lstm;
 pub mod network;
+pub mod ops;
 mod outputs;
 pub mod params;
 mod resnet;
@@ -31,7 +31,7 @@ pub mod size;
 mod transformer;
 mod unread;
 
-pub use cursor::{Seeds, site_seed};
+pub use ops::{Seeds, site_seed};
 pub use outputs::{Outputs, Outputs3};
 pub use unread::unread_keys;
 
@@ -147,7 +147,7 @@ impl Model {
             ModelKind::Lstm => Arc::new(lstm::Lstm::new(spec.hidden, 2, shape.classes)),
             _ => Arc::new(convnet::ConvNet::of(spec, flat, shape.classes)),
         };
-        let layout = net.layout().finish();
+        let layout = net.layout().clone();
         Ok(Model {
             net,
             layout,

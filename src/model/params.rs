@@ -50,6 +50,32 @@ impl Layout {
     }
 }
 
+/// A parameter tensor of a model: its place in the layout's list of tensors (the forward reads
+/// it by this, with no cursor to move).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Param(pub usize);
+
+/// A linear layer's parameters: weight `[in, out]`, bias `[out]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Linear {
+    pub weight: Param,
+    pub bias: Param,
+}
+
+/// A convolution's parameters: weight `[out, in, k, k]`, its bias if it has one.
+#[derive(Clone, Copy, Debug)]
+pub struct Conv {
+    pub weight: Param,
+    pub bias: Option<Param>,
+}
+
+/// A norm's γ and β `[c]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Norm {
+    pub gamma: Param,
+    pub beta: Param,
+}
+
 /// A layout written in a model's order: scopes (a field name in the part that holds it) and
 /// tensors.
 pub struct Builder {
@@ -69,12 +95,13 @@ impl Builder {
     }
 
     /// Run `f` inside the field `name` of the part `ty` (a type name, `Vec` or `Tuple`).
-    pub fn scope(&mut self, name: &str, ty: &str, f: impl FnOnce(&mut Builder)) {
+    pub fn scope<T>(&mut self, name: &str, ty: &str, f: impl FnOnce(&mut Builder) -> T) -> T {
         self.names.push(name.to_string());
         self.containers.push(Self::container(ty));
-        f(self);
+        let out = f(self);
         self.names.pop();
         self.containers.pop();
+        out
     }
 
     fn container(ty: &str) -> String {
@@ -85,7 +112,8 @@ impl Builder {
     }
 
     /// A tensor `name` of the part `ty`, of `shape`.
-    pub fn tensor(&mut self, name: &str, ty: &str, shape: &[usize]) {
+    pub fn tensor(&mut self, name: &str, ty: &str, shape: &[usize]) -> Param {
+        let at = Param(self.layout.tensors.len());
         let len: usize = shape.iter().product();
         let mut names = self.names.clone();
         names.push(name.to_string());
@@ -99,32 +127,31 @@ impl Builder {
             len,
         });
         self.layout.total += len;
+        at
     }
 
     /// A linear layer `name` of `parent`: its weight `[din, dout]` and bias `[dout]`.
-    pub fn linear(&mut self, name: &str, parent: &str, din: usize, dout: usize) {
-        self.scope(name, parent, |b| {
-            b.tensor("weight", "Linear", &[din, dout]);
-            b.tensor("bias", "Linear", &[dout]);
-        });
+    pub fn linear(&mut self, name: &str, parent: &str, din: usize, dout: usize) -> Linear {
+        self.scope(name, parent, |b| Linear {
+            weight: b.tensor("weight", "Linear", &[din, dout]),
+            bias: b.tensor("bias", "Linear", &[dout]),
+        })
     }
 
     /// A convolution `name` of `parent`: its weight `[out, in, k, k]` and its bias if `bias`.
-    pub fn conv(&mut self, name: &str, parent: &str, shape: [usize; 4], bias: bool) {
-        self.scope(name, parent, |b| {
-            b.tensor("weight", "Conv2d", &shape);
-            if bias {
-                b.tensor("bias", "Conv2d", &[shape[0]]);
-            }
-        });
+    pub fn conv(&mut self, name: &str, parent: &str, shape: [usize; 4], bias: bool) -> Conv {
+        self.scope(name, parent, |b| Conv {
+            weight: b.tensor("weight", "Conv2d", &shape),
+            bias: bias.then(|| b.tensor("bias", "Conv2d", &[shape[0]])),
+        })
     }
 
     /// A norm `name` (of the type `ty`) of `parent`: its γ and β `[c]`.
-    pub fn norm(&mut self, name: &str, parent: &str, ty: &str, c: usize) {
-        self.scope(name, parent, |b| {
-            b.tensor("gamma", ty, &[c]);
-            b.tensor("beta", ty, &[c]);
-        });
+    pub fn norm(&mut self, name: &str, parent: &str, ty: &str, c: usize) -> Norm {
+        self.scope(name, parent, |b| Norm {
+            gamma: b.tensor("gamma", ty, &[c]),
+            beta: b.tensor("beta", ty, &[c]),
+        })
     }
 
     /// The layout written.

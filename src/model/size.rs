@@ -128,17 +128,16 @@ fn per_sample(m: &ModelSpec, features: u128, classes: u128) -> (u128, u128) {
 fn counted(m: &ModelSpec, features: u128, classes: u128) -> u128 {
     let n = usize::try_from(classes).unwrap_or(usize::MAX);
     let base = match m.kind {
-        ModelKind::Resnet18 => ResNet::new(n, m.head == Head::Fednar, 0).layout(),
+        ModelKind::Resnet18 => ResNet::new(n, m.head == Head::Fednar, 0).layout().clone(),
         _ => {
             let plain = ModelSpec {
                 projection: 0,
                 ..m.clone()
             };
             let flat = usize::try_from(features).unwrap_or(usize::MAX);
-            ConvNet::of(&plain, flat, n).layout()
+            ConvNet::of(&plain, flat, n).layout().clone()
         }
-    }
-    .finish();
+    };
     let (total, p) = (base.total as u128, m.projection as u128);
     if p == 0 {
         return total;

@@ -13,10 +13,10 @@ use burn::tensor::activation::relu;
 use burn::tensor::module::embedding;
 use burn::tensor::{Int, Tensor};
 
-use super::cursor::Cursor;
 use super::network::Network;
+use super::ops::Ops;
 use super::outputs::Outputs3;
-use super::params::Builder;
+use super::params::{Builder, Layout, Linear, Norm, Param};
 use crate::config::ModelSpec;
 use crate::data::Input;
 use crate::data::shakespeare::SEQ_LEN;
@@ -25,67 +25,101 @@ use crate::kernels::softmax_last;
 /// The ε of the encoder's LayerNorms (PyTorch's and burn's default).
 const LN_EPS: f64 = 1e-5;
 
+/// An encoder layer's leaves: the attention's query, key, value and output, the feed-forward's
+/// two layers, the norms after the attention and after the feed-forward.
+#[derive(Clone, Debug)]
+struct EncoderLayer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    output: Linear,
+    inner: Linear,
+    outer: Linear,
+    norm_1: Norm,
+    norm_2: Norm,
+}
+
 #[derive(Clone, Debug)]
 pub struct Transformer {
     d: usize,
-    d_ff: usize,
     heads: usize,
-    layers: usize,
-    vocab: usize,
     dropout: f64,
+    layout: Layout,
+    tok: Param,
+    pos: Param,
+    layers: Vec<EncoderLayer>,
+    out: Linear,
 }
 
 impl Transformer {
+    /// The transformer of `spec` over `vocab` characters, its parameters in the order of the
+    /// burn modules it was first written as.
     pub fn new(spec: &ModelSpec, vocab: usize) -> Transformer {
+        let d = spec.d_model;
+        let mut b = Builder::new("Transformer");
+        let root = "CharTransformer";
+        let tok = b.scope("tok", root, |b| {
+            b.tensor("weight", "Embedding", &[vocab, d])
+        });
+        let pos = b.scope("pos", root, |b| {
+            b.tensor("weight", "Embedding", &[SEQ_LEN, d])
+        });
+        let layers = b.scope("encoder", root, |b| {
+            b.scope("layers", "TransformerEncoder", |b| {
+                let layer = |i: usize, b: &mut Builder| {
+                    b.scope(&i.to_string(), "Vec", |b| encoder_layer(b, d, spec.d_ff))
+                };
+                (0..spec.layers).map(|i| layer(i, b)).collect()
+            })
+        });
+        let out = b.linear("out", root, d, vocab);
         Transformer {
-            d: spec.d_model,
-            d_ff: spec.d_ff,
+            d,
             heads: spec.heads,
-            layers: spec.layers,
-            vocab,
             dropout: spec.dropout,
+            layout: b.finish(),
+            tok,
+            pos,
+            layers,
+            out,
         }
     }
 }
 
+/// An encoder layer's leaves of width `d` and feed-forward width `ff`, in the layout's order.
+fn encoder_layer(b: &mut Builder, d: usize, ff: usize) -> EncoderLayer {
+    let l = "TransformerEncoderLayer";
+    let mha = "MultiHeadAttention";
+    let [query, key, value, output] = b.scope("mha", l, |b| {
+        ["query", "key", "value", "output"].map(|name| b.linear(name, mha, d, d))
+    });
+    let pw = "PositionWiseFeedForward";
+    let (inner, outer) = b.scope("pwff", l, |b| {
+        (
+            b.linear("linear_inner", pw, d, ff),
+            b.linear("linear_outer", pw, ff, d),
+        )
+    });
+    EncoderLayer {
+        query,
+        key,
+        value,
+        output,
+        inner,
+        outer,
+        norm_1: b.norm("norm_1", l, "LayerNorm", d),
+        norm_2: b.norm("norm_2", l, "LayerNorm", d),
+    }
+}
+
 impl Network for Transformer {
-    fn layout(&self) -> Builder {
-        let (d, ff) = (self.d, self.d_ff);
-        let mut b = Builder::new("Transformer");
-        let root = "CharTransformer";
-        b.scope("tok", root, |b| {
-            b.tensor("weight", "Embedding", &[self.vocab, d])
-        });
-        b.scope("pos", root, |b| {
-            b.tensor("weight", "Embedding", &[SEQ_LEN, d])
-        });
-        b.scope("encoder", root, |b| {
-            b.scope("layers", "TransformerEncoder", |b| {
-                for i in 0..self.layers {
-                    b.scope(&i.to_string(), "Vec", |b| {
-                        let l = "TransformerEncoderLayer";
-                        b.scope("mha", l, |b| {
-                            for name in ["query", "key", "value", "output"] {
-                                b.linear(name, "MultiHeadAttention", d, d);
-                            }
-                        });
-                        b.scope("pwff", l, |b| {
-                            b.linear("linear_inner", "PositionWiseFeedForward", d, ff);
-                            b.linear("linear_outer", "PositionWiseFeedForward", ff, d);
-                        });
-                        b.norm("norm_1", l, "LayerNorm", d);
-                        b.norm("norm_2", l, "LayerNorm", d);
-                    });
-                }
-            });
-        });
-        b.linear("out", root, d, self.vocab);
-        b
+    fn layout(&self) -> &Layout {
+        &self.layout
     }
 
     /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`
     /// (the features are the logits).
-    fn outputs(&self, input: Input, p: &mut Cursor) -> Outputs3 {
+    fn outputs(&self, input: Input, p: &mut Ops) -> Outputs3 {
         let Input::Tokens(x) = input else {
             panic!("the transformer reads characters")
         };
@@ -93,8 +127,8 @@ impl Network for Transformer {
         let [n, len] = x.dims();
         let b = n / k;
         let device = x.device();
-        let (tok, [vocab, d]) = p.matrix();
-        let (pos, [positions, _]) = p.matrix();
+        let (tok, [vocab, d]) = p.matrix(self.tok);
+        let (pos, [positions, _]) = p.matrix(self.pos);
         let copy = crate::kernels::range(k, &device).reshape([k, 1, 1]);
         let tokens: Tensor<3, Int> = x.reshape([k, b, len]) + copy.clone().mul_scalar(vocab as i64);
         let at = crate::kernels::range(len, &device).reshape([1, 1, len]);
@@ -103,20 +137,18 @@ impl Network for Transformer {
         let h =
             embedding(tok, tokens.reshape([n, len])) * scale + embedding(pos, at.reshape([n, len]));
         let mut h: Tensor<3> = h.reshape([k, b * len, d]);
-        for _ in 0..self.layers {
-            h = self.layer(h, len, p);
+        for l in &self.layers {
+            h = self.layer(l, h, len, p);
         }
         let h4: Tensor<4> = h.reshape([k, b, len, d]);
         let last: Tensor<3> = h4.narrow(2, len - 1, 1).reshape([k, b, d]);
-        Outputs3::logits_only(p.linear(last))
+        Outputs3::logits_only(self.out.apply(last, p))
     }
 }
 
 impl Transformer {
-    /// One encoder layer of the copies on `x` (`[K, b·T, d]`), its parameters in the layout's
-    /// order: the attention's query, key, value and output, the feed-forward's two layers, the
-    /// two norms (the first after the attention).
-    fn layer(&self, x: Tensor<3>, len: usize, p: &mut Cursor) -> Tensor<3> {
+    /// The encoder layer `l` of the copies on `x` (`[K, b·T, d]`).
+    fn layer(&self, l: &EncoderLayer, x: Tensor<3>, len: usize, p: &mut Ops) -> Tensor<3> {
         let k = p.copies;
         let [_, bt, d] = x.dims();
         let (h, dk) = (self.heads, self.d / self.heads);
@@ -124,28 +156,20 @@ impl Transformer {
         let split =
             |t: Tensor<3>| -> Tensor<4> { t.reshape([k * (bt / len), len, h, dk]).swap_dims(1, 2) };
         let (qh, kh, vh) = (
-            split(p.linear(x.clone())),
-            split(p.linear(x.clone())),
-            split(p.linear(x.clone())),
+            split(l.query.apply(x.clone(), p)),
+            split(l.key.apply(x.clone(), p)),
+            split(l.value.apply(x.clone(), p)),
         );
         let scores = qh.matmul(kh.transpose()).div_scalar((dk as f32).sqrt());
         let weights = p.dropout(softmax_last(scores, p.kernels), self.dropout, 0);
         let context = weights.matmul(vh).swap_dims(1, 2).reshape([k, bt, d]);
-        let r = p.linear(context);
+        let r = l.output.apply(context, p);
         let r = p.dropout(r, self.dropout, 0);
-        let (inner, outer) = (p.at, p.at + 2);
-        p.at += 4;
-        let n1 = (p.vector(), p.vector());
-        let n2 = (p.vector(), p.vector());
-        let after = p.at;
-        let x = p.layer_norm(x + r, n1, LN_EPS);
-        p.at = inner;
-        let f = relu(p.linear(x.clone()));
+        let x = p.layer_norm(x + r, &l.norm_1, LN_EPS);
+        let f = relu(l.inner.apply(x.clone(), p));
         let f = p.dropout(f, self.dropout, 0);
-        p.at = outer;
-        let f = p.linear(f);
+        let f = l.outer.apply(f, p);
         let f = p.dropout(f, self.dropout, 0);
-        p.at = after;
-        p.layer_norm(x + f, n2, LN_EPS)
+        p.layer_norm(x + f, &l.norm_2, LN_EPS)
     }
 }

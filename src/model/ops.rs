@@ -1,10 +1,13 @@
-//! The pieces every model is written with: a cursor over the K copies' parameters in the
-//! layout's order, and the layers of K copies at once (a linear layer, a convolution, dropout).
-//! With K = 1 each layer is the op one model alone runs.
+//! The one owner of a forward's copies: [`Ops`] holds the K copies' parameters, the kernels,
+//! the dropout seeds, and whether each copy runs alone (flex with fedrun's kernels) or the
+//! copies side by side in one op. A model reads its parameters through its layers' leaves
+//! ([`super::params::Linear`], [`super::params::Conv`], …), which name their tensors in the
+//! layout: nothing is read by position. With K = 1 each layer is the op one model alone runs.
 
 use burn::tensor::Tensor;
 use burn::tensor::module::layer_norm;
 
+use super::params::{Conv, Linear, Norm, Param};
 use crate::kernels::{Kernels, dropout_copies, dropout_mask, is_flex, linear_of};
 use crate::rng::{Rng, Stream};
 
@@ -37,17 +40,18 @@ impl Params<'_> {
     }
 }
 
-/// The K copies' parameters in the layout's order, taken one tensor at a time as a model's
-/// forward reads them, with the run's kernels and the copies' dropout streams.
-pub struct Cursor<'a> {
-    pub params: Params<'a>,
-    pub shapes: &'a [Vec<usize>],
-    pub at: usize,
-    /// K, the number of copies.
+/// The K copies' parameters and what a forward runs them with: every K = 1, per-copy and
+/// batched choice of a layer is made here.
+pub struct Ops<'a> {
+    params: Params<'a>,
+    shapes: &'a [Vec<usize>],
+    /// The copy this view reads alone (a copy's own pass, [`Ops::each_copy`]); else all.
+    view: Option<usize>,
+    /// K, the number of copies (1 in a copy's own view).
     pub copies: usize,
     pub kernels: Kernels,
     /// Each copy's dropout seeds for this step; None: no dropout (evaluation).
-    pub masks: Option<Seeds<'a>>,
+    masks: Option<Seeds<'a>>,
     /// The dropout sites met so far in this forward.
     pub site: u64,
 }
@@ -68,25 +72,42 @@ pub fn site_seed(step_seed: u64, site: u64) -> u64 {
     Rng::derive(step_seed, Stream::Dropout, &[site]).next_u64()
 }
 
-impl<'a> Cursor<'a> {
+impl<'a> Ops<'a> {
+    /// The `copies` copies' parameters `params` (the layout's tensors, of `shapes`), run with
+    /// `kernels`, drawing dropout from `masks`.
+    pub fn new(
+        params: Params<'a>,
+        shapes: &'a [Vec<usize>],
+        copies: usize,
+        kernels: Kernels,
+        masks: Option<Seeds<'a>>,
+    ) -> Self {
+        Ops {
+            params,
+            shapes,
+            view: None,
+            copies,
+            kernels,
+            masks,
+            site: 0,
+        }
+    }
+
     /// Whether each copy runs on its own batch with fedrun's CPU kernels (flex), rather than
     /// the copies side by side in one grouped op.
     pub fn per_copy<const D: usize>(&self, x: &Tensor<D>) -> bool {
         self.copies > 1 && self.kernels == Kernels::Fedrun && is_flex(&x.device())
     }
 
-    /// `f(i, cursor)` for each copy i, its cursor one copy's views of the next `n` tensors
-    /// (its dropout stream its own); the cursor then moves past them.
-    pub fn each_copy<T>(&mut self, n: usize, mut f: impl FnMut(usize, &mut Cursor) -> T) -> Vec<T> {
+    /// `f(i, view)` for each copy i, `view` reading copy i's parameters alone (its dropout
+    /// stream its own).
+    pub fn each_copy<T>(&mut self, mut f: impl FnMut(usize, &mut Ops) -> T) -> Vec<T> {
         if self.copies == 1 {
             return vec![f(0, self)]; // the tensors themselves: no slice for the backward to undo
         }
-        let (from, mut site) = (self.at, self.site);
+        let mut site = self.site;
         let out = (0..self.copies)
             .map(|i| {
-                let own: Vec<Tensor<1>> = (from..from + n)
-                    .map(|j| self.params.copy(i, j, self.shapes[j].iter().product()))
-                    .collect();
                 let host = match self.masks {
                     Some(Seeds::Host(m)) => [m[i]],
                     _ => [0],
@@ -100,10 +121,10 @@ impl<'a> Cursor<'a> {
                     (Some(Seeds::Device(_)), Some(t)) => Some(Seeds::Device(t)),
                     _ => None,
                 };
-                let mut one = Cursor {
-                    params: Params::Stacked(&own),
-                    shapes: &self.shapes[from..from + n],
-                    at: 0,
+                let mut one = Ops {
+                    params: self.params,
+                    shapes: self.shapes,
+                    view: Some(i),
                     copies: 1,
                     kernels: self.kernels,
                     masks,
@@ -114,85 +135,82 @@ impl<'a> Cursor<'a> {
                 y
             })
             .collect();
-        (self.at, self.site) = (from + n, site);
+        self.site = site;
         out
     }
 
-    fn next(&mut self) -> (Tensor<1>, &[usize]) {
-        let i = self.at;
-        self.at += 1;
-        (self.params.stacked(i), &self.shapes[i])
+    /// Tensor `p` of the copies this reads, `[K·len]`, and its shape.
+    fn tensor(&self, p: Param) -> (Tensor<1>, &[usize]) {
+        let shape = &self.shapes[p.0];
+        let t = match self.view {
+            Some(i) => self.params.copy(i, p.0, shape.iter().product()),
+            None => self.params.stacked(p.0),
+        };
+        (t, shape)
     }
 
-    /// The next tensor, a convolution's weight: the copies' `[K·out, in, kh, kw]`.
-    pub fn conv(&mut self) -> Tensor<4> {
-        let k = self.copies;
-        let (p, s) = self.next();
+    /// A convolution's weight as the copies' `[K·out, in, kh, kw]`, and its bias `[K·out]`.
+    pub fn conv(&self, c: &Conv) -> (Tensor<4>, Option<Tensor<1>>) {
+        let (p, s) = self.tensor(c.weight);
         assert_eq!(s.len(), 4, "a convolution's weight");
-        p.reshape([k * s[0], s[1], s[2], s[3]])
+        let w = p.reshape([self.copies * s[0], s[1], s[2], s[3]]);
+        (w, c.bias.map(|b| self.vector(b)))
     }
 
-    /// The next tensor, a vector: the copies' `[K·n]`.
-    pub fn vector(&mut self) -> Tensor<1> {
-        let (p, s) = self.next();
+    /// A vector parameter: the copies' `[K·n]`.
+    pub fn vector(&self, p: Param) -> Tensor<1> {
+        let (t, s) = self.tensor(p);
         assert_eq!(s.len(), 1, "a vector");
-        p
+        t
     }
 
-    /// The next tensor, a matrix (an embedding table): the copies' `[K·rows, cols]` and the
-    /// one copy's `[rows, cols]`.
-    pub fn matrix(&mut self) -> (Tensor<2>, [usize; 2]) {
-        let k = self.copies;
-        let (p, s) = self.next();
+    /// A norm's γ and β, each the copies' `[K·c]`.
+    pub fn norm(&self, n: &Norm) -> (Tensor<1>, Tensor<1>) {
+        (self.vector(n.gamma), self.vector(n.beta))
+    }
+
+    /// A matrix parameter (an embedding table): the copies' `[K·rows, cols]` and one copy's
+    /// `[rows, cols]`.
+    pub fn matrix(&self, p: Param) -> (Tensor<2>, [usize; 2]) {
+        let (t, s) = self.tensor(p);
         assert_eq!(s.len(), 2, "a matrix");
         let (rows, cols) = (s[0], s[1]);
-        (p.reshape([k * rows, cols]), [rows, cols])
+        (t.reshape([self.copies * rows, cols]), [rows, cols])
     }
 
-    /// The next two tensors, a linear layer's weight and bias: `[K, in, out]` and `[K, 1, out]`.
-    pub fn weights(&mut self) -> (Tensor<3>, Tensor<3>) {
+    /// A linear layer's weight and bias: `[K, in, out]` and `[K, 1, out]`.
+    pub fn weights(&self, l: &Linear) -> (Tensor<3>, Tensor<3>) {
         let k = self.copies;
-        let (w, s) = self.next();
+        let (w, s) = self.tensor(l.weight);
         assert_eq!(s.len(), 2, "a linear layer's weight");
         let (din, dout) = (s[0], s[1]);
-        let b = self.vector();
+        let b = self.vector(l.bias);
         (w.reshape([k, din, dout]), b.reshape([k, 1, dout]))
     }
 
-    /// One copy's next linear layer as burn's `linear` takes it: `[in, out]` and `[out]`.
-    pub fn linear_one(&mut self) -> (Tensor<2>, Tensor<1>) {
-        let (w, s) = self.next();
-        let w = w.reshape([s[0], s[1]]);
-        (w, self.vector())
-    }
-
-    /// The next linear layer on `x` (`[K, rows, in]`): with one copy burn's (or fedrun's,
+    /// The linear layer `l` on `x` (`[K, rows, in]`): with one copy burn's (or fedrun's,
     /// [`linear_of`]) linear layer on the rows; with K on flex and fedrun's kernels, that layer
     /// for each copy (the product and the sums it runs alone); else one batched product.
-    pub fn linear(&mut self, x: Tensor<3>) -> Tensor<3> {
+    pub fn linear(&mut self, l: &Linear, x: Tensor<3>) -> Tensor<3> {
         if self.per_copy(&x) {
-            let per = self.each_copy(2, |i, one| one.linear(x.clone().narrow(0, i, 1)));
+            let per = self.each_copy(|i, one| one.linear(l, x.clone().narrow(0, i, 1)));
             return Tensor::cat(per, 0);
         }
+        let (w, b) = self.weights(l);
         if self.copies > 1 {
-            let (w, b) = self.weights();
             return x.matmul(w) + b;
         }
-        let ((w, b), rows) = (self.linear_one(), x.dims()[1]);
-        let [din, dout] = w.dims();
+        let [_, din, dout] = w.dims();
+        let rows = x.dims()[1];
+        let (w, b) = (w.reshape([din, dout]), b.reshape([dout]));
         linear_of(x.reshape([rows, din]), w, b, self.kernels).reshape([1, rows, dout])
     }
 
     /// LayerNorm over the last axis of each copy's rows (`x` `[K, rows, d]`) with the copy's own
     /// γ and β (`[K·d]`): burn's `layer_norm` with them for one copy; for K, the norm without
     /// them, then each copy's scale and shift.
-    pub fn layer_norm(
-        &self,
-        x: Tensor<3>,
-        (gamma, beta): (Tensor<1>, Tensor<1>),
-        eps: f64,
-    ) -> Tensor<3> {
-        let k = self.copies;
+    pub fn layer_norm(&self, x: Tensor<3>, n: &Norm, eps: f64) -> Tensor<3> {
+        let (k, (gamma, beta)) = (self.copies, self.norm(n));
         if k == 1 {
             return layer_norm(x, gamma, Some(beta), eps);
         }
@@ -223,6 +241,13 @@ impl<'a> Cursor<'a> {
                 x * mask
             }
         }
+    }
+}
+
+impl Linear {
+    /// This layer on `x` (`[K, rows, in]`), as [`Ops::linear`] runs it.
+    pub fn apply(&self, x: Tensor<3>, ops: &mut Ops) -> Tensor<3> {
+        ops.linear(self, x)
     }
 }
 
