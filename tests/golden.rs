@@ -496,6 +496,68 @@ fn every_models_layout_matches_the_golden_file() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), now);
 }
 
+/// Every model's initial vector under both initialisations (PyTorch's defaults and LEAF's
+/// TensorFlow ones), the transformer with and without `model.identical_layers`: each one's
+/// checksum of the bits, pinned from the initialisation that read the layers' type names. A
+/// role given to the wrong tensor, or a repeat copied to the wrong place, fails it.
+#[test]
+fn every_models_initial_vector_matches_the_golden_file() {
+    use ModelKind::*;
+    use fedrun::config::{Init, ModelKind, ModelSpec};
+    use fedrun::kernels::Kernels;
+    use fedrun::model::{Model, Shape, init::init_flat};
+    let cases = [
+        (Cnn, 3, 32, 10, 256),
+        (TinyCnn, 3, 32, 10, 0),
+        (Resnet18, 3, 32, 100, 64),
+        (MnistCnn, 1, 28, 10, 0),
+        (EmnistCnn, 1, 28, 62, 0),
+        (FemnistCnn, 1, 28, 62, 0),
+        (CelebaCnn, 3, 84, 2, 0),
+        (Mlp, 1, 28, 10, 0),
+        (Linear, 1, 28, 10, 0),
+        (Transformer, 0, 0, 80, 0),
+        (Lstm, 0, 0, 80, 0),
+        (LstmSmall, 0, 0, 80, 0),
+    ];
+    let mut now = String::new();
+    for (kind, channels, side, classes, projection) in cases {
+        let spec = ModelSpec {
+            kind,
+            projection,
+            layers: 3,
+            ..ModelSpec::default()
+        };
+        let shape = Shape {
+            channels,
+            side,
+            classes,
+        };
+        let model = Model::build(&spec, shape, Kernels::Fedrun).unwrap();
+        for (init, identical) in [
+            (Init::Pytorch, false),
+            (Init::Leaf, false),
+            (Init::Pytorch, true),
+        ] {
+            let mut rng = fedrun::rng::Rng::from_seed(11);
+            let x = init_flat(model.layout(), &mut rng, identical, init);
+            let mut crc = crc32fast::Hasher::new();
+            x.iter()
+                .for_each(|v| crc.update(&v.to_bits().to_le_bytes()));
+            let sum: f64 = x.iter().map(|&v| f64::from(v)).sum();
+            now += &format!(
+                "{kind} proj {projection} {init:?} identical {identical}: crc {:08x} sum {sum:.6e}\n",
+                crc.finalize()
+            );
+        }
+    }
+    let path = golden_path("init.txt");
+    if std::env::var_os("FEDRUN_BLESS").is_some() {
+        std::fs::write(&path, &now).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), now);
+}
+
 /// Every golden test above again at the SIMD level below the one in use (AVX2 on an AVX-512
 /// machine, the baseline on an AVX2 one), `FEDRUN_GOLDEN_EXACT` passed on.
 #[test]

@@ -18,6 +18,11 @@ use super::gemm::{View, matmul, matmul_col_major};
 use super::scratch::{gather, scatter, threads};
 use super::wide::wide;
 
+/// The largest batch that runs through the fused layer on flex, whose step gemms read the
+/// recurrent weight in place: faster for the local steps' batches (50 in the papers' code),
+/// slower than gate-by-gate products for an evaluation's hundreds of sequences.
+pub const FUSED_MAX_BATCH: usize = 128;
+
 /// About this many sequences per chunk (the chunks of a batch are as even as can be).
 const CHUNK_ROWS: usize = 32;
 

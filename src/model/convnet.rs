@@ -35,7 +35,7 @@ use burn::tensor::activation::relu;
 use super::network::Network;
 use super::ops::{Ops, from_channels, to_channels};
 use super::outputs::Outputs3;
-use super::params::{Builder, Conv, Layout, Linear, Norm};
+use super::params::{Builder, Conv, Layout, Linear, Norm, Role};
 use crate::config::{ModelKind, ModelSpec};
 use crate::data::Input;
 use crate::kernels::{batch_stat_norm, conv2d_copies, max_pool2d_of};
@@ -230,10 +230,11 @@ impl ConvNet {
         }
         for (name, din, dout) in &self.fcs {
             p.fcs.push(match (self.linear, self.fc_vec) {
-                (true, _) => Linear {
-                    weight: b.tensor("weight", "Linear", &[*din, *dout]),
-                    bias: b.tensor("bias", "Linear", &[*dout]),
-                },
+                (true, _) => {
+                    let fan_in = *din;
+                    let roles = [Role::Weight { fan_in }, Role::Bias { fan_in }];
+                    b.linear_here("Linear", *din, *dout, roles)
+                }
                 (_, true) => b.scope("fcs", ty, |b| b.linear(name, "Vec", *din, *dout)),
                 _ => b.linear(name, ty, *din, *dout),
             });

@@ -4,26 +4,24 @@
 //! equations are PyTorch's and burn's: gates i, f, o sigmoid, cell candidate tanh, c = f·c +
 //! i·g, h = o·tanh(c), zero initial state.
 //!
-//! How each runs: on flex with fedrun's kernels, each copy on fedrun's fused LSTM layer
-//! ([`lstm_layer`]) for batches up to [`FUSED_MAX_BATCH`], gate by gate past it; on the GPU
-//! backends fedrun's layer over every copy at once ([`lstm_layers`]); with burn's kernels step
-//! by step, the four gates of all copies one batched product of all steps' inputs and one of
-//! the hidden state per step.
+//! One cell's equations ([`cell`]), run two ways, as [`Ops::recurrence`] chooses: fedrun's fused
+//! layer (one kernel a layer: on flex each copy alone, [`lstm_layer`], for batches up to
+//! [`FUSED_MAX_BATCH`]; on the GPU backends every copy at once, [`lstm_layers`]), or gate by gate
+//! (each step's four gates of every copy one batched product of the hidden state, after one of
+//! all steps' inputs, with burn's kernels; on flex, for larger batches, each copy's gates as
+//! their own products, a copy at a time).
 
 use burn::tensor::module::{embedding, linear};
 use burn::tensor::{Int, Tensor};
 
 use super::network::Network;
-use super::ops::Ops;
+use super::ops::{Ops, Recurrence};
 use super::outputs::Outputs3;
-use super::params::{Builder, Layout, Linear, Param};
+use super::params::{Builder, Layout, Linear, Param, Role};
 use crate::data::Input;
-use crate::kernels::{Kernels, is_flex, lstm_layer, lstm_layers, on_cube, sigmoid, tanh};
+use crate::kernels::{Kernels, lstm_layer, lstm_layers, sigmoid, tanh};
 
-/// The largest batch that runs through fedrun's fused layer on flex ([`lstm_layer`]), whose step
-/// gemms read the recurrent weight in place: faster for the local steps' batches (50 in the
-/// papers' code), slower than gate-by-gate products for an evaluation's hundreds of sequences.
-pub const FUSED_MAX_BATCH: usize = 128;
+pub use crate::kernels::lstm::FUSED_MAX_BATCH;
 
 const D_EMB: usize = 8;
 
@@ -52,18 +50,20 @@ impl Lstm {
     pub fn new(hidden: usize, layers: usize, vocab: usize) -> Lstm {
         let h = hidden;
         let mut b = Builder::new("Lstm");
-        let emb = b.scope("emb", "CharLstm", |b| {
-            b.tensor("weight", "Embedding", &[vocab, D_EMB])
-        });
+        let emb = b.embedding("emb", "CharLstm", vocab, D_EMB);
+        let roles = [false, true].map(|bias| Role::Recurrent { hidden: h, bias });
         let layers = b.scope("layers", "CharLstm", |b| {
             (0..layers)
                 .map(|i| {
                     let din = if i == 0 { D_EMB } else { h };
                     b.scope(&i.to_string(), "Vec", |b| {
                         ["input_gate", "forget_gate", "output_gate", "cell_gate"].map(|gate| {
-                            b.scope(gate, "Lstm", |b| Gate {
-                                input: b.linear("input_transform", "GateController", din, h),
-                                hidden: b.linear("hidden_transform", "GateController", h, h),
+                            b.scope(gate, "Lstm", |b| {
+                                let at = |name| (name, "GateController", "Linear");
+                                Gate {
+                                    input: b.linear_as(at("input_transform"), din, h, roles),
+                                    hidden: b.linear_as(at("hidden_transform"), h, h, roles),
+                                }
                             })
                         })
                     })
@@ -91,32 +91,48 @@ impl Network for Lstm {
         let Input::Tokens(x) = input else {
             panic!("the LSTM reads characters")
         };
+        let b = x.dims()[0] / p.copies;
+        let h = match p.recurrence(b, &x.device()) {
+            Recurrence::FusedAll | Recurrence::GatesAll => self.last_state(x, p),
+            each => {
+                let last = p.each_copy(|i, one| {
+                    let own = x.clone().narrow(0, i * b, b);
+                    match each {
+                        Recurrence::FusedEach => self.fused(own, one),
+                        _ => self.per_gate(own, one),
+                    }
+                });
+                Tensor::stack::<3>(last, 0)
+            }
+        };
+        Outputs3::logits_only(self.out.apply(h, p))
+    }
+}
+
+impl Lstm {
+    /// The copies' last hidden state `[K, b, H]` on their sequences `x` (`[K·b, T]`): each
+    /// copy's indices offset into its own rows of the stacked table, then the layers.
+    fn last_state(&self, x: Tensor<2, Int>, p: &Ops) -> Tensor<3> {
         let k = p.copies;
         let [n, len] = x.dims();
         let b = n / k;
-        if p.kernels == Kernels::Fedrun && is_flex(&x.device()) {
-            let last = p.each_copy(|i, one| match b <= FUSED_MAX_BATCH {
-                true => self.fused(x.clone().narrow(0, i * b, b), one),
-                false => self.per_gate(x.clone().narrow(0, i * b, b), one),
-            });
-            return Outputs3::logits_only(self.out.apply(Tensor::stack::<3>(last, 0), p));
-        }
         let (table, [vocab, d]) = p.matrix(self.emb);
         let offsets = crate::kernels::range(k, &x.device())
             .mul_scalar(vocab as i64)
             .reshape([k, 1, 1]);
         let idx: Tensor<3, Int> = x.reshape([k, b, len]) + offsets;
         let mut seq: Tensor<3> = embedding(table, idx.reshape([n, len])).reshape([k, b * len, d]);
+        let fused = p.recurrence(b, &seq.device()) == Recurrence::FusedAll;
         let mut h = None;
         for (l, gates) in self.layers.iter().enumerate() {
             let last = l + 1 == self.layers.len();
-            let (states, end) = layer(gates, seq.clone(), b, len, p, last);
+            let (states, end) = layer(gates, seq.clone(), b, len, p, last, fused);
             h = Some(end);
             if let Some(states) = states {
                 seq = states;
             }
         }
-        Outputs3::logits_only(self.out.apply(h.expect("an LSTM of at least one layer"), p))
+        h.expect("an LSTM of at least one layer")
     }
 }
 
@@ -152,10 +168,11 @@ fn layer(
     len: usize,
     p: &Ops,
     last: bool,
+    fused: bool,
 ) -> (Option<Tensor<3>>, Tensor<3>) {
     let (k, kern) = (p.copies, p.kernels);
     let g = gates(gs, p);
-    if kern == Kernels::Fedrun && on_cube(&seq.device()) {
+    if fused {
         // a GPU backend: fedrun's layer over every copy at once, gates in its order i, f, g, o
         let (wx, wh, bias) = side_by_side(&g, [0, 1, 3, 2]);
         let hidden = wh.dims()[1];
@@ -221,7 +238,8 @@ impl Lstm {
 
     /// One copy's last hidden state `[b, H]` on `x` (`[b, T]`) for a batch past
     /// [`FUSED_MAX_BATCH`] on flex (an evaluation's): each step's gates as their own products,
-    /// as burn's LSTM has them.
+    /// as burn's LSTM has them (on flex 1.6–1.8× faster than [`Lstm::last_state`]'s batched
+    /// products over one copy, measured with scripts/bench/fedrun_ab.py on the evaluation).
     fn per_gate(&self, x: Tensor<2, Int>, one: &Ops) -> Tensor<2> {
         let [b, len] = x.dims();
         let (table, [_, d]) = one.matrix(self.emb);

@@ -8,7 +8,8 @@ use burn::tensor::Tensor;
 use burn::tensor::module::layer_norm;
 
 use super::params::{Conv, Linear, Norm, Param};
-use crate::kernels::{Kernels, dropout_copies, dropout_mask, is_flex, linear_of};
+use crate::kernels::lstm::FUSED_MAX_BATCH;
+use crate::kernels::{Kernels, dropout_copies, dropout_mask, is_flex, linear_of, on_cube};
 use crate::rng::{Rng, Stream};
 
 /// The K copies' parameters: each tensor of the layout as one `[K·len]` tensor, copy after
@@ -56,6 +57,22 @@ pub struct Ops<'a> {
     pub site: u64,
 }
 
+/// How the copies' LSTM layers run, chosen once by [`Ops::recurrence`]: fedrun's fused layer
+/// (one kernel a layer; flex's takes one copy at a time, the GPU's every copy at once) or
+/// gate by gate (burn's ops, the equations of `lstm::cell`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recurrence {
+    /// Each copy alone on fedrun's fused CPU layer (flex, batches up to
+    /// [`crate::kernels::lstm::FUSED_MAX_BATCH`]).
+    FusedEach,
+    /// Each copy alone, gate by gate (flex, larger batches: an evaluation's).
+    GatesEach,
+    /// Every copy at once on fedrun's fused GPU layer (cubecl's runtimes).
+    FusedAll,
+    /// Every copy at once, gate by gate (burn's kernels).
+    GatesAll,
+}
+
 /// The copies' dropout seeds at a step: each copy's step seed on the host (a site's seed derived
 /// from it there and given with the op), or every site's seeds already derived and held on the
 /// device, `[sites, K, 4]` (site s's seed of copy k as its four 16-bit quarters,
@@ -97,6 +114,17 @@ impl<'a> Ops<'a> {
     /// the copies side by side in one grouped op.
     pub fn per_copy<const D: usize>(&self, x: &Tensor<D>) -> bool {
         self.copies > 1 && self.kernels == Kernels::Fedrun && is_flex(&x.device())
+    }
+
+    /// How the copies' LSTM layers run on batches of `b` sequences on `device`.
+    pub fn recurrence(&self, b: usize, device: &burn::tensor::Device) -> Recurrence {
+        let fedrun = self.kernels == Kernels::Fedrun;
+        match (fedrun && is_flex(device), fedrun && on_cube(device)) {
+            (true, _) if b <= FUSED_MAX_BATCH => Recurrence::FusedEach,
+            (true, _) => Recurrence::GatesEach,
+            (_, true) => Recurrence::FusedAll,
+            _ => Recurrence::GatesAll,
+        }
     }
 
     /// `f(i, view)` for each copy i, `view` reading copy i's parameters alone (its dropout

@@ -15,6 +15,54 @@ pub struct TensorInfo {
     pub shape: Vec<usize>,
     pub offset: usize,
     pub len: usize,
+    /// What it is to the initialisation, as the leaf that wrote it says.
+    pub role: Role,
+}
+
+/// What a parameter tensor is to the initialisation ([`super::init`]), set by the leaf that
+/// writes it (no type name is read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A layer's weight, of fan-in `fan_in` (a linear layer's inputs; a convolution's input
+    /// channels times its window).
+    Weight {
+        fan_in: usize,
+    },
+    /// A layer's bias: its weight's fan-in.
+    Bias {
+        fan_in: usize,
+    },
+    /// A norm's scale and shift.
+    Gamma,
+    Beta,
+    /// An embedding table.
+    Embedding,
+    /// A recurrent layer's weight or bias, of `hidden` units.
+    Recurrent {
+        hidden: usize,
+        bias: bool,
+    },
+    /// An attention projection's weight, of width `d`: the output's, or one of the stacked input
+    /// projection's (query, key, value).
+    Attention {
+        d: usize,
+        output: bool,
+    },
+    /// An attention projection's bias.
+    AttentionBias,
+}
+
+impl Role {
+    /// Whether it is a bias or a norm's shift (zero in both initialisations).
+    pub fn is_shift(self) -> bool {
+        matches!(
+            self,
+            Role::Bias { .. }
+                | Role::Beta
+                | Role::AttentionBias
+                | Role::Recurrent { bias: true, .. }
+        )
+    }
 }
 
 impl TensorInfo {
@@ -41,6 +89,9 @@ impl TensorInfo {
 pub struct Layout {
     pub tensors: Vec<TensorInfo>,
     pub total: usize,
+    /// Ranges whose values `model.identical_layers` copies, each to an offset (the
+    /// transformer's first encoder layer into each of the others).
+    pub repeats: Vec<(std::ops::Range<usize>, usize)>,
 }
 
 impl Layout {
@@ -111,8 +162,8 @@ impl Builder {
         }
     }
 
-    /// A tensor `name` of the part `ty`, of `shape`.
-    pub fn tensor(&mut self, name: &str, ty: &str, shape: &[usize]) -> Param {
+    /// A tensor `name` of the part `ty`, of `shape`, its `role` to the initialisation.
+    pub fn tensor(&mut self, name: &str, ty: &str, shape: &[usize], role: Role) -> Param {
         let at = Param(self.layout.tensors.len());
         let len: usize = shape.iter().product();
         let mut names = self.names.clone();
@@ -125,6 +176,7 @@ impl Builder {
             shape: shape.to_vec(),
             offset: self.layout.total,
             len,
+            role,
         });
         self.layout.total += len;
         at
@@ -132,26 +184,63 @@ impl Builder {
 
     /// A linear layer `name` of `parent`: its weight `[din, dout]` and bias `[dout]`.
     pub fn linear(&mut self, name: &str, parent: &str, din: usize, dout: usize) -> Linear {
-        self.scope(name, parent, |b| Linear {
-            weight: b.tensor("weight", "Linear", &[din, dout]),
-            bias: b.tensor("bias", "Linear", &[dout]),
+        let roles = [Role::Weight { fan_in: din }, Role::Bias { fan_in: din }];
+        self.scope(name, parent, |b| b.linear_here("Linear", din, dout, roles))
+    }
+
+    /// A linear layer `name` of `parent` whose weight and bias initialise as `roles` say (a
+    /// recurrent layer's, an attention projection's), its part named `ty`.
+    pub fn linear_as(
+        &mut self,
+        (name, parent, ty): (&str, &str, &str),
+        din: usize,
+        dout: usize,
+        roles: [Role; 2],
+    ) -> Linear {
+        self.scope(name, parent, |b| b.linear_here(ty, din, dout, roles))
+    }
+
+    /// A linear layer's weight `[din, dout]` and bias `[dout]` in the current scope (softmax
+    /// regression's, at the model's root), of the part `ty`.
+    pub fn linear_here(&mut self, ty: &str, din: usize, dout: usize, roles: [Role; 2]) -> Linear {
+        Linear {
+            weight: self.tensor("weight", ty, &[din, dout], roles[0]),
+            bias: self.tensor("bias", ty, &[dout], roles[1]),
+        }
+    }
+
+    /// An embedding `name` of `parent`: its table `[rows, cols]`.
+    pub fn embedding(&mut self, name: &str, parent: &str, rows: usize, cols: usize) -> Param {
+        self.scope(name, parent, |b| {
+            b.tensor("weight", "Embedding", &[rows, cols], Role::Embedding)
         })
     }
 
     /// A convolution `name` of `parent`: its weight `[out, in, k, k]` and its bias if `bias`.
     pub fn conv(&mut self, name: &str, parent: &str, shape: [usize; 4], bias: bool) -> Conv {
+        let fan_in = shape[1..].iter().product();
         self.scope(name, parent, |b| Conv {
-            weight: b.tensor("weight", "Conv2d", &shape),
-            bias: bias.then(|| b.tensor("bias", "Conv2d", &[shape[0]])),
+            weight: b.tensor("weight", "Conv2d", &shape, Role::Weight { fan_in }),
+            bias: bias.then(|| b.tensor("bias", "Conv2d", &[shape[0]], Role::Bias { fan_in })),
         })
     }
 
     /// A norm `name` (of the type `ty`) of `parent`: its γ and β `[c]`.
     pub fn norm(&mut self, name: &str, parent: &str, ty: &str, c: usize) -> Norm {
         self.scope(name, parent, |b| Norm {
-            gamma: b.tensor("gamma", ty, &[c]),
-            beta: b.tensor("beta", ty, &[c]),
+            gamma: b.tensor("gamma", ty, &[c], Role::Gamma),
+            beta: b.tensor("beta", ty, &[c], Role::Beta),
         })
+    }
+
+    /// Where parameter `p` starts in the flat vector.
+    pub fn offset(&self, p: Param) -> usize {
+        self.layout.tensors[p.0].offset
+    }
+
+    /// Mark `range` as copied to `to` by `model.identical_layers`.
+    pub fn repeat(&mut self, range: std::ops::Range<usize>, to: usize) {
+        self.layout.repeats.push((range, to));
     }
 
     /// The layout written.

@@ -16,7 +16,7 @@ use burn::tensor::{Int, Tensor};
 use super::network::Network;
 use super::ops::Ops;
 use super::outputs::Outputs3;
-use super::params::{Builder, Layout, Linear, Norm, Param};
+use super::params::{Builder, Layout, Linear, Norm, Param, Role};
 use crate::config::ModelSpec;
 use crate::data::Input;
 use crate::data::shakespeare::SEQ_LEN;
@@ -58,13 +58,9 @@ impl Transformer {
         let d = spec.d_model;
         let mut b = Builder::new("Transformer");
         let root = "CharTransformer";
-        let tok = b.scope("tok", root, |b| {
-            b.tensor("weight", "Embedding", &[vocab, d])
-        });
-        let pos = b.scope("pos", root, |b| {
-            b.tensor("weight", "Embedding", &[SEQ_LEN, d])
-        });
-        let layers = b.scope("encoder", root, |b| {
+        let tok = b.embedding("tok", root, vocab, d);
+        let pos = b.embedding("pos", root, SEQ_LEN, d);
+        let layers: Vec<EncoderLayer> = b.scope("encoder", root, |b| {
             b.scope("layers", "TransformerEncoder", |b| {
                 let layer = |i: usize, b: &mut Builder| {
                     b.scope(&i.to_string(), "Vec", |b| encoder_layer(b, d, spec.d_ff))
@@ -73,6 +69,14 @@ impl Transformer {
             })
         });
         let out = b.linear("out", root, d, vocab);
+        // model.identical_layers: the first layer's values copied into the others (PyTorch's
+        // encoder deep-copies one layer)
+        let start = |l: &EncoderLayer| b.offset(l.query.weight);
+        if let [first, second, ..] = &layers[..] {
+            let first = start(first)..start(second);
+            let rest: Vec<usize> = layers[1..].iter().map(start).collect();
+            rest.into_iter().for_each(|to| b.repeat(first.clone(), to));
+        }
         Transformer {
             d,
             heads: spec.heads,
@@ -91,7 +95,13 @@ fn encoder_layer(b: &mut Builder, d: usize, ff: usize) -> EncoderLayer {
     let l = "TransformerEncoderLayer";
     let mha = "MultiHeadAttention";
     let [query, key, value, output] = b.scope("mha", l, |b| {
-        ["query", "key", "value", "output"].map(|name| b.linear(name, mha, d, d))
+        ["query", "key", "value", "output"].map(|name| {
+            let weight = Role::Attention {
+                d,
+                output: name == "output",
+            };
+            b.linear_as((name, mha, "Linear"), d, d, [weight, Role::AttentionBias])
+        })
     });
     let pw = "PositionWiseFeedForward";
     let (inner, outer) = b.scope("pwff", l, |b| {
