@@ -440,6 +440,31 @@ fn every_models_counted_size_is_its_layouts() {
 /// from the burn modules the models were first written as, byte for byte.
 #[test]
 fn every_models_layout_matches_the_golden_file() {
+    let mut now = String::new();
+    for (label, model) in golden_models(2) {
+        let l = model.layout();
+        now += &format!("# {label} total {}\n", l.total);
+        for t in &l.tensors {
+            now += &format!(
+                "{} | {} | {:?} | {} {}\n",
+                t.names.join("."),
+                t.containers.join(","),
+                t.shape,
+                t.offset,
+                t.len
+            );
+        }
+    }
+    let path = golden_path("layouts.txt");
+    if std::env::var_os("FEDRUN_BLESS").is_some() {
+        std::fs::write(&path, &now).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), now);
+}
+
+/// Every model of the golden files, with `layers` layers where the model has a number of them,
+/// and its label (`kind proj P`).
+fn golden_models(layers: usize) -> Vec<(String, fedrun::model::Model)> {
     use ModelKind::*;
     use fedrun::config::{ModelKind, ModelSpec};
     use fedrun::kernels::Kernels;
@@ -460,72 +485,11 @@ fn every_models_layout_matches_the_golden_file() {
         (Lstm, 0, 0, 80, 0),
         (LstmSmall, 0, 0, 80, 0),
     ];
-    let mut now = String::new();
-    for (kind, channels, side, classes, projection) in cases {
+    let build = |(kind, channels, side, classes, projection)| {
         let spec = ModelSpec {
             kind,
             projection,
-            layers: 2,
-            ..ModelSpec::default()
-        };
-        let shape = Shape {
-            channels,
-            side,
-            classes,
-        };
-        let l = Model::build(&spec, shape, Kernels::Fedrun)
-            .unwrap()
-            .layout()
-            .clone();
-        now += &format!("# {kind} proj {projection} total {}\n", l.total);
-        for t in &l.tensors {
-            now += &format!(
-                "{} | {} | {:?} | {} {}\n",
-                t.names.join("."),
-                t.containers.join(","),
-                t.shape,
-                t.offset,
-                t.len
-            );
-        }
-    }
-    let path = golden_path("layouts.txt");
-    if std::env::var_os("FEDRUN_BLESS").is_some() {
-        std::fs::write(&path, &now).unwrap();
-    }
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), now);
-}
-
-/// Every model's initial vector under both initialisations (PyTorch's defaults and LEAF's
-/// TensorFlow ones), the transformer with and without `model.identical_layers`: each one's
-/// checksum of the bits, pinned from the initialisation that read the layers' type names. A
-/// role given to the wrong tensor, or a repeat copied to the wrong place, fails it.
-#[test]
-fn every_models_initial_vector_matches_the_golden_file() {
-    use ModelKind::*;
-    use fedrun::config::{Init, ModelKind, ModelSpec};
-    use fedrun::kernels::Kernels;
-    use fedrun::model::{Model, Shape, init::init_flat};
-    let cases = [
-        (Cnn, 3, 32, 10, 256),
-        (TinyCnn, 3, 32, 10, 0),
-        (Resnet18, 3, 32, 100, 64),
-        (MnistCnn, 1, 28, 10, 0),
-        (EmnistCnn, 1, 28, 62, 0),
-        (FemnistCnn, 1, 28, 62, 0),
-        (CelebaCnn, 3, 84, 2, 0),
-        (Mlp, 1, 28, 10, 0),
-        (Linear, 1, 28, 10, 0),
-        (Transformer, 0, 0, 80, 0),
-        (Lstm, 0, 0, 80, 0),
-        (LstmSmall, 0, 0, 80, 0),
-    ];
-    let mut now = String::new();
-    for (kind, channels, side, classes, projection) in cases {
-        let spec = ModelSpec {
-            kind,
-            projection,
-            layers: 3,
+            layers,
             ..ModelSpec::default()
         };
         let shape = Shape {
@@ -534,6 +498,21 @@ fn every_models_initial_vector_matches_the_golden_file() {
             classes,
         };
         let model = Model::build(&spec, shape, Kernels::Fedrun).unwrap();
+        (format!("{kind} proj {projection}"), model)
+    };
+    cases.into_iter().map(build).collect()
+}
+
+/// Every model's initial vector under both initialisations (PyTorch's defaults and LEAF's
+/// TensorFlow ones), the transformer with and without `model.identical_layers` (three layers):
+/// each one's checksum of the bits, pinned from the initialisation that read the layers' type
+/// names. A role given to the wrong tensor, or a repeat copied to the wrong place, fails it.
+#[test]
+fn every_models_initial_vector_matches_the_golden_file() {
+    use fedrun::config::Init;
+    use fedrun::model::init::init_flat;
+    let mut now = String::new();
+    for (label, model) in golden_models(3) {
         for (init, identical) in [
             (Init::Pytorch, false),
             (Init::Leaf, false),
@@ -542,11 +521,10 @@ fn every_models_initial_vector_matches_the_golden_file() {
             let mut rng = fedrun::rng::Rng::from_seed(11);
             let x = init_flat(model.layout(), &mut rng, identical, init);
             let mut crc = crc32fast::Hasher::new();
-            x.iter()
-                .for_each(|v| crc.update(&v.to_bits().to_le_bytes()));
+            x.iter().for_each(|v| crc.update(&v.to_bits().to_le_bytes()));
             let sum: f64 = x.iter().map(|&v| f64::from(v)).sum();
             now += &format!(
-                "{kind} proj {projection} {init:?} identical {identical}: crc {:08x} sum {sum:.6e}\n",
+                "{label} {init:?} identical {identical}: crc {:08x} sum {sum:.6e}\n",
                 crc.finalize()
             );
         }
