@@ -435,6 +435,37 @@ fn every_models_counted_size_is_its_layouts() {
     }
 }
 
+/// A size estimate of widths and depths no `usize` product holds counts from the model's tree
+/// without overflow and without building the layers: it grows with each key, and a transformer
+/// of `usize::MAX` layers is counted at once.
+#[test]
+fn a_models_size_of_any_width_counts_without_overflow() {
+    use fedrun::config::{ModelKind, ModelSpec};
+    use fedrun::model::size::estimate;
+    let huge = usize::MAX / 2;
+    let spec = |kind, layers, width| ModelSpec {
+        kind,
+        layers,
+        d_model: width,
+        d_ff: width,
+        hidden: width,
+        mlp_hidden: width,
+        ..ModelSpec::default()
+    };
+    for kind in [ModelKind::Transformer, ModelKind::Lstm, ModelKind::Mlp] {
+        let small = estimate(&spec(kind, 2, 64), 784, 80).params;
+        let wide = estimate(&spec(kind, 2, huge), 784, 80).params;
+        let deep = estimate(&spec(kind, huge, 64), 784, 80).params;
+        assert!(
+            wide > small && wide > u128::from(u64::MAX),
+            "{kind}: {small} {wide}"
+        );
+        assert!(deep >= small, "{kind}: {small} {deep}");
+    }
+    let deep = estimate(&spec(ModelKind::Transformer, huge, 64), 0, 80).params;
+    assert!(deep > huge as u128, "{deep}");
+}
+
 /// Every model's layout: the order, path, owners and shape of each parameter tensor (the
 /// initialisation reads the paths and owners; a checkpoint's vector is in this order). Pinned
 /// from the burn modules the models were first written as, byte for byte.
@@ -521,7 +552,8 @@ fn every_models_initial_vector_matches_the_golden_file() {
             let mut rng = fedrun::rng::Rng::from_seed(11);
             let x = init_flat(model.layout(), &mut rng, identical, init);
             let mut crc = crc32fast::Hasher::new();
-            x.iter().for_each(|v| crc.update(&v.to_bits().to_le_bytes()));
+            x.iter()
+                .for_each(|v| crc.update(&v.to_bits().to_le_bytes()));
             let sum: f64 = x.iter().map(|&v| f64::from(v)).sum();
             now += &format!(
                 "{label} {init:?} identical {identical}: crc {:08x} sum {sum:.6e}\n",

@@ -118,6 +118,22 @@ pub fn check_spec(s: &Spec) -> Result<()> {
     Ok(())
 }
 
+/// The network of `spec` for inputs of `flat` floats (images; the character models' are 0) and
+/// `classes` classes, its parameters declared.
+pub(crate) fn network(spec: &ModelSpec, flat: usize, classes: usize) -> Arc<dyn Network> {
+    match spec.kind {
+        ModelKind::Resnet18 => Arc::new(resnet::ResNet::new(
+            classes,
+            spec.head == Head::Fednar,
+            spec.projection,
+        )),
+        ModelKind::Transformer => Arc::new(transformer::Transformer::new(spec, classes)),
+        ModelKind::LstmSmall => Arc::new(lstm::Lstm::new(100, 2, classes)),
+        ModelKind::Lstm => Arc::new(lstm::Lstm::new(spec.hidden, 2, classes)),
+        _ => Arc::new(convnet::ConvNet::of(spec, flat, classes)),
+    }
+}
+
 impl Model {
     /// The model of `spec` for data of `shape`, its hot ops run by `kernels`.
     pub fn build(spec: &ModelSpec, shape: Shape, kernels: Kernels) -> Result<Model> {
@@ -136,17 +152,7 @@ impl Model {
                 "model.kind = \"{k}\" {why} (this data set)"
             )));
         }
-        let net: Arc<dyn Network> = match k {
-            ModelKind::Resnet18 => Arc::new(resnet::ResNet::new(
-                shape.classes,
-                spec.head == Head::Fednar,
-                spec.projection,
-            )),
-            ModelKind::Transformer => Arc::new(transformer::Transformer::new(spec, shape.classes)),
-            ModelKind::LstmSmall => Arc::new(lstm::Lstm::new(100, 2, shape.classes)),
-            ModelKind::Lstm => Arc::new(lstm::Lstm::new(spec.hidden, 2, shape.classes)),
-            _ => Arc::new(convnet::ConvNet::of(spec, flat, shape.classes)),
-        };
+        let net = network(spec, flat, shape.classes);
         let layout = net.layout().clone();
         Ok(Model {
             net,

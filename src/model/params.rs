@@ -89,6 +89,9 @@ impl TensorInfo {
 pub struct Layout {
     pub tensors: Vec<TensorInfo>,
     pub total: usize,
+    /// The parameters counted in `u128`, saturating: what a size estimate reads, for widths no
+    /// `usize` product holds (the layout of such a model is never allocated).
+    pub count: u128,
     /// Ranges whose values `model.identical_layers` copies, each to an offset (the
     /// transformer's first encoder layer into each of the others).
     pub repeats: Vec<(std::ops::Range<usize>, usize)>,
@@ -165,7 +168,8 @@ impl Builder {
     /// A tensor `name` of the part `ty`, of `shape`, its `role` to the initialisation.
     pub fn tensor(&mut self, name: &str, ty: &str, shape: &[usize], role: Role) -> Param {
         let at = Param(self.layout.tensors.len());
-        let len: usize = shape.iter().product();
+        let count = (shape.iter()).fold(1u128, |n, &d| n.saturating_mul(d as u128));
+        let len = usize::try_from(count).unwrap_or(usize::MAX);
         let mut names = self.names.clone();
         names.push(name.to_string());
         let mut containers = self.containers.clone();
@@ -178,7 +182,8 @@ impl Builder {
             len,
             role,
         });
-        self.layout.total += len;
+        self.layout.total = self.layout.total.saturating_add(len);
+        self.layout.count = self.layout.count.saturating_add(count);
         at
     }
 

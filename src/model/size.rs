@@ -2,16 +2,11 @@
 //! floats a training sample keeps alive through forward and backward. The fixed architectures'
 //! per-sample activations are measured (`tests/memory.rs`: a step's peak on flex at batch 10
 //! and 50, K = 1 and 8, the growth per sample with the batch's own copy; docs/PERFORMANCE.md
-//! has the table); the character models' and the MLP's are formulas in their widths. The fixed
-//! architectures' parameters are counted from their layouts (the parameter tree each model
-//! declares); the sizes that a spec key sets (the transformer's, the LSTM's and the MLP's
-//! widths, MOON's projection head) are computed in `u128`, so that no spec value overflows them
-//! (a test holds every count equal to the built model's layout).
+//! has the table); the character models' and the MLP's are formulas in their widths. Every
+//! model's parameters are counted from the tree it declares, in `u128` and saturating, so that no
+//! spec value overflows them (a test holds every count equal to the built model's layout).
 
-use super::convnet::ConvNet;
-use super::network::Network;
-use super::resnet::ResNet;
-use crate::config::{Head, ModelKind, ModelSpec};
+use crate::config::{ModelKind, ModelSpec};
 use crate::data::shakespeare::SEQ_LEN;
 
 /// A model's size, estimated from its spec.
@@ -49,30 +44,26 @@ pub fn estimate(m: &ModelSpec, features: u128, classes: u128) -> Size {
     }
 }
 
-/// The parameters of `m`: the key-sized models' in closed form, the fixed architectures'
-/// counted from their layouts.
+/// The parameters of `m`, counted from its tree in `u128` ([`super::params::Layout::count`]): a
+/// transformer of L layers as one of none plus L times one layer's, so that no number of layers
+/// is ever built.
 fn params_of(m: &ModelSpec, features: u128, classes: u128) -> u128 {
-    let (l, d, ff) = (m.layers as u128, m.d_model as u128, m.d_ff as u128);
-    let seq = SEQ_LEN as u128;
+    let n = usize::try_from(classes).unwrap_or(usize::MAX);
+    let flat = usize::try_from(features).unwrap_or(usize::MAX);
+    let count = |m: &ModelSpec| super::network(m, flat, n).layout().count;
     match m.kind {
         ModelKind::Transformer => {
-            2 * classes * d + classes + seq * d + l * (4 * d * d + 2 * d * ff + 9 * d + ff)
+            let with = |layers| {
+                count(&ModelSpec {
+                    layers,
+                    ..m.clone()
+                })
+            };
+            let (none, one) = (with(0), with(1));
+            let per_layer = one.saturating_sub(none);
+            none.saturating_add((m.layers as u128).saturating_mul(per_layer))
         }
-        ModelKind::Lstm | ModelKind::LstmSmall => {
-            let hid = lstm_hidden(m);
-            8 * classes
-                + 4 * hid * (8 + hid)
-                + 4 * hid * 2 * hid
-                + 16 * hid
-                + hid * classes
-                + classes
-        }
-        ModelKind::Mlp => {
-            let hid = m.mlp_hidden as u128;
-            features * hid + hid * (classes + 1) + classes
-        }
-        ModelKind::Linear => features * classes + classes,
-        _ => counted(m, features, classes),
+        _ => count(m),
     }
 }
 
@@ -120,31 +111,4 @@ fn per_sample(m: &ModelSpec, features: u128, classes: u128) -> (u128, u128) {
         ModelKind::EmnistCnn => (127_000, 60_000),
         ModelKind::MnistCnn => (12_000, 7_500),
     }
-}
-
-/// The parameters of a fixed architecture, counted from its layout without MOON's head, and the
-/// head added (its width `model.projection`, unbounded, in `u128`): Linear(f, f) → Linear(f, p),
-/// the classifier reading p features instead of the f it reads without the head.
-fn counted(m: &ModelSpec, features: u128, classes: u128) -> u128 {
-    let n = usize::try_from(classes).unwrap_or(usize::MAX);
-    let base = match m.kind {
-        ModelKind::Resnet18 => ResNet::new(n, m.head == Head::Fednar, 0).layout().clone(),
-        _ => {
-            let plain = ModelSpec {
-                projection: 0,
-                ..m.clone()
-            };
-            let flat = usize::try_from(features).unwrap_or(usize::MAX);
-            ConvNet::of(&plain, flat, n).layout().clone()
-        }
-    };
-    let (total, p) = (base.total as u128, m.projection as u128);
-    if p == 0 {
-        return total;
-    }
-    // the classifier's input width: the last matrix of the layout is its weight `[f, classes]`
-    let f = (base.tensors.iter().rev())
-        .find(|t| t.shape.len() == 2)
-        .map_or(0, |t| t.shape[0] as u128);
-    total + f * f + f + f * p + p + p * classes - f * classes
 }
