@@ -130,7 +130,14 @@ pub(crate) fn network(spec: &ModelSpec, flat: usize, classes: usize) -> Arc<dyn 
         ModelKind::Transformer => Arc::new(transformer::Transformer::new(spec, classes)),
         ModelKind::LstmSmall => Arc::new(lstm::Lstm::new(100, 2, classes)),
         ModelKind::Lstm => Arc::new(lstm::Lstm::new(spec.hidden, 2, classes)),
-        _ => Arc::new(convnet::ConvNet::of(spec, flat, classes)),
+        ModelKind::Cnn
+        | ModelKind::TinyCnn
+        | ModelKind::MnistCnn
+        | ModelKind::EmnistCnn
+        | ModelKind::FemnistCnn
+        | ModelKind::CelebaCnn
+        | ModelKind::Mlp
+        | ModelKind::Linear => Arc::new(convnet::ConvNet::of(spec, flat, classes)),
     }
 }
 

@@ -2,27 +2,55 @@
 
 use crate::config::{ModelKind, Spec, Unread};
 
+/// The `[model]` keys that set a model (each read by some models only).
+const KEYS: [&str; 10] = [
+    "head",
+    "layers",
+    "d_model",
+    "heads",
+    "d_ff",
+    "identical_layers",
+    "dropout",
+    "hidden",
+    "mlp_hidden",
+    "projection",
+];
+
+/// The keys of [`KEYS`] model `k` reads (a new model names its own: the match has no default).
+fn reads(k: ModelKind) -> &'static [&'static str] {
+    use ModelKind::*;
+    match k {
+        Resnet18 => &["head", "projection"],
+        Cnn | TinyCnn => &["projection"],
+        Transformer => &[
+            "layers",
+            "d_model",
+            "heads",
+            "d_ff",
+            "identical_layers",
+            "dropout",
+        ],
+        MnistCnn => &["dropout"],
+        Lstm => &["hidden"],
+        Mlp => &["mlp_hidden"],
+        EmnistCnn | FemnistCnn | CelebaCnn | Linear | LstmSmall => &[],
+    }
+}
+
 /// The `[model]` keys a spec's run does not read.
 pub fn unread_keys(s: &Spec) -> Vec<Unread> {
-    use ModelKind::*;
     let k = s.model.kind;
-    let readers: &[(&str, &[ModelKind])] = &[
-        ("head", &[Resnet18]),
-        ("layers", &[Transformer]),
-        ("d_model", &[Transformer]),
-        ("heads", &[Transformer]),
-        ("d_ff", &[Transformer]),
-        ("identical_layers", &[Transformer]),
-        ("dropout", &[Transformer, MnistCnn]),
-        ("hidden", &[Lstm]),
-        ("mlp_hidden", &[Mlp]),
-        ("projection", &[Cnn, TinyCnn, Resnet18]),
-    ];
-    readers
-        .iter()
-        .filter(|(_, kinds)| !kinds.contains(&k))
-        .map(|(key, kinds)| {
-            let names: Vec<String> = kinds.iter().map(|m| format!("`{m}`")).collect();
+    let kinds = || {
+        ModelKind::NAMES
+            .iter()
+            .filter_map(|n| ModelKind::from_name(n))
+    };
+    (KEYS.iter())
+        .filter(|key| !reads(k).contains(key))
+        .map(|key| {
+            let names: Vec<String> = (kinds().filter(|m| reads(*m).contains(key)))
+                .map(|m| format!("`{m}`"))
+                .collect();
             Unread::new(
                 format!("model.{key}"),
                 format!(
