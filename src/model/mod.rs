@@ -16,7 +16,7 @@
 //! | `resnet.rs` | ResNet-18 with GroupNorm |
 //! | `transformer.rs`, `lstm.rs` | the character models |
 //! | `params.rs` | the flat layout, and the leaves (linear, convolution, norm) a model's layers hold into it |
-//! | `init.rs`, `size.rs`, `unread.rs` | initialisation, size estimates, the keys a model reads |
+//! | `init.rs`, `size.rs`, `unread.rs` | initialisation by each tensor's role, size estimates (parameters counted from the tree), the keys a model reads |
 
 mod convnet;
 pub mod copies;
