@@ -6,12 +6,14 @@
 //! from a `[batches, b]` table at an index on the device, the split kept on the device, each
 //! batch's pair written into a `[batches, 2]` table at the index. The closure is captured once
 //! (burn's `capture`: a CUDA graph on `cuda`; its warm-up runs are real batches, and where there
-//! are fewer full batches than it runs, the tables' extra rows repeat the first) and replayed
-//! batch after batch; the next evaluation of the same split writes its parameters into the same
-//! buffer, sets the index and the table back to 0 in place, and replays with no new capture. The short last batch runs
-//! eagerly. Both ways score a batch with the same kernels and sum the pairs on the host in
-//! batch order, so they give the same numbers. A capture, replay or read that the backend
-//! refuses drops the kept state, and that evaluation scores eagerly.
+//! are fewer batches than it runs, the tables' extra rows repeat the first) and replayed batch
+//! after batch; the next evaluation of the same split writes its parameters into the same
+//! buffer, sets the index and the table back to 0 in place, and replays with no new capture.
+//! The short last batch, of its own shape, is a second closure of the same kind, captured and
+//! kept the same way (its parameters copied on the device from the first's). Both ways score a
+//! batch with the same kernels and sum the pairs on the host in batch order, so they give the
+//! eager scoring's numbers. A capture, replay or read that the backend refuses drops the kept
+//! states, and that evaluation scores eagerly.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -36,10 +38,9 @@ struct State {
     split: data::Kept,
 }
 
-/// A split's captured full batch, kept across evaluations.
+/// A run of a split's batches captured as one batch's closure, kept across evaluations.
 struct Kept {
-    /// The split's address and size, and the batch size.
-    key: (usize, usize, usize),
+    batches: Batches,
     state: Arc<Mutex<State>>,
     graph: Option<Graph<Replay>>,
 }
@@ -48,7 +49,10 @@ struct Kept {
 #[derive(Default)]
 pub struct DeviceEval {
     graph: bool,
+    /// The full batches' captured closure.
     kept: Option<Kept>,
+    /// The short last batch's (its own shape: its own graph).
+    tail: Option<Kept>,
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -58,7 +62,11 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 impl DeviceEval {
     /// Scoring whose full batches are captured where `graph` is set.
     pub fn new(graph: bool) -> Self {
-        DeviceEval { graph, kept: None }
+        DeviceEval {
+            graph,
+            kept: None,
+            tail: None,
+        }
     }
 
     /// (correct, summed loss) of `params` on `split` in batches of `batch`; None once `stop`
@@ -76,8 +84,8 @@ impl DeviceEval {
         if self.graph && full > 0 && data::kept(split, device).is_some() {
             match self.captured(model, params, split, batch, device, stop) {
                 Ok(got) => return got,
-                // the split's kept state is dropped: the next evaluation captures anew
-                Err(_) => self.kept = None,
+                // the split's kept states are dropped: the next evaluation captures anew
+                Err(_) => (self.kept, self.tail) = (None, None),
             }
         }
         eager(model, params, split, batch, device, stop)
@@ -98,45 +106,31 @@ impl DeviceEval {
         device: &Device,
         stop: Option<&AtomicBool>,
     ) -> Result<Option<(usize, f64)>, Failed> {
-        let key = (std::ptr::from_ref(split) as usize, split.len(), batch);
-        if self.kept.as_ref().is_none_or(|k| k.key != key) {
-            let kept = Kept::new(key, split, batch, device);
-            self.kept = Some(kept.ok_or_else(|| Failed("the split is not kept".into()))?);
-        }
-        let Some(kept) = self.kept.as_mut() else {
+        let (at, full) = (std::ptr::from_ref(split) as usize, split.len() / batch);
+        let tail = split.len() - full * batch;
+        let whole = Batches::new((at, split.len(), batch), 0, full);
+        let Some(main) = Kept::take(&mut self.kept, whole, split, device)? else {
             return Ok(None);
         };
-        kept.reset(params, device);
-        let full = split.len() / batch;
-        let mut b = 0;
-        while b < full {
-            if stopped(stop) {
+        main.reset(params, None, device);
+        if !main.run(model, device, stop)? {
+            return Ok(None);
+        }
+        let mut parts = vec![main.pairs()];
+        if tail > 0 {
+            let last = Batches::new((at, split.len(), tail), full * batch, 1);
+            let Some(end) = Kept::take(&mut self.tail, last, split, device)? else {
+                return Ok(None);
+            };
+            // the parameters copied on the device from the full batches' buffer
+            let source = lock(&main.state).params.clone();
+            end.reset(params, Some(source), device);
+            if !end.run(model, device, stop)? {
                 return Ok(None);
             }
-            if let Some(g) = kept.graph.as_mut() {
-                // SAFETY: the closure owns its state through an Arc held past the replay
-                unsafe { capture::replay(g) }?;
-                b += 1;
-                continue;
-            }
-            let (m, d, s) = (model.clone(), device.clone(), Arc::clone(&kept.state));
-            let closure: Replay = Box::new(move || full_batch(&m, &d, &mut lock(&s)));
-            let (g, done) = capture::record(device, closure)?;
-            kept.graph = Some(g);
-            b += done;
+            parts.push(end.pairs());
         }
         let _shared = quiet();
-        let st = lock(&kept.state);
-        // the full batches' pairs (a capture's warm-up may have run past them, on rows not read)
-        let mut parts = vec![st.table.clone().narrow(0, 0, full).reshape([2 * full])];
-        if full * batch < split.len() {
-            let rest: Vec<i64> = (full * batch..split.len()).map(|i| i as i64).collect();
-            let n = rest.len();
-            let rows = Tensor::<1, Int>::from_data(TensorData::new(rest, [n]), device);
-            let gathered = st.split.gather(rows, None, Augment::None, device);
-            let (x, y) = gathered.ok_or_else(|| Failed("the split is not kept".into()))?;
-            parts.push(score(&stacked(model, &st.params), x, y));
-        }
         read_sums(parts).map(Some)
     }
 }
@@ -166,47 +160,116 @@ fn eager(
     Some(sums.unwrap_or_else(|e| panic!("reading an evaluation's sums from the device: {}", e.0)))
 }
 
+/// A run of equal batches of a split: `(split's address, its size, the batch size)`, the row
+/// the first batch starts at, how many batches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Batches {
+    key: (usize, usize, usize),
+    first: usize,
+    count: usize,
+}
+
+impl Batches {
+    fn new(key: (usize, usize, usize), first: usize, count: usize) -> Self {
+        Batches { key, first, count }
+    }
+}
+
 impl Kept {
-    /// The state of `split`'s full batches of `batch` on `device` (its rows table made now);
-    /// None where the split is not kept on the device.
-    fn new(
-        key: (usize, usize, usize),
+    /// `slot`'s state for `batches` of `split` (made now where it holds another run's).
+    ///
+    /// # Errors
+    /// [`Failed`] where the split is not kept on the device.
+    fn take<'k>(
+        slot: &'k mut Option<Kept>,
+        batches: Batches,
         split: &Split,
-        batch: usize,
         device: &Device,
-    ) -> Option<Kept> {
-        let full = split.len() / batch;
+    ) -> Result<Option<&'k mut Kept>, Failed> {
+        if slot.as_ref().is_none_or(|k| k.batches != batches) {
+            let kept = Kept::new(batches, split, device);
+            *slot = Some(kept.ok_or_else(|| Failed("the split is not kept".into()))?);
+        }
+        Ok(slot.as_mut())
+    }
+
+    /// The state of `batches` of `split` on `device` (its rows table made now); None where the
+    /// split is not kept on the device.
+    fn new(batches: Batches, split: &Split, device: &Device) -> Option<Kept> {
+        let (b, count) = (batches.key.2, batches.count);
         // at least as many rows as a capture runs the closure (its warm-up and its recording):
-        // past the full batches, the first ones again, their pairs not read
-        let n = full.max(WARMUP + 1);
-        let rows: Vec<i64> = (0..n * batch)
-            .map(|i| (i % (full * batch)) as i64)
+        // past the batches, the first ones again, their pairs not read
+        let n = count.max(WARMUP + 1);
+        let rows: Vec<i64> = (0..n * b)
+            .map(|i| (batches.first + i % (count * b)) as i64)
             .collect();
         let state = State {
             params: Tensor::zeros([1, 1], device),
-            rows: Tensor::from_data(TensorData::new(rows, [n, batch]), device),
+            rows: Tensor::from_data(TensorData::new(rows, [n, b]), device),
             index: Tensor::zeros([1], device),
             table: Tensor::zeros([n, 2], device),
             split: data::kept(split, device)?,
         };
         Some(Kept {
-            key,
+            batches,
             state: Arc::new(Mutex::new(state)),
             graph: None,
         })
     }
 
-    /// `params` into the parameters' buffer, the index and the table to 0, each in place (the
-    /// buffers a kept graph replays on); the buffer made where there is no graph yet.
-    fn reset(&mut self, params: &[f32], device: &Device) {
+    /// Every batch of the run, replayed from the kept graph (captured now where there is none);
+    /// false once `stop` is set (checked before each batch).
+    ///
+    /// # Errors
+    /// [`Failed`] when the backend refused the capture or a replay.
+    fn run(
+        &mut self,
+        model: &Model,
+        device: &Device,
+        stop: Option<&AtomicBool>,
+    ) -> Result<bool, Failed> {
+        let mut b = 0;
+        while b < self.batches.count {
+            if stopped(stop) {
+                return Ok(false);
+            }
+            if let Some(g) = self.graph.as_mut() {
+                // SAFETY: the closure owns its state through an Arc held past the replay
+                unsafe { capture::replay(g) }?;
+                b += 1;
+                continue;
+            }
+            let (m, d, s) = (model.clone(), device.clone(), Arc::clone(&self.state));
+            let closure: Replay = Box::new(move || full_batch(&m, &d, &mut lock(&s)));
+            let (g, done) = capture::record(device, closure)?;
+            self.graph = Some(g);
+            b += done;
+        }
+        Ok(true)
+    }
+
+    /// The run's batches' pairs, `[2 · count]` (a capture's warm-up may have run past them, on
+    /// rows not read).
+    fn pairs(&self) -> Tensor<1> {
+        let count = self.batches.count;
+        let _shared = quiet();
+        let st = lock(&self.state);
+        st.table.clone().narrow(0, 0, count).reshape([2 * count])
+    }
+
+    /// `params` into the parameters' buffer (copied from `source` on the device where given and
+    /// a graph replays), the index and the table to 0, each in place (the buffers a kept graph
+    /// replays on); the buffers made where there is no graph yet.
+    fn reset(&mut self, params: &[f32], source: Option<Tensor<2>>, device: &Device) {
+        let _shared = quiet();
         let mut st = lock(&self.state);
-        let mut flat = upload(params, device);
         if self.graph.is_none() {
-            st.params = flat;
+            st.params = upload(params, device);
             st.index = Tensor::zeros([1], device);
             st.table = Tensor::zeros(st.table.dims(), device);
             return;
         }
+        let mut flat = source.unwrap_or_else(|| upload(params, device));
         let mut index = Tensor::zeros([1], device);
         let mut table = Tensor::zeros(st.table.dims(), device);
         let State {
