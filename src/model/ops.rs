@@ -224,13 +224,14 @@ impl<'a> Ops<'a> {
             let per = self.each_copy(|i, one| one.linear(l, x.clone().narrow(0, i, 1)));
             return Tensor::cat(per, 0);
         }
-        let (w, b) = self.weights(l);
         if self.copies > 1 {
+            let (w, b) = self.weights(l);
             return x.matmul(w) + b;
         }
-        let [_, din, dout] = w.dims();
-        let rows = x.dims()[1];
-        let (w, b) = (w.reshape([din, dout]), b.reshape([dout]));
+        // one copy: the tensors as burn's linear layer takes them, one reshape each
+        let (w, s) = self.tensor(l.weight);
+        let ([din, dout], rows) = ([s[0], s[1]], x.dims()[1]);
+        let (w, b) = (w.reshape([din, dout]), self.vector(l.bias));
         linear_of(x.reshape([rows, din]), w, b, self.kernels).reshape([1, rows, dout])
     }
 
