@@ -5,6 +5,11 @@
 //! A capture is process-global on CUDA: no other thread may allocate or synchronise while it
 //! records. Every eager piece of device work that may run beside a capture holds [`quiet`]
 //! (shared), and [`record`] holds the lock alone.
+//!
+//! [`record`] runs burn's capture sequence itself (prepare, warm-up runs, start, the recorded
+//! run, stop), because burn's `capture` reports a recording the backend refused part-way as "no
+//! hardware graph", after which the recorded run's work is silently missing. Here a refusal is a
+//! [`Failed`] that the caller answers by doing the work again without a graph.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
