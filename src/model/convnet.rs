@@ -47,12 +47,10 @@ pub const BN_EPS: f64 = 1e-3;
 /// ReLU.
 #[derive(Clone, Debug)]
 struct Stage {
-    name: String,
-    /// `[out, in, k, k]`.
-    shape: [usize; 4],
-    /// "same" padding (k / 2), else none.
-    same: bool,
-    norm: bool,
+    conv: Conv,
+    norm: Option<Norm>,
+    /// The convolution's padding ("same": k / 2; else none).
+    pad: usize,
     /// Dropout2d before the pool: one draw per (image, channel).
     drop2d: f64,
     /// None: a ReLU without pooling; else the pool's ceil mode.
@@ -61,206 +59,211 @@ struct Stage {
     drop: f64,
 }
 
-/// A plain network: its name in the layout, its stages, its linear layers and their dropout.
+/// A plain network: its stages, its linear layers (the classifier last) and their dropout,
+/// MOON's head, each declared in the layout as it is made.
 #[derive(Clone, Debug)]
 pub struct ConvNet {
-    root: &'static str,
+    layout: Layout,
     stages: Vec<Stage>,
-    /// The linear layers' names and sizes, the classifier last: `(name, in, out)`.
-    fcs: Vec<(String, usize, usize)>,
-    /// Whether the linear layers are the `Vec` `fcs` (the CIFAR CNN) or fields.
-    fc_vec: bool,
+    fcs: Vec<Linear>,
     /// Dropout after each hidden linear layer.
     fc_drop: f64,
-    /// MOON's projection head's width (0: none).
-    projection: usize,
-    /// Softmax regression: one layer, its features its logits.
-    linear: bool,
-    /// The parameters, written by [`ConvNet::with_params`].
-    p: Params,
-}
-
-/// A plain network's parameters: the layout, and the leaves each layer reads.
-#[derive(Clone, Debug, Default)]
-struct Params {
-    layout: Layout,
-    /// Each stage's convolution and norm.
-    stages: Vec<(Conv, Option<Norm>)>,
-    /// The linear layers, the classifier last.
-    fcs: Vec<Linear>,
     /// MOON's projection head.
     proj: Option<[Linear; 2]>,
+    /// Softmax regression: one layer, its features its logits.
+    linear: bool,
 }
 
-fn stage(name: &str, shape: [usize; 4], same: bool, pool: Option<bool>) -> Stage {
-    Stage {
-        name: name.into(),
-        shape,
-        same,
-        norm: false,
-        drop2d: 0.0,
-        pool,
-        drop: 0.0,
-    }
+/// A plain network being declared: the builder at its root (`Cnn`, `MnistCnn`, …).
+struct Declare {
+    b: Builder,
+    root: &'static str,
 }
 
-fn fc(name: &str, din: usize, dout: usize) -> (String, usize, usize) {
-    (name.into(), din, dout)
-}
-
-impl ConvNet {
-    /// A network named `root` without layers yet.
-    fn named(root: &'static str) -> ConvNet {
-        ConvNet {
+impl Declare {
+    fn new(root: &'static str) -> Self {
+        Declare {
+            b: Builder::new(root),
             root,
-            stages: Vec::new(),
-            fcs: Vec::new(),
-            fc_vec: false,
-            fc_drop: 0.0,
-            projection: 0,
-            linear: false,
-            p: Params::default(),
         }
     }
 
-    /// The FedExP CIFAR CNN or its tiny variant, with MOON's head if `model.projection > 0`.
+    /// A stage `name` whose convolution is `shape` (`[out, in, k, k]`; "same" padding if
+    /// `same`), pooled as `pool` says.
+    fn stage(&mut self, name: &str, shape: [usize; 4], same: bool, pool: Option<bool>) -> Stage {
+        Stage {
+            conv: self.b.conv(name, self.root, shape, true),
+            norm: None,
+            pad: if same { shape[2] / 2 } else { 0 },
+            drop2d: 0.0,
+            pool,
+            drop: 0.0,
+        }
+    }
+
+    /// LEAF's CelebA block `i` (`blocks.i.conv`, `blocks.i.norm`): a "same" convolution
+    /// `[32, cin, 3, 3]`, the batch's norm, a ceil-mode pool.
+    fn celeba_block(&mut self, i: usize, cin: usize) -> Stage {
+        let (conv, norm) = self.b.scope("blocks", self.root, |b| {
+            b.scope(&i.to_string(), "Vec", |b| {
+                let conv = b.conv("conv", "CelebaBlock", [32, cin, 3, 3], true);
+                (conv, b.norm("norm", "CelebaBlock", "BatchStatNorm", 32))
+            })
+        });
+        Stage {
+            conv,
+            norm: Some(norm),
+            pad: 1,
+            drop2d: 0.0,
+            pool: Some(true),
+            drop: 0.0,
+        }
+    }
+
+    /// Linear layers named `(name, in, out)`, fields of the root.
+    fn fcs(&mut self, fcs: &[(&str, usize, usize)]) -> Vec<Linear> {
+        (fcs.iter())
+            .map(|&(name, din, dout)| self.b.linear(name, self.root, din, dout))
+            .collect()
+    }
+
+    /// The network of `stages` and `fcs`, the rest of its fields as `net` has them.
+    fn finish(self, stages: Vec<Stage>, fcs: Vec<Linear>, net: ConvNet) -> ConvNet {
+        ConvNet {
+            layout: self.b.finish(),
+            stages,
+            fcs,
+            ..net
+        }
+    }
+}
+
+/// No layers, no dropout, no head: what each network changes.
+fn plain() -> ConvNet {
+    ConvNet {
+        layout: Layout::default(),
+        stages: Vec::new(),
+        fcs: Vec::new(),
+        fc_drop: 0.0,
+        proj: None,
+        linear: false,
+    }
+}
+
+impl ConvNet {
+    /// The FedExP CIFAR CNN or its tiny variant, with MOON's head if `model.projection > 0`
+    /// (declared after the classifier, which reads its output).
     fn cifar(spec: &ModelSpec, classes: usize) -> ConvNet {
         let (c1, c2, hidden) = match spec.kind {
             ModelKind::Cnn => (32, 64, vec![384, 192]),
             _ => (4, 8, vec![32]),
         };
-        let mut net = Self::named("Cnn");
+        let mut d = Declare::new("Cnn");
         let pool = Some(false);
-        net.stages = vec![
-            stage("conv1", [c1, 3, 5, 5], false, pool),
-            stage("conv2", [c2, c1, 5, 5], false, pool),
+        let stages = vec![
+            d.stage("conv1", [c1, 3, 5, 5], false, pool),
+            d.stage("conv2", [c2, c1, 5, 5], false, pool),
         ];
         let mut dims = vec![c2 * 25];
         dims.extend(hidden);
-        dims.push(classes);
-        net.fcs = dims
-            .windows(2)
-            .enumerate()
-            .map(|(i, w)| (i.to_string(), w[0], w[1]))
-            .collect();
-        if spec.projection > 0 {
-            // the classifier reads the projection
-            net.fcs.last_mut().expect("a classifier").1 = spec.projection;
-        }
-        net.fc_vec = true;
-        net.projection = spec.projection;
-        net.with_params()
+        let features = *dims.last().expect("a width");
+        // the classifier reads MOON's projection where there is one
+        let reads = if spec.projection > 0 {
+            spec.projection
+        } else {
+            features
+        };
+        let fcs = d.b.scope("fcs", "Cnn", |b| {
+            let mut fcs: Vec<Linear> = (dims.windows(2).enumerate())
+                .map(|(i, w)| b.linear(&i.to_string(), "Vec", w[0], w[1]))
+                .collect();
+            fcs.push(b.linear(&fcs.len().to_string(), "Vec", reads, classes));
+            fcs
+        });
+        let proj = (spec.projection > 0).then(|| {
+            d.b.scope("proj", "Cnn", |b| {
+                [
+                    b.linear("l1", "Projection", features, features),
+                    b.linear("l2", "Projection", features, spec.projection),
+                ]
+            })
+        });
+        d.finish(stages, fcs, ConvNet { proj, ..plain() })
     }
 
     /// The network of `spec` for images of `input` floats and `classes` classes.
     pub fn of(spec: &ModelSpec, input: usize, classes: usize) -> ConvNet {
-        let mut net = Self::named("");
         let pool = Some(false);
         match spec.kind {
-            ModelKind::Cnn | ModelKind::TinyCnn => return Self::cifar(spec, classes),
+            ModelKind::Cnn | ModelKind::TinyCnn => Self::cifar(spec, classes),
             ModelKind::MnistCnn => {
-                net.root = "MnistCnn";
-                let mut conv2 = stage("conv2", [20, 10, 5, 5], false, pool);
+                let mut d = Declare::new("MnistCnn");
+                let conv1 = d.stage("conv1", [10, 1, 5, 5], false, pool);
+                let mut conv2 = d.stage("conv2", [20, 10, 5, 5], false, pool);
                 conv2.drop2d = spec.dropout;
-                net.stages = vec![stage("conv1", [10, 1, 5, 5], false, pool), conv2];
-                net.fcs = vec![fc("fc1", 320, 50), fc("fc2", 50, classes)];
-                net.fc_drop = spec.dropout;
+                let fcs = d.fcs(&[("fc1", 320, 50), ("fc2", 50, classes)]);
+                let net = ConvNet {
+                    fc_drop: spec.dropout,
+                    ..plain()
+                };
+                d.finish(vec![conv1, conv2], fcs, net)
             }
             ModelKind::EmnistCnn => {
-                net.root = "EmnistCnn";
-                let mut conv2 = stage("conv2", [64, 32, 3, 3], false, pool);
+                let mut d = Declare::new("EmnistCnn");
+                let conv1 = d.stage("conv1", [32, 1, 3, 3], false, None);
+                let mut conv2 = d.stage("conv2", [64, 32, 3, 3], false, pool);
                 conv2.drop = 0.25;
-                net.stages = vec![stage("conv1", [32, 1, 3, 3], false, None), conv2];
-                net.fcs = vec![fc("fc1", 9216, 128), fc("fc2", 128, classes)];
-                net.fc_drop = 0.5;
+                let fcs = d.fcs(&[("fc1", 9216, 128), ("fc2", 128, classes)]);
+                let net = ConvNet {
+                    fc_drop: 0.5,
+                    ..plain()
+                };
+                d.finish(vec![conv1, conv2], fcs, net)
             }
             ModelKind::FemnistCnn => {
-                net.root = "FemnistCnn";
-                net.stages = vec![
-                    stage("conv1", [32, 1, 5, 5], true, pool),
-                    stage("conv2", [64, 32, 5, 5], true, pool),
+                let mut d = Declare::new("FemnistCnn");
+                let stages = vec![
+                    d.stage("conv1", [32, 1, 5, 5], true, pool),
+                    d.stage("conv2", [64, 32, 5, 5], true, pool),
                 ];
-                net.fcs = vec![fc("fc1", 3136, 2048), fc("fc2", 2048, classes)];
+                let fcs = d.fcs(&[("fc1", 3136, 2048), ("fc2", 2048, classes)]);
+                d.finish(stages, fcs, plain())
             }
             ModelKind::CelebaCnn => {
-                net.root = "CelebaCnn";
-                net.stages = (0..4)
-                    .map(|i| {
-                        let cin = if i == 0 { 3 } else { 32 };
-                        let mut s = stage(&i.to_string(), [32, cin, 3, 3], true, Some(true));
-                        s.norm = true;
-                        s
-                    })
+                let mut d = Declare::new("CelebaCnn");
+                let stages = (0..4)
+                    .map(|i| d.celeba_block(i, if i == 0 { 3 } else { 32 }))
                     .collect();
-                net.fcs = vec![fc("fc", 6 * 6 * 32, classes)];
+                let fcs = d.fcs(&[("fc", 6 * 6 * 32, classes)]);
+                d.finish(stages, fcs, plain())
             }
             ModelKind::Mlp => {
-                net.root = "Mlp";
-                net.fcs = vec![
-                    fc("fc1", input, spec.mlp_hidden),
-                    fc("fc2", spec.mlp_hidden, classes),
-                ];
+                let mut d = Declare::new("Mlp");
+                let h = spec.mlp_hidden;
+                let fcs = d.fcs(&[("fc1", input, h), ("fc2", h, classes)]);
+                d.finish(Vec::new(), fcs, plain())
             }
             _ => {
-                net.root = "Linear";
-                net.fcs = vec![fc("", input, classes)];
-                net.linear = true;
+                let mut d = Declare::new("Linear");
+                let roles = [Role::Weight { fan_in: input }, Role::Bias { fan_in: input }];
+                let fc = d.b.linear_here("Linear", input, classes, roles);
+                let net = ConvNet {
+                    linear: true,
+                    ..plain()
+                };
+                d.finish(Vec::new(), vec![fc], net)
             }
         }
-        net.with_params()
-    }
-
-    /// The network with its parameters written: the layout in the order of the burn modules it
-    /// was first written as (stages, linear layers, MOON's head), each layer's leaves kept.
-    fn with_params(mut self) -> ConvNet {
-        let (mut b, ty) = (Builder::new(self.root), self.root);
-        let mut p = Params::default();
-        for s in &self.stages {
-            p.stages.push(match s.norm {
-                // LEAF's CelebA blocks: `blocks.i.conv`, `blocks.i.norm`
-                true => b.scope("blocks", ty, |b| {
-                    b.scope(&s.name, "Vec", |b| {
-                        let conv = b.conv("conv", "CelebaBlock", s.shape, true);
-                        let n = b.norm("norm", "CelebaBlock", "BatchStatNorm", s.shape[0]);
-                        (conv, Some(n))
-                    })
-                }),
-                false => (b.conv(&s.name, ty, s.shape, true), None),
-            });
-        }
-        for (name, din, dout) in &self.fcs {
-            p.fcs.push(match (self.linear, self.fc_vec) {
-                (true, _) => {
-                    let fan_in = *din;
-                    let roles = [Role::Weight { fan_in }, Role::Bias { fan_in }];
-                    b.linear_here("Linear", *din, *dout, roles)
-                }
-                (_, true) => b.scope("fcs", ty, |b| b.linear(name, "Vec", *din, *dout)),
-                _ => b.linear(name, ty, *din, *dout),
-            });
-        }
-        if self.projection > 0 {
-            let d = self.fcs[self.fcs.len() - 2].2;
-            p.proj = Some(b.scope("proj", ty, |b| {
-                [
-                    b.linear("l1", "Projection", d, d),
-                    b.linear("l2", "Projection", d, self.projection),
-                ]
-            }));
-        }
-        p.layout = b.finish();
-        self.p = p;
-        self
     }
 }
 
 impl Network for ConvNet {
     fn rows_independent(&self) -> bool {
-        !self.stages.iter().any(|s| s.norm)
+        !self.stages.iter().any(|s| s.norm.is_some())
     }
 
     fn layout(&self) -> &Layout {
-        &self.p.layout
+        &self.layout
     }
 
     /// The K copies' outputs on their batches `[K·b, c, h, w]`.
@@ -291,12 +294,11 @@ impl ConvNet {
     /// The stages on `x`, `ops.copies` copies side by side in the channels.
     fn stages(&self, mut x: Tensor<4>, ops: &mut Ops) -> Tensor<4> {
         let k = ops.copies;
-        for (st, (conv, norm)) in self.stages.iter().zip(&self.p.stages) {
-            let (w, bias) = ops.conv(conv);
-            let pad = if st.same { st.shape[2] / 2 } else { 0 };
-            let o = ConvOptions::new([1, 1], [pad, pad], [1, 1], k);
+        for st in &self.stages {
+            let (w, bias) = ops.conv(&st.conv);
+            let o = ConvOptions::new([1, 1], [st.pad, st.pad], [1, 1], k);
             let mut y = conv2d_copies(x, w, bias, o, ops.kernels);
-            if let Some(n) = norm {
+            if let Some(n) = &st.norm {
                 let (gamma, beta) = ops.norm(n);
                 y = batch_stat_norm(y, gamma, beta, BN_EPS);
             }
@@ -318,12 +320,12 @@ impl ConvNet {
     /// projection head, the classifier; the features are what the classifier reads (the
     /// logits for softmax regression).
     fn dense(&self, mut h: Tensor<3>, ops: &mut Ops) -> Outputs3 {
-        let (classifier, hidden) = self.p.fcs.split_last().expect("a classifier");
+        let (classifier, hidden) = self.fcs.split_last().expect("a classifier");
         for l in hidden {
             h = relu(l.apply(h, ops));
             h = ops.dropout(h, self.fc_drop, 0);
         }
-        if let Some([l1, l2]) = &self.p.proj {
+        if let Some([l1, l2]) = &self.proj {
             let z = relu(l1.apply(h, ops));
             h = l2.apply(z, ops);
         }
