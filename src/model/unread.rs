@@ -2,21 +2,7 @@
 
 use crate::config::{ModelKind, Spec, Unread};
 
-/// The `[model]` keys that set a model (each read by some models only).
-const KEYS: [&str; 10] = [
-    "head",
-    "layers",
-    "d_model",
-    "heads",
-    "d_ff",
-    "identical_layers",
-    "dropout",
-    "hidden",
-    "mlp_hidden",
-    "projection",
-];
-
-/// The keys of [`KEYS`] model `k` reads (a new model names its own: the match has no default).
+/// The `[model]` keys that set model `k` (each read by some models only) (a new model names its own: the match has no default).
 fn reads(k: ModelKind) -> &'static [&'static str] {
     use ModelKind::*;
     match k {
@@ -45,10 +31,17 @@ pub fn unread_keys(s: &Spec) -> Vec<Unread> {
             .iter()
             .filter_map(|n| ModelKind::from_name(n))
     };
-    (KEYS.iter())
+    // every key some model reads, once, in the order the models name them
+    let mut keys: Vec<&str> = Vec::new();
+    kinds().flat_map(reads).for_each(|key| {
+        if !keys.contains(key) {
+            keys.push(key);
+        }
+    });
+    (keys.into_iter())
         .filter(|key| !reads(k).contains(key))
         .map(|key| {
-            let names: Vec<String> = (kinds().filter(|m| reads(*m).contains(key)))
+            let names: Vec<String> = (kinds().filter(|m| reads(*m).contains(&key)))
                 .map(|m| format!("`{m}`"))
                 .collect();
             Unread::new(
