@@ -435,6 +435,43 @@ fn every_models_counted_size_is_its_layouts() {
     }
 }
 
+/// The floats a sample keeps are counted from the layers a model declares, each once: the CIFAR
+/// CNN's closed form (the batch's copy; each stage's convolution output, its pool's output and
+/// indices; each linear layer's output and its ReLU's or softmax's; at an evaluation's peak the
+/// first convolution's output and its pool's), MOON's head adding its two layers, ResNet-18's
+/// maps 4× as large on Tiny-ImageNet's 64×64 as on CIFAR's 32×32, and a transformer's training
+/// growing by one layer's per layer.
+#[test]
+fn a_models_kept_floats_are_counted_from_its_layers() {
+    use fedrun::config::{Head, ModelKind, ModelSpec};
+    use fedrun::model::size::estimate;
+    let spec = |kind, projection| ModelSpec {
+        kind,
+        projection,
+        head: Head::Global,
+        ..ModelSpec::default()
+    };
+    let cnn = estimate(&spec(ModelKind::Cnn, 0), 3072, 10);
+    let convs = (25_088 + 2 * 6_272) + (6_400 + 2 * 1_600);
+    assert_eq!(cnn.activations, 3_072 + convs + 2 * (384 + 192 + 10));
+    assert_eq!(cnn.eval, 25_088 + 6_272);
+    let moon = estimate(&spec(ModelKind::Cnn, 256), 3072, 10);
+    assert_eq!(moon.activations, cnn.activations + 2 * (192 + 256));
+    let small = estimate(&spec(ModelKind::Resnet18, 0), 3 * 32 * 32, 200).activations;
+    let large = estimate(&spec(ModelKind::Resnet18, 0), 3 * 64 * 64, 200).activations;
+    let head = 2 * 200; // the classifier's, the same at either side
+    assert_eq!(large - head, 4 * (small - head));
+    let layers = |layers| {
+        let m = ModelSpec {
+            layers,
+            ..spec(ModelKind::Transformer, 0)
+        };
+        estimate(&m, 0, 80).activations
+    };
+    assert!(layers(1) > 0);
+    assert_eq!(layers(6), 6 * layers(1));
+}
+
 /// A size estimate of widths and depths no `usize` product holds counts from the model's tree
 /// without overflow and without building the layers: it grows with each key, and a transformer
 /// of `usize::MAX` layers is counted at once.

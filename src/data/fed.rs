@@ -105,22 +105,32 @@ pub enum Input {
 impl Input {
     /// The batches `parts` (of one kind) one after another.
     pub fn cat(parts: Vec<&Input>) -> Input {
-        let tokens = |i: &Input| match i {
-            Input::Tokens(x) => x.clone(),
-            Input::Images(_) => panic!("one data set's batches"),
-        };
+        let one = "one data set's batches";
         match parts.first() {
-            Some(Input::Images(_)) => Input::Images(Tensor::cat(
-                parts
-                    .iter()
-                    .map(|i| match i {
-                        Input::Images(x) => x.clone(),
-                        Input::Tokens(_) => panic!("one data set's batches"),
-                    })
-                    .collect(),
-                0,
-            )),
-            _ => Input::Tokens(Tensor::cat(parts.into_iter().map(tokens).collect(), 0)),
+            Some(Input::Images(_)) => {
+                let all = parts.into_iter().map(|i| i.clone().images(one)).collect();
+                Input::Images(Tensor::cat(all, 0))
+            }
+            _ => {
+                let all = parts.into_iter().map(|i| i.clone().tokens(one)).collect();
+                Input::Tokens(Tensor::cat(all, 0))
+            }
+        }
+    }
+
+    /// The images, which `reader` (a model) reads; a panic on characters.
+    pub fn images(self, reader: &str) -> Tensor<4> {
+        match self {
+            Input::Images(x) => x,
+            Input::Tokens(_) => panic!("{reader} reads images"),
+        }
+    }
+
+    /// The character sequences, which `reader` (a model) reads; a panic on images.
+    pub fn tokens(self, reader: &str) -> Tensor<2, Int> {
+        match self {
+            Input::Tokens(x) => x,
+            Input::Images(_) => panic!("{reader} reads characters"),
         }
     }
 }

@@ -74,67 +74,158 @@ pub struct ConvNet {
     linear: bool,
 }
 
-/// A plain network being declared: the builder at its root (`Cnn`, `MnistCnn`, …).
+/// A plain network being declared: the builder at its root (`Cnn`, `MnistCnn`, …), the stages
+/// so far, and the map a sample has reached (channels and side: the input's before any stage; a
+/// flat input is `c` floats of side 1), which the next layer reads. The floats a sample keeps
+/// are declared with each layer ([`Builder::keeps`]).
 struct Declare {
     b: Builder,
     root: &'static str,
+    stages: Vec<Stage>,
+    map: Map,
+}
+
+/// The map a sample has reached: channels and side (a flat input is `c` floats of side 1).
+struct Map {
+    c: usize,
+    side: usize,
+    /// The last stage's convolution output, a sample's floats.
+    conv: u128,
 }
 
 impl Declare {
-    fn new(root: &'static str) -> Self {
+    /// A network `root` on `c`×`side`×`side` inputs; a training step keeps the batch's copy.
+    fn new(root: &'static str, c: usize, side: usize) -> Self {
+        let mut b = Builder::new(root);
+        b.keeps((c * side * side) as u128, 0);
         Declare {
-            b: Builder::new(root),
+            b,
             root,
+            stages: Vec::new(),
+            map: Map { c, side, conv: 0 },
         }
     }
 
-    /// A stage `name` whose convolution is `shape` (`[out, in, k, k]`; "same" padding if
+    /// The next stage, `name`: a `k`×`k` convolution to `out` channels ("same" padding if
     /// `same`), pooled as `pool` says.
-    fn stage(&mut self, name: &str, shape: [usize; 4], same: bool, pool: Option<bool>) -> Stage {
-        Stage {
-            conv: self.b.conv(name, self.root, shape, true),
-            norm: None,
-            pad: if same { shape[2] / 2 } else { 0 },
-            drop2d: 0.0,
-            pool,
-            drop: 0.0,
-        }
+    fn stage(&mut self, name: &str, out: usize, k: usize, same: bool, pool: Option<bool>) {
+        let conv = self.b.conv(name, self.root, [out, self.map.c, k, k], true);
+        self.push(conv, None, if same { k / 2 } else { 0 }, pool);
     }
 
-    /// LEAF's CelebA block `i` (`blocks.i.conv`, `blocks.i.norm`): a "same" convolution
-    /// `[32, cin, 3, 3]`, the batch's norm, a ceil-mode pool.
-    fn celeba_block(&mut self, i: usize, cin: usize) -> Stage {
+    /// LEAF's CelebA block `i` (`blocks.i.conv`, `blocks.i.norm`): a "same" convolution to 32
+    /// channels, the batch's norm, a ceil-mode pool.
+    fn celeba_block(&mut self, i: usize) {
+        let cin = self.map.c;
         let (conv, norm) = self.b.scope("blocks", self.root, |b| {
             b.scope(&i.to_string(), "Vec", |b| {
                 let conv = b.conv("conv", "CelebaBlock", [32, cin, 3, 3], true);
                 (conv, b.norm("norm", "CelebaBlock", "BatchStatNorm", 32))
             })
         });
-        Stage {
-            conv,
-            norm: Some(norm),
-            pad: 1,
-            drop2d: 0.0,
-            pool: Some(true),
-            drop: 0.0,
-        }
+        self.push(conv, Some(norm), 1, Some(true));
     }
 
-    /// Linear layers named `(name, in, out)`, fields of the root.
-    fn fcs(&mut self, fcs: &[(&str, usize, usize)]) -> Vec<Linear> {
-        (fcs.iter())
-            .map(|&(name, din, dout)| self.b.linear(name, self.root, din, dout))
+    /// The next stage, of the convolution `conv` padded by `pad`, `norm`, and pooled as `pool`
+    /// says; the map it passes on now the sample's. A training step keeps
+    /// what flex's backward reads: the convolution's output (the pool's or the ReLU's input),
+    /// the norm's normalised map and output, the pool's output and indices or the ReLU's
+    /// output. An evaluation holds the convolution's input and output, the norm's input and
+    /// output, then the pool's input and output.
+    fn push(&mut self, conv: Conv, norm: Option<Norm>, pad: usize, pool: Option<bool>) {
+        let (out, k) = (self.b.shape(conv.weight)[0], self.b.shape(conv.weight)[2]);
+        let conv_side = self.map.side + 2 * pad + 1 - k;
+        let side = match pool {
+            Some(true) => conv_side.div_ceil(2),
+            Some(false) => conv_side / 2,
+            None => conv_side,
+        };
+        let (input, a) = (
+            self.map.flat() as u128,
+            (out * conv_side * conv_side) as u128,
+        );
+        let p = (out * side * side) as u128;
+        let normed = if norm.is_some() { 2 * a } else { 0 };
+        let pass = if pool.is_some() { 2 * p } else { p };
+        self.b
+            .keeps(a + normed + pass, (input + a).max(a + p).max(normed));
+        self.map = Map {
+            c: out,
+            side,
+            conv: a,
+        };
+        let (drop2d, drop) = (0.0, 0.0);
+        let st = Stage {
+            conv,
+            norm,
+            pad,
+            drop2d,
+            pool,
+            drop,
+        };
+        self.stages.push(st);
+    }
+
+    /// Dropout2d at rate `p` on the last stage's convolution output, before its pool: a
+    /// training step keeps its output.
+    fn drop2d(&mut self, p: f64) {
+        let last = self.stages.last_mut().expect("a stage");
+        last.drop2d = p;
+        self.b.keeps(if p > 0.0 { self.map.conv } else { 0 }, 0);
+    }
+
+    /// Dropout at rate `p` after the last stage: a training step keeps its output and mask.
+    fn drop(&mut self, p: f64) {
+        self.stages.last_mut().expect("a stage").drop = p;
+        let map = self.map.flat() as u128;
+        self.b.keeps(if p > 0.0 { 2 * map } else { 0 }, 0);
+    }
+
+    /// Linear layers `(name, out)`, fields of the root, the hidden ones with dropout `drop`.
+    fn fcs(&mut self, fcs: &[(&str, usize)], drop: f64) -> Vec<Linear> {
+        let last = fcs.len() - 1;
+        (fcs.iter().enumerate())
+            .map(|(i, &(name, dout))| {
+                let p = if i < last { drop } else { 0.0 };
+                self.map.linear(&mut self.b, (name, self.root), dout, p)
+            })
             .collect()
     }
 
-    /// The network of `stages` and `fcs`, the rest of its fields as `net` has them.
-    fn finish(self, stages: Vec<Stage>, fcs: Vec<Linear>, net: ConvNet) -> ConvNet {
+    /// The network with the linear layers `fcs`, the rest of its fields as `net` has them.
+    fn finish(self, fcs: Vec<Linear>, net: ConvNet) -> ConvNet {
         ConvNet {
             layout: self.b.finish(),
-            stages,
+            stages: self.stages,
             fcs,
             ..net
         }
+    }
+}
+
+impl Map {
+    /// The floats of the map.
+    fn flat(&self) -> usize {
+        self.c * self.side * self.side
+    }
+
+    /// A linear layer `name` of `parent` from the map reached to `dout`, now the sample's; with
+    /// `drop`, the dropout after its ReLU. A training step keeps its output and the next op's
+    /// (its ReLU, the head's, the loss's softmax), and dropout's output and mask; an
+    /// evaluation holds its input and output.
+    fn linear(
+        &mut self,
+        b: &mut Builder,
+        (name, parent): (&str, &str),
+        dout: usize,
+        drop: f64,
+    ) -> Linear {
+        let din = self.flat();
+        let l = b.linear(name, parent, din, dout);
+        let d = dout as u128;
+        b.keeps(if drop > 0.0 { 4 * d } else { 2 * d }, din as u128 + d);
+        (self.c, self.side) = (dout, 1);
+        l
     }
 }
 
@@ -149,109 +240,99 @@ fn plain() -> ConvNet {
         linear: false,
     }
 }
-
 impl ConvNet {
-    /// The FedExP CIFAR CNN or its tiny variant, with MOON's head if `model.projection > 0`
-    /// (declared after the classifier, which reads its output).
+    /// The FedExP CIFAR CNN or its tiny variant on 32×32 images, with MOON's head if
+    /// `model.projection > 0` (declared after the classifier, which reads its output).
     fn cifar(spec: &ModelSpec, classes: usize) -> ConvNet {
         let (c1, c2, hidden) = match spec.kind {
             ModelKind::Cnn => (32, 64, vec![384, 192]),
             _ => (4, 8, vec![32]),
         };
-        let mut d = Declare::new("Cnn");
-        let pool = Some(false);
-        let stages = vec![
-            d.stage("conv1", [c1, 3, 5, 5], false, pool),
-            d.stage("conv2", [c2, c1, 5, 5], false, pool),
-        ];
-        let mut dims = vec![c2 * 25];
-        dims.extend(hidden);
-        let features = *dims.last().expect("a width");
-        // the classifier reads MOON's projection where there is one
-        let reads = if spec.projection > 0 {
-            spec.projection
-        } else {
-            features
-        };
+        let mut d = Declare::new("Cnn", 3, 32);
+        d.stage("conv1", c1, 5, false, Some(false));
+        d.stage("conv2", c2, 5, false, Some(false));
+        let (map, p) = (&mut d.map, spec.projection);
         let fcs = d.b.scope("fcs", "Cnn", |b| {
-            let mut fcs: Vec<Linear> = (dims.windows(2).enumerate())
-                .map(|(i, w)| b.linear(&i.to_string(), "Vec", w[0], w[1]))
+            let mut fcs: Vec<Linear> = (hidden.iter().enumerate())
+                .map(|(i, &w)| map.linear(b, (&i.to_string(), "Vec"), w, 0.0))
                 .collect();
-            fcs.push(b.linear(&fcs.len().to_string(), "Vec", reads, classes));
+            // the classifier reads MOON's projection where there is one
+            let features = map.c;
+            map.c = if p > 0 { p } else { features };
+            fcs.push(map.linear(b, (&fcs.len().to_string(), "Vec"), classes, 0.0));
+            map.c = features;
             fcs
         });
-        let proj = (spec.projection > 0).then(|| {
+        let proj = (p > 0).then(|| {
             d.b.scope("proj", "Cnn", |b| {
-                [
-                    b.linear("l1", "Projection", features, features),
-                    b.linear("l2", "Projection", features, spec.projection),
-                ]
+                let features = map.c;
+                let l1 = map.linear(b, ("l1", "Projection"), features, 0.0);
+                [l1, map.linear(b, ("l2", "Projection"), p, 0.0)]
             })
         });
-        d.finish(stages, fcs, ConvNet { proj, ..plain() })
+        d.finish(fcs, ConvNet { proj, ..plain() })
     }
 
-    /// The network of `spec` for images of `input` floats and `classes` classes.
-    pub fn of(spec: &ModelSpec, input: usize, classes: usize) -> ConvNet {
+    /// The network of `spec` for `c`×`side`×`side` images (the MLP and softmax regression: any
+    /// input, flattened) and `classes` classes.
+    pub fn of(spec: &ModelSpec, (c, side): (usize, usize), classes: usize) -> ConvNet {
         let pool = Some(false);
         match spec.kind {
             ModelKind::Cnn | ModelKind::TinyCnn => Self::cifar(spec, classes),
             ModelKind::MnistCnn => {
-                let mut d = Declare::new("MnistCnn");
-                let conv1 = d.stage("conv1", [10, 1, 5, 5], false, pool);
-                let mut conv2 = d.stage("conv2", [20, 10, 5, 5], false, pool);
-                conv2.drop2d = spec.dropout;
-                let fcs = d.fcs(&[("fc1", 320, 50), ("fc2", 50, classes)]);
+                let mut d = Declare::new("MnistCnn", c, side);
+                d.stage("conv1", 10, 5, false, pool);
+                d.stage("conv2", 20, 5, false, pool);
+                d.drop2d(spec.dropout);
+                let fcs = d.fcs(&[("fc1", 50), ("fc2", classes)], spec.dropout);
                 let net = ConvNet {
                     fc_drop: spec.dropout,
                     ..plain()
                 };
-                d.finish(vec![conv1, conv2], fcs, net)
+                d.finish(fcs, net)
             }
             ModelKind::EmnistCnn => {
-                let mut d = Declare::new("EmnistCnn");
-                let conv1 = d.stage("conv1", [32, 1, 3, 3], false, None);
-                let mut conv2 = d.stage("conv2", [64, 32, 3, 3], false, pool);
-                conv2.drop = 0.25;
-                let fcs = d.fcs(&[("fc1", 9216, 128), ("fc2", 128, classes)]);
+                let mut d = Declare::new("EmnistCnn", c, side);
+                d.stage("conv1", 32, 3, false, None);
+                d.stage("conv2", 64, 3, false, pool);
+                d.drop(0.25);
+                let fcs = d.fcs(&[("fc1", 128), ("fc2", classes)], 0.5);
                 let net = ConvNet {
                     fc_drop: 0.5,
                     ..plain()
                 };
-                d.finish(vec![conv1, conv2], fcs, net)
+                d.finish(fcs, net)
             }
             ModelKind::FemnistCnn => {
-                let mut d = Declare::new("FemnistCnn");
-                let stages = vec![
-                    d.stage("conv1", [32, 1, 5, 5], true, pool),
-                    d.stage("conv2", [64, 32, 5, 5], true, pool),
-                ];
-                let fcs = d.fcs(&[("fc1", 3136, 2048), ("fc2", 2048, classes)]);
-                d.finish(stages, fcs, plain())
+                let mut d = Declare::new("FemnistCnn", c, side);
+                d.stage("conv1", 32, 5, true, pool);
+                d.stage("conv2", 64, 5, true, pool);
+                let fcs = d.fcs(&[("fc1", 2048), ("fc2", classes)], 0.0);
+                d.finish(fcs, plain())
             }
             ModelKind::CelebaCnn => {
-                let mut d = Declare::new("CelebaCnn");
-                let stages = (0..4)
-                    .map(|i| d.celeba_block(i, if i == 0 { 3 } else { 32 }))
-                    .collect();
-                let fcs = d.fcs(&[("fc", 6 * 6 * 32, classes)]);
-                d.finish(stages, fcs, plain())
+                let mut d = Declare::new("CelebaCnn", c, side);
+                (0..4).for_each(|i| d.celeba_block(i));
+                let fcs = d.fcs(&[("fc", classes)], 0.0);
+                d.finish(fcs, plain())
             }
             ModelKind::Mlp => {
-                let mut d = Declare::new("Mlp");
-                let h = spec.mlp_hidden;
-                let fcs = d.fcs(&[("fc1", input, h), ("fc2", h, classes)]);
-                d.finish(Vec::new(), fcs, plain())
+                let mut d = Declare::new("Mlp", c * side * side, 1);
+                let fcs = d.fcs(&[("fc1", spec.mlp_hidden), ("fc2", classes)], 0.0);
+                d.finish(fcs, plain())
             }
             _ => {
-                let mut d = Declare::new("Linear");
+                let input = c * side * side;
+                let mut d = Declare::new("Linear", input, 1);
                 let roles = [Role::Weight { fan_in: input }, Role::Bias { fan_in: input }];
                 let fc = d.b.linear_here("Linear", input, classes, roles);
+                let l = classes as u128;
+                d.b.keeps(2 * l, input as u128 + l);
                 let net = ConvNet {
                     linear: true,
                     ..plain()
                 };
-                d.finish(Vec::new(), vec![fc], net)
+                d.finish(vec![fc], net)
             }
         }
     }
@@ -268,9 +349,7 @@ impl Network for ConvNet {
 
     /// The K copies' outputs on their batches `[K·b, c, h, w]`.
     fn outputs(&self, input: Input, ops: &mut Ops) -> Outputs3 {
-        let Input::Images(x) = input else {
-            panic!("a CNN reads images")
-        };
+        let x = input.images("a CNN");
         let k = ops.copies;
         let h: Tensor<3> = if self.stages.is_empty() {
             let flat: Tensor<2> = x.flatten(1, 3);

@@ -19,6 +19,7 @@ use super::ops::{Ops, Recurrence};
 use super::outputs::Outputs3;
 use super::params::{Builder, Layout, Linear, Param, Role};
 use crate::data::Input;
+use crate::data::shakespeare::SEQ_LEN;
 use crate::kernels::{Kernels, lstm_layer, lstm_layers, sigmoid, tanh};
 
 pub use crate::kernels::lstm::FUSED_MAX_BATCH;
@@ -56,6 +57,11 @@ impl Lstm {
             (0..layers)
                 .map(|i| {
                     let din = if i == 0 { D_EMB } else { h };
+                    // a sample's steps: the gates and states a training step keeps, and the
+                    // fused layer's evaluation (batches up to 128; the gate-by-gate path of
+                    // larger ones holds a tenth of it)
+                    let steps = SEQ_LEN as u128 * h as u128;
+                    b.keeps(8 * steps, 9 * steps);
                     b.scope(&i.to_string(), "Vec", |b| {
                         ["input_gate", "forget_gate", "output_gate", "cell_gate"].map(|gate| {
                             b.scope(gate, "Lstm", |b| {
@@ -88,9 +94,7 @@ impl Network for Lstm {
     /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`
     /// (the features are the logits).
     fn outputs(&self, input: Input, p: &mut Ops) -> Outputs3 {
-        let Input::Tokens(x) = input else {
-            panic!("the LSTM reads characters")
-        };
+        let x = input.tokens("the LSTM");
         let b = x.dims()[0] / p.copies;
         let h = match p.recurrence(b, &x.device()) {
             Recurrence::FusedAll | Recurrence::GatesAll => self.last_state(x, p),

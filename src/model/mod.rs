@@ -76,6 +76,19 @@ fn takes(k: ModelKind) -> Option<(usize, &'static [usize])> {
     }
 }
 
+/// The images a model of kind `k` is declared for, `(channels, side)`, from its inputs' `flat`
+/// floats: the side it takes that holds them, else its first (an estimate before the data's
+/// shape is known); `flat` floats of side 1 for the models of any input.
+fn image_of(k: ModelKind, flat: usize) -> (usize, usize) {
+    match takes(k) {
+        Some((c, sides)) if c > 0 => {
+            let fits = sides.iter().copied().find(|s| c * s * s == flat);
+            (c, fits.unwrap_or(sides[0]))
+        }
+        _ => (flat, 1),
+    }
+}
+
 /// Why model `k` cannot take the inputs `sample` (a transformer on images, a CNN on text, the
 /// CIFAR models on MNIST's 28×28, …); None if it can, or if the images' shape is known only once
 /// loaded (checked then).
@@ -121,11 +134,13 @@ pub fn check_spec(s: &Spec) -> Result<()> {
 /// The network of `spec` for inputs of `flat` floats (images; the character models' are 0) and
 /// `classes` classes, its parameters declared.
 pub(crate) fn network(spec: &ModelSpec, flat: usize, classes: usize) -> Arc<dyn Network> {
+    let image = image_of(spec.kind, flat);
     match spec.kind {
         ModelKind::Resnet18 => Arc::new(resnet::ResNet::new(
             classes,
             spec.head == Head::Fednar,
             spec.projection,
+            image.1,
         )),
         ModelKind::Transformer => Arc::new(transformer::Transformer::new(spec, classes)),
         ModelKind::LstmSmall => Arc::new(lstm::Lstm::new(100, 2, classes)),
@@ -137,7 +152,7 @@ pub(crate) fn network(spec: &ModelSpec, flat: usize, classes: usize) -> Arc<dyn 
         | ModelKind::FemnistCnn
         | ModelKind::CelebaCnn
         | ModelKind::Mlp
-        | ModelKind::Linear => Arc::new(convnet::ConvNet::of(spec, flat, classes)),
+        | ModelKind::Linear => Arc::new(convnet::ConvNet::of(spec, image, classes)),
     }
 }
 

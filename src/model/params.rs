@@ -95,6 +95,19 @@ pub struct Layout {
     /// Ranges whose values `model.identical_layers` copies, each to an offset (the
     /// transformer's first encoder layer into each of the others).
     pub repeats: Vec<(std::ops::Range<usize>, usize)>,
+    /// The floats a sample's forward keeps, declared with the layers that keep them.
+    pub kept: Kept,
+}
+
+/// The floats one sample keeps, in `u128` and saturating, added up as a model declares its
+/// layers ([`Builder::keeps`]): what a size estimate reads for the activations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Kept {
+    /// Held through a training step: the batch's copy and what each layer's backward reads.
+    pub train: u128,
+    /// The most held at once in an evaluation (no autodiff: a layer's input freed once the next
+    /// has read it).
+    pub eval: u128,
 }
 
 impl Layout {
@@ -236,6 +249,19 @@ impl Builder {
             gamma: b.tensor("gamma", ty, &[c], Role::Gamma),
             beta: b.tensor("beta", ty, &[c], Role::Beta),
         })
+    }
+
+    /// A layer just declared keeps `train` more floats a sample through a training step, and an
+    /// evaluation holds `live` floats a sample at once at it.
+    pub fn keeps(&mut self, train: u128, live: u128) {
+        let k = &mut self.layout.kept;
+        k.train = k.train.saturating_add(train);
+        k.eval = k.eval.max(live);
+    }
+
+    /// The shape of parameter `p`.
+    pub fn shape(&self, p: Param) -> &[usize] {
+        &self.layout.tensors[p.0].shape
     }
 
     /// Where parameter `p` starts in the flat vector.

@@ -49,33 +49,43 @@ pub struct ResNet {
 }
 
 impl ResNet {
-    pub fn new(classes: usize, fednar_head: bool, projection: usize) -> ResNet {
+    /// ResNet-18 on 3×`side`×`side` images, `classes` classes, with the FedNAR code's head if
+    /// `fednar_head` and MOON's projection to `projection` if it is above 0. A training step
+    /// keeps the batch's copy and what each layer declares ([`conv_norm`]; a linear layer its output
+    /// and the next op's).
+    pub fn new(classes: usize, fednar_head: bool, projection: usize, side: usize) -> ResNet {
         let mut b = Builder::new("ResNet");
         let r = "ResNet18";
+        let input = (3 * side * side) as u128;
+        b.keeps(input, 0);
         let stem = b.conv("stem", r, [64, 3, 3, 3], false);
         let stem_gn = b.norm("stem_gn", r, "GroupNorm", 64);
+        conv_norm(&mut b, input, 64 * side * side, 0);
         let blocks = b.scope("blocks", r, |b| {
-            let mut cin = 64;
+            let (mut cin, mut side) = (64, side);
             let mut blocks = Vec::new();
             for (i, &w) in [64usize, 128, 256, 512].iter().enumerate() {
                 for (j, stride) in [(0, if i == 0 { 1 } else { 2 }), (1, 1)] {
                     let name = (2 * i + j).to_string();
-                    blocks.push(b.scope(&name, "Vec", |b| block_params(b, cin, w, stride)));
-                    cin = w;
+                    let at = (cin, side);
+                    blocks.push(b.scope(&name, "Vec", |b| block_params(b, at, w, stride)));
+                    (cin, side) = (w, (side - 1) / stride + 1);
                 }
             }
             blocks
         });
+        let linear = |b: &mut Builder, (name, parent): (&str, &str), din: usize, dout: usize| {
+            b.keeps(2 * dout as u128, (din + dout) as u128);
+            b.linear(name, parent, din, dout)
+        };
         let proj = (projection > 0).then(|| {
             b.scope("proj", r, |b| {
-                [
-                    b.linear("l1", "Projection", 512, 512),
-                    b.linear("l2", "Projection", 512, projection),
-                ]
+                let l1 = linear(b, ("l1", "Projection"), 512, 512);
+                [l1, linear(b, ("l2", "Projection"), 512, projection)]
             })
         });
         let d = if projection > 0 { projection } else { 512 };
-        let fc = b.linear("fc", r, d, classes);
+        let fc = linear(&mut b, ("fc", r), d, classes);
         ResNet {
             fednar_head,
             layout: b.finish(),
@@ -88,10 +98,23 @@ impl ResNet {
     }
 }
 
-/// A BasicBlock's leaves from `cin` to `cout` channels at `stride`, in the layout's order.
-fn block_params(b: &mut Builder, cin: usize, cout: usize, stride: usize) -> Block {
+/// What a convolution and its GroupNorm to a map of `a` floats a sample keep, while `held` more
+/// are held (a block's input, which its shortcut reads, and its branch's output): a training
+/// step keeps the convolution's output and the norm's (its ReLU in place); an evaluation holds
+/// `held`, the convolution's output, the norm's temporary and its output.
+fn conv_norm(b: &mut Builder, held: u128, a: usize, more: usize) {
+    let (a, more) = (a as u128, more as u128);
+    b.keeps(2 * a, held + more + 3 * a);
+}
+
+/// A BasicBlock's leaves from `cin` channels of side `side` to `cout` at `stride`, in the
+/// layout's order, and what a sample keeps: each convolution and norm's ([`conv_norm`]), the
+/// residual sum's.
+fn block_params(b: &mut Builder, (cin, side): (usize, usize), cout: usize, stride: usize) -> Block {
     let c = cout;
-    Block {
+    let out = (side - 1) / stride + 1;
+    let (x, a) = ((cin * side * side) as u128, c * out * out);
+    let block = Block {
         stride,
         conv1: b.conv("conv1", "Block", [c, cin, 3, 3], false),
         gn1: b.norm("gn1", "Block", "GroupNorm", c),
@@ -103,7 +126,11 @@ fn block_params(b: &mut Builder, cin: usize, cout: usize, stride: usize) -> Bloc
                 (conv, b.norm("1", "Tuple", "GroupNorm", c))
             })
         }),
-    }
+    };
+    let branches = if block.shortcut.is_some() { 3 } else { 2 };
+    (0..branches).for_each(|i| conv_norm(b, x, a, if i == 2 { a } else { 0 }));
+    b.keeps(a as u128, 0);
+    block
 }
 
 impl Network for ResNet {
@@ -115,9 +142,7 @@ impl Network for ResNet {
     /// classifier reads and the activations after the stem and after each stage (FedMLB), the
     /// copies side by side in the channels.
     fn outputs(&self, input: Input, ops: &mut Ops) -> Outputs3 {
-        let Input::Images(x) = input else {
-            panic!("ResNet-18 reads images")
-        };
+        let x = input.images("ResNet-18");
         let stem = conv(&self.stem, to_channels(x, ops.copies), 1, ops);
         let mut h = norm(&self.stem_gn, stem, true, ops);
         let mut levels = vec![h.clone()];

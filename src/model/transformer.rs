@@ -63,7 +63,9 @@ impl Transformer {
         let layers: Vec<EncoderLayer> = b.scope("encoder", root, |b| {
             b.scope("layers", "TransformerEncoder", |b| {
                 let layer = |i: usize, b: &mut Builder| {
-                    b.scope(&i.to_string(), "Vec", |b| encoder_layer(b, d, spec.d_ff))
+                    b.scope(&i.to_string(), "Vec", |b| {
+                        encoder_layer(b, d, spec.d_ff, spec.heads)
+                    })
                 };
                 (0..spec.layers).map(|i| layer(i, b)).collect()
             })
@@ -90,8 +92,14 @@ impl Transformer {
     }
 }
 
-/// An encoder layer's leaves of width `d` and feed-forward width `ff`, in the layout's order.
-fn encoder_layer(b: &mut Builder, d: usize, ff: usize) -> EncoderLayer {
+/// An encoder layer's leaves of width `d`, feed-forward width `ff` and `heads` heads, in the
+/// layout's order, and what a sample's sequence keeps: a training step its projections,
+/// feed-forward, norms and dropout masks, and each head's attention weights; an evaluation its
+/// feed-forward and one head's weights at the peak.
+fn encoder_layer(b: &mut Builder, d: usize, ff: usize, heads: usize) -> EncoderLayer {
+    let (t, dm, f, h) = (SEQ_LEN as u128, d as u128, ff as u128, heads as u128);
+    let train = (t * (12 * dm + 2 * f)).saturating_add(3 * h * t * t);
+    b.keeps(train, (t * (f + 3 * dm)).saturating_add(h * t * t));
     let l = "TransformerEncoderLayer";
     let mha = "MultiHeadAttention";
     let [query, key, value, output] = b.scope("mha", l, |b| {
@@ -130,9 +138,7 @@ impl Network for Transformer {
     /// The K copies' logits `[K, b, vocab]` on their batches of character sequences `[K·b, T]`
     /// (the features are the logits).
     fn outputs(&self, input: Input, p: &mut Ops) -> Outputs3 {
-        let Input::Tokens(x) = input else {
-            panic!("the transformer reads characters")
-        };
+        let x = input.tokens("the transformer");
         let k = p.copies;
         let [n, len] = x.dims();
         let b = n / k;
