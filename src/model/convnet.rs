@@ -83,6 +83,8 @@ struct Declare {
     root: &'static str,
     stages: Vec<Stage>,
     map: Map,
+    /// Dropout after each hidden linear layer.
+    fc_drop: f64,
 }
 
 /// The map a sample has reached: channels and side (a flat input is `c` floats of side 1).
@@ -103,6 +105,7 @@ impl Declare {
             root,
             stages: Vec::new(),
             map: Map { c, side, conv: 0 },
+            fc_drop: 0.0,
         }
     }
 
@@ -184,6 +187,7 @@ impl Declare {
     /// Linear layers `(name, out)`, fields of the root, the hidden ones with dropout `drop`.
     fn fcs(&mut self, fcs: &[(&str, usize)], drop: f64) -> Vec<Linear> {
         let last = fcs.len() - 1;
+        self.fc_drop = drop;
         (fcs.iter().enumerate())
             .map(|(i, &(name, dout))| {
                 let p = if i < last { drop } else { 0.0 };
@@ -192,12 +196,14 @@ impl Declare {
             .collect()
     }
 
-    /// The network with the linear layers `fcs`, the rest of its fields as `net` has them.
+    /// The network with the linear layers `fcs` (and their dropout), the rest of its fields as
+    /// `net` has them.
     fn finish(self, fcs: Vec<Linear>, net: ConvNet) -> ConvNet {
         ConvNet {
             layout: self.b.finish(),
             stages: self.stages,
             fcs,
+            fc_drop: self.fc_drop,
             ..net
         }
     }
@@ -285,11 +291,7 @@ impl ConvNet {
                 d.stage("conv2", 20, 5, false, pool);
                 d.drop2d(spec.dropout);
                 let fcs = d.fcs(&[("fc1", 50), ("fc2", classes)], spec.dropout);
-                let net = ConvNet {
-                    fc_drop: spec.dropout,
-                    ..plain()
-                };
-                d.finish(fcs, net)
+                d.finish(fcs, plain())
             }
             ModelKind::EmnistCnn => {
                 let mut d = Declare::new("EmnistCnn", c, side);
@@ -297,11 +299,7 @@ impl ConvNet {
                 d.stage("conv2", 64, 3, false, pool);
                 d.drop(0.25);
                 let fcs = d.fcs(&[("fc1", 128), ("fc2", classes)], 0.5);
-                let net = ConvNet {
-                    fc_drop: 0.5,
-                    ..plain()
-                };
-                d.finish(fcs, net)
+                d.finish(fcs, plain())
             }
             ModelKind::FemnistCnn => {
                 let mut d = Declare::new("FemnistCnn", c, side);

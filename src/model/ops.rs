@@ -136,27 +136,23 @@ impl<'a> Ops<'a> {
         let mut site = self.site;
         let out = (0..self.copies)
             .map(|i| {
-                let host = match self.masks {
-                    Some(Seeds::Host(m)) => [m[i]],
-                    _ => [0],
-                };
-                let device = match self.masks {
-                    Some(Seeds::Device(t)) => Some(t.clone().narrow(1, i, 1)),
-                    _ => None,
-                };
-                let masks = match (self.masks, &device) {
-                    (Some(Seeds::Host(_)), _) => Some(Seeds::Host(&host[..])),
-                    (Some(Seeds::Device(_)), Some(t)) => Some(Seeds::Device(t)),
-                    _ => None,
+                let (host, device);
+                let masks = match self.masks {
+                    Some(Seeds::Host(m)) => {
+                        host = [m[i]];
+                        Some(Seeds::Host(&host[..]))
+                    }
+                    Some(Seeds::Device(t)) => {
+                        device = t.clone().narrow(1, i, 1);
+                        Some(Seeds::Device(&device))
+                    }
+                    None => None,
                 };
                 let mut one = Ops {
-                    params: self.params,
-                    shapes: self.shapes,
                     view: Some(i),
                     copies: 1,
-                    kernels: self.kernels,
                     masks,
-                    site: self.site,
+                    ..*self
                 };
                 let y = f(i, &mut one);
                 site = one.site;

@@ -94,11 +94,6 @@ pub fn step_plan(data: &FedData, works: &[Work], first: usize, window: usize) ->
     }
 }
 
-/// The inputs of a group's batches, one client's after another (`[K·b, …]`).
-pub fn input_of(group: &[Drawn]) -> Input {
-    Input::cat(group.iter().map(|d| &d.input).collect())
-}
-
 /// A step's clients of one batch size with their batches side by side: client `ks[i]`'s `len`
 /// samples are rows `i·len..(i+1)·len` of `input` and `y`; `mask`: which rows count, for a group
 /// padded to `len` rows a client ([`RowMask`]; None: every row).
@@ -110,21 +105,9 @@ pub struct Group {
     pub mask: Option<RowMask>,
 }
 
-impl Group {
-    /// The group of `drawn` (batches of one size).
-    pub fn of(drawn: &[Drawn]) -> Group {
-        Group {
-            ks: drawn.iter().map(|d| d.k).collect(),
-            len: drawn.first().map_or(0, |d| d.len),
-            input: input_of(drawn),
-            y: Tensor::cat(drawn.iter().map(|d| d.y.clone()).collect(), 0),
-            mask: None,
-        }
-    }
-}
-
-/// The drawn batches in groups of one size, in client order within each group.
-pub fn groups(drawn: Vec<Drawn>) -> Vec<Vec<Drawn>> {
+/// The drawn batches in groups of one size, in client order within each group, each group's
+/// inputs and targets one client's after another (`[K·b, …]`).
+pub fn groups(drawn: Vec<Drawn>) -> Vec<Group> {
     let mut out: Vec<Vec<Drawn>> = Vec::new();
     for d in drawn {
         match out.iter_mut().find(|g| g[0].len == d.len) {
@@ -132,5 +115,13 @@ pub fn groups(drawn: Vec<Drawn>) -> Vec<Vec<Drawn>> {
             None => out.push(vec![d]),
         }
     }
-    out
+    (out.iter())
+        .map(|g| Group {
+            ks: g.iter().map(|d| d.k).collect(),
+            len: g[0].len,
+            input: Input::cat(g.iter().map(|d| &d.input).collect()),
+            y: Tensor::cat(g.iter().map(|d| d.y.clone()).collect(), 0),
+            mask: None,
+        })
+        .collect()
 }

@@ -14,8 +14,7 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::batches::Batches;
-use super::draw::{Drawn, Group, groups};
+use super::draw::{Drawn, Group, batches_of, groups};
 use super::work::{Work, step_masks};
 use crate::data::{self, Augment, FedData};
 use crate::kernels::ext_mask::quarters;
@@ -84,14 +83,11 @@ impl Feed {
             return None;
         }
         let split = data::kept(&data.train, device)?;
-        let steps = works.iter().map(|w| w.steps).max().unwrap_or(0);
+        let (mut batches, steps) = batches_of(data, works);
         if steps > window {
             // drawn ahead, a longer training's tables would grow with its steps: eager
             return None;
         }
-        let mut batches: Vec<Batches> = (works.iter())
-            .map(|w| Batches::new(&data.clients[w.client], batch))
-            .collect();
         let mut plan: Vec<Vec<Planned>> = (0..steps).map(|_| Vec::new()).collect();
         // client by client: each stream's draws in their step order
         for (k, (w, (b, rng))) in works.iter().zip(batches.iter_mut().zip(rngs)).enumerate() {
@@ -174,7 +170,7 @@ impl Feed {
                 })
             })
             .collect();
-        groups(drawn).iter().map(|g| Group::of(g)).collect()
+        groups(drawn)
     }
 
     /// The tabled step at `index` (`[1]`, on the device): every client's batch gathered from

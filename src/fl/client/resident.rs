@@ -27,13 +27,11 @@ use crate::model::{Model, Outputs3, Seeds};
 use crate::optim::{Moments, upload_rows};
 use crate::rng::Rng;
 
-/// What the device steps read: the model, the device and the clients' objectives, and whether
-/// the full steps run as one captured graph (`run.graph`).
+/// What the device steps read: the model, the device and the clients' objectives.
 pub struct Resident<'a> {
     pub model: &'a Model,
     pub device: &'a Device,
     pub objectives: &'a Objectives<'a>,
-    pub graph: bool,
     /// The steps whose numbers the chain's tables hold at once ([`WINDOW`]).
     pub window: usize,
     /// The dropout sites the last forward met.
@@ -50,15 +48,14 @@ impl<'a> Resident<'a> {
             model,
             device,
             objectives,
-            graph: false,
             window: WINDOW,
             sites: Cell::new(0),
         }
     }
 
     /// Train `works`' clients with `chain` (built from their plans), each with its own stream
-    /// `rngs[k]`, each step drawn as it comes; Δ_k = x_k − anchor_k lands in `out[k]`. (With
-    /// `run.graph` the trainer draws the steps ahead and captures them instead:
+    /// `rngs[k]`, each step's batches drawn from it as it comes; Δ_k = x_k − anchor_k lands in
+    /// `out[k]`. (With `run.graph` the trainer draws the steps ahead and captures them instead:
     /// [`super::captured`].)
     pub fn train(
         &self,
@@ -69,7 +66,34 @@ impl<'a> Resident<'a> {
         out: &mut [Vec<f32>],
     ) -> Vec<LocalStats> {
         let (mut x, start) = self.rows(works, &chain);
-        let trained = self.run_eager(data, &mut chain, works, rngs, &mut x, &start);
+        let (mut batches, steps) = batches_of(data, works);
+        let (mut pending, mut who_at) = (Deferred::default(), Vec::new());
+        for step in 0..steps {
+            if stopped(works) {
+                break;
+            }
+            if step > 0 && step % self.window == 0 {
+                chain.window(&step_plan(data, works, step, self.window), self.device);
+            }
+            let drawn = draw(data, works, &mut batches, rngs, step, self.device);
+            let groups: Vec<Group> = groups(drawn);
+            let masks: Vec<u64> = works.iter().map(|w| step_masks(w, step)).collect();
+            let numbers = self.step(
+                &mut x,
+                &start,
+                &groups,
+                &mut chain,
+                Some(Seeds::Host(&masks)),
+            );
+            chain.advance();
+            if let Some(t) = numbers {
+                pending.push(t);
+                who_at.push((step, who(&groups)));
+            }
+        }
+        let trained: Trained = (who_at.into_iter().zip(pending.read()))
+            .map(|((s, w), n)| (s, w, n))
+            .collect();
         self.end(&chain, &trained, x, works, out)
     }
 
@@ -116,40 +140,6 @@ impl<'a> Resident<'a> {
             }
         }
         stats
-    }
-
-    /// The steps drawn as they go, each client's batch from its stream at its step.
-    fn run_eager(
-        &self,
-        data: &FedData,
-        chain: &mut DeviceChain,
-        works: &[Work],
-        rngs: &mut [Rng],
-        x: &mut [Tensor<2>],
-        start: &[Tensor<2>],
-    ) -> Trained {
-        let (mut batches, steps) = batches_of(data, works);
-        let (mut pending, mut who_at) = (Deferred::default(), Vec::new());
-        for step in 0..steps {
-            if stopped(works) {
-                break;
-            }
-            if step > 0 && step % self.window == 0 {
-                chain.window(&step_plan(data, works, step, self.window), self.device);
-            }
-            let drawn = draw(data, works, &mut batches, rngs, step, self.device);
-            let groups: Vec<Group> = groups(drawn).iter().map(|g| Group::of(g)).collect();
-            let masks: Vec<u64> = works.iter().map(|w| step_masks(w, step)).collect();
-            let numbers = self.step(x, start, &groups, chain, Some(Seeds::Host(&masks)));
-            chain.advance();
-            if let Some(t) = numbers {
-                pending.push(t);
-                who_at.push((step, who(&groups)));
-            }
-        }
-        (who_at.into_iter().zip(pending.read()))
-            .map(|((s, w), n)| (s, w, n))
-            .collect()
     }
 
     /// One step of every client in `groups`: forwards, one backward, the chain on the rows `x`

@@ -111,7 +111,6 @@ impl Trainer {
         let model = std::sync::Arc::clone(&self.model);
         let objectives = Objectives::new(&plans, &model, works[0].anchor, &self.device);
         let mut resident = Resident::new(&model, &self.device, &objectives);
-        resident.graph = self.graph;
         resident.window = self.window;
         // every step tabled (padded) where no loss or norm reads a batch's rows together
         let pad = objectives.pads() && model.rows_independent();
