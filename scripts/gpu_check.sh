@@ -182,9 +182,20 @@ cohort_rounds() {
         k=$(cohort_clients "$s"); [ "$cohort" -lt "$k" ] && k="$cohort"
         for kk in 1 "$k"; do
             t=$(left); [ "$t" -gt 20 ] || { echo "cohort $3 $s K=$kk: budget spent, skipped"; continue; }
+            # the device's memory in use, sampled every 100 ms while the round runs (its peak
+            # beside fedrun's estimate, memory_estimate_bytes)
+            local mem="$out/logs/memory_$3_${s}_$kk.txt" sampler="" peak=null
+            if command -v nvidia-smi > /dev/null; then
+                nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$mem" 2>/dev/null &
+                sampler=$!
+            fi
             timeout $(( t < per_model ? t : per_model )) "$2" "${args[@]}" --set run.backend="\"$1\"" \
-                --set run.cohort="$kk" 2>>"$out/logs/cohort_$3.err" | grep '"summary"' \
-                | sed "s/^{/{\"who\":\"fedrun $3\",\"round\":\"$s\",/" >> "$out/cohort.jsonl" \
+                --set run.cohort="$kk" 2>>"$out/logs/cohort_$3.err" | grep '"summary"' > /tmp/gpu_check_round.json
+            [ -n "$sampler" ] && { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; }
+            [ -s "$mem" ] && peak=$(sort -n "$mem" | tail -1)
+            [ -s /tmp/gpu_check_round.json ] \
+                && sed "s/^{/{\"who\":\"fedrun $3\",\"round\":\"$s\",\"device_peak_mib\":$peak,/" \
+                    /tmp/gpu_check_round.json >> "$out/cohort.jsonl" \
                 || echo "cohort $3 $s K=$kk: failed or timed out (logs/cohort_$3.err)"
         done
     done
@@ -376,9 +387,13 @@ if cohort:
     lines += ["", "The cohort rounds (w2-cnn: 50 clients × 5 steps of batch 10 of the CIFAR CNN; resnet18:",
               "10 × 5 of batch 50 of ResNet-18; lstm-small, transformer-small: 10 × 5 of batch 50 of the small LSTM",
               "and of the quickstart's transformer), seconds:", "",
-              "| round | who | cohort | round s |", "|---|---|---|---|"]
+              "| round | who | cohort | round s | device peak MB (PyTorch: its allocator's) | fedrun's estimate MB |", "|---|---|---|---|---|---|"]
+    mb = lambda b: "–" if b is None else f"{b / 1e6:.0f}"
     for r in cohort:
-        lines.append(f"| {r.get('round', 'w2-cnn')} | {r['who']} | {r.get('cohort', '–')} | {r['median_round_s']:.3f} |")
+        peak = r.get("device_peak_mib")
+        peak = peak * 2**20 if peak is not None else r.get("torch_peak_bytes")
+        lines.append(f"| {r.get('round', 'w2-cnn')} | {r['who']} | {r.get('cohort', '–')} | {r['median_round_s']:.3f} | "
+                     f"{mb(peak)} | {mb(r.get('memory_estimate_bytes'))} |")
 json.dump({"machine": machine, "agreement": agree, "rows": rows, "torch": torch, "fedrun": fed, "tune": tuned, "cohort": cohort},
           open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
 open(os.path.join(out, "gpu_check.md"), "w").write("\n".join(lines) + "\n")

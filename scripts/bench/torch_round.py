@@ -180,7 +180,10 @@ def main(argv=None):
     print(json.dumps({"summary": True, "mode": a.mode, "model": a.model, "clients": a.clients,
                       "steps": a.steps, "batch": a.batch, "threads": a.threads,
                       "device": a.device, "torch": torch.__version__,
-                      "median_round_s": statistics.median(times)}))
+                      "median_round_s": statistics.median(times),
+                      # the caching allocator's peak, beside the device's memory in use
+                      "torch_peak_bytes": torch.cuda.max_memory_allocated()
+                      if a.device == "cuda" else None}))
 
 
 if __name__ == "__main__":

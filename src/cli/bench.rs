@@ -196,6 +196,8 @@ fn time_rounds(spec: &crate::config::Spec, name: &str, a: &BenchArgs) -> Result<
             "median_train_images_per_s": med(rounds.iter().map(|r| r.2).collect()),
             "threads": threads,
             "cohort": crate::fl::engine::resources::cohort(spec).0,
+            // what `check` estimates the run's peak at (data, model copies, a step's activations)
+            "memory_estimate_bytes": crate::fl::engine::resources::memory(spec).peak() as f64,
         })
     );
     Ok(())
