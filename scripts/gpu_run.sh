@@ -7,7 +7,7 @@
 #
 # Built and packed where Rust is (the GPU machine has none):
 #   cargo build --release --features gpu && cp target/release/fedrun /tmp/f && strip /tmp/f
-#   mkdir -p .gpubin && xz -T2 -9 -c /tmp/f > .gpubin/fedrun.xz   # .gpubin/ in .git/info/exclude
+#   mkdir -p .gpubin && xz -T2 -9 -c /tmp/f > .gpubin/fedrun.xz   # .gpubin/ is in .gitignore
 # On the GPU machine (the device tool: carry .gpubin):
 #   scripts/gpu_run.sh --budget 450 --agree fedavg,fedacg,fedlamb,mime --graph fedavg,fedacg,fedlamb,mime \
 #       --no-carry --cohort 50 cuda=fedrun
