@@ -51,8 +51,8 @@ pub struct ResNet {
 impl ResNet {
     /// ResNet-18 on 3×`side`×`side` images, `classes` classes, with the FedNAR code's head if
     /// `fednar_head` and MOON's projection to `projection` if it is above 0. A training step
-    /// keeps the batch's copy and what each layer declares ([`conv_norm`]; a linear layer its output
-    /// and the next op's).
+    /// keeps the batch's copy and what each layer declares ([`conv_norm`]; a linear layer its
+    /// output and the next op's).
     pub fn new(classes: usize, fednar_head: bool, projection: usize, side: usize) -> ResNet {
         let mut b = Builder::new("ResNet");
         let r = "ResNet18";
