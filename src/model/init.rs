@@ -40,31 +40,18 @@ fn glorot_fans(w: &TensorInfo) -> (usize, usize) {
     }
 }
 
-/// TensorFlow's (LEAF's) initial vector: Glorot-uniform weights, zero biases, γ = 1, β = 0.
-fn init_leaf(layout: &Layout, rng: &mut Rng) -> Vec<f32> {
+/// The initial flat parameter vector of `init`, each tensor by its role in the layout's order.
+/// `identical_layers` copies each of the layout's repeated ranges (the transformer's first
+/// encoder layer into the others: PyTorch's `TransformerEncoder` deep-copies one layer, §7.2).
+pub fn init_flat(layout: &Layout, rng: &mut Rng, identical_layers: bool, init: Init) -> Vec<f32> {
     let mut x = vec![0f32; layout.total];
     for t in &layout.tensors {
         let out = &mut x[t.range()];
-        match t.role {
-            Role::Gamma => out.fill(1.0),
-            r if r.is_shift() => out.fill(0.0),
-            _ => {
-                let (fi, fo) = glorot_fans(t);
-                uniform(rng, out, (6.0 / (fi + fo).max(1) as f64).sqrt());
-            }
+        match init {
+            Init::Pytorch => pytorch(t.role, rng, out),
+            Init::Leaf => leaf(t, rng, out),
         }
     }
-    x
-}
-
-/// The initial flat parameter vector of `init`. `identical_layers` copies each of the layout's
-/// repeated ranges (the transformer's first encoder layer into the others: PyTorch's
-/// `TransformerEncoder` deep-copies one layer, §7.2).
-pub fn init_flat(layout: &Layout, rng: &mut Rng, identical_layers: bool, init: Init) -> Vec<f32> {
-    let mut x = match init {
-        Init::Pytorch => init_pytorch(layout, rng),
-        Init::Leaf => init_leaf(layout, rng),
-    };
     if identical_layers {
         for (from, to) in &layout.repeats {
             x.copy_within(from.clone(), *to);
@@ -73,24 +60,31 @@ pub fn init_flat(layout: &Layout, rng: &mut Rng, identical_layers: bool, init: I
     x
 }
 
-/// PyTorch's layer defaults (the module comment), by each tensor's role.
-fn init_pytorch(layout: &Layout, rng: &mut Rng) -> Vec<f32> {
-    let mut x = vec![0f32; layout.total];
-    for t in &layout.tensors {
-        let out = &mut x[t.range()];
-        let bound = |n: usize| 1.0 / (n as f64).sqrt();
-        match t.role {
-            Role::Gamma => out.fill(1.0),
-            Role::Beta | Role::AttentionBias => out.fill(0.0),
-            Role::Embedding => out.iter_mut().for_each(|v| *v = rng.normal() as f32),
-            Role::Recurrent { hidden, .. } => uniform(rng, out, bound(hidden)),
-            Role::Attention { d, output: true } => uniform(rng, out, bound(d)),
-            Role::Attention { d, output: false } => {
-                let d = d as f64;
-                uniform(rng, out, (6.0 / (d + 3.0 * d)).sqrt());
-            }
-            Role::Weight { fan_in } | Role::Bias { fan_in } => uniform(rng, out, bound(fan_in)),
+/// TensorFlow's (LEAF's) values of tensor `t`: Glorot-uniform weights, zero biases, γ = 1, β = 0.
+fn leaf(t: &TensorInfo, rng: &mut Rng, out: &mut [f32]) {
+    match t.role {
+        Role::Gamma => out.fill(1.0),
+        r if r.is_shift() => out.fill(0.0),
+        _ => {
+            let (fi, fo) = glorot_fans(t);
+            uniform(rng, out, (6.0 / (fi + fo).max(1) as f64).sqrt());
         }
     }
-    x
+}
+
+/// PyTorch's layer defaults (the module comment) for a tensor of `role`.
+fn pytorch(role: Role, rng: &mut Rng, out: &mut [f32]) {
+    let bound = |n: usize| 1.0 / (n as f64).sqrt();
+    match role {
+        Role::Gamma => out.fill(1.0),
+        Role::Beta | Role::AttentionBias => out.fill(0.0),
+        Role::Embedding => out.iter_mut().for_each(|v| *v = rng.normal() as f32),
+        Role::Recurrent { hidden, .. } => uniform(rng, out, bound(hidden)),
+        Role::Attention { d, output: true } => uniform(rng, out, bound(d)),
+        Role::Attention { d, output: false } => {
+            let d = d as f64;
+            uniform(rng, out, (6.0 / (d + 3.0 * d)).sqrt());
+        }
+        Role::Weight { fan_in } | Role::Bias { fan_in } => uniform(rng, out, bound(fan_in)),
+    }
 }
