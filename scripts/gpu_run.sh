@@ -3,13 +3,14 @@
 # run scripts/gpu_check.sh with the arguments given (BACKEND=fedrun stands for that binary),
 # then time the README's quickstart and `fedrun check --time` on the first backend, and put what
 # came out under $OUT (default: gpu_run_out/) as at most 8 files: log.txt, gpu_check.md,
-# gpu_check.json, quickstart.txt, check_time.txt and gc.tgz (every log and JSON line).
+# gpu_check.json, quickstart.txt, check_time.txt, paper_run.txt (FedACG's Table 1 rounds and
+# their projection) and gc.tgz (every log and JSON line).
 #
 # Built and packed where Rust is (the GPU machine has none):
 #   cargo build --release --features gpu && cp target/release/fedrun /tmp/f && strip /tmp/f
 #   mkdir -p .gpubin && xz -T2 -9 -c /tmp/f > .gpubin/fedrun.xz   # .gpubin/ is in .gitignore
 # On the GPU machine (the device tool: carry .gpubin):
-#   scripts/gpu_run.sh --budget 450 --agree fedavg,fedacg,fedlamb,mime --graph fedavg,fedacg,fedlamb,mime \
+#   scripts/gpu_run.sh --budget 370 --agree fedavg,fedacg,fedlamb,mime --graph fedavg,fedacg,fedlamb,mime \
 #       --no-carry --cohort 50 cuda=fedrun
 # Dry run here on lavapipe (a `--features gpu` build serves wgpu and vulkan too):
 #   OUT=/tmp/gs scripts/gpu_run.sh --budget 200 --steps 2 --reps 1 --models mlp \
@@ -42,6 +43,35 @@ export XDG_CACHE_HOME="$gc/cache"
 } > "$out/quickstart.txt" 2>&1
 timeout 50 "$bin" check --time --set "run.backend=\"$backend\"" > "$out/check_time.txt" 2>&1
 echo "check --time exit status: $?" >> "$out/check_time.txt"
+# FedACG's Table 1 run (issue #67): ResNet-18 with the global pool on CIFAR-10's shape, 100
+# clients of 500 images, 5 a round as one cohort, 5 epochs of batch 50 (250 steps a round), an
+# evaluation of 10,000 images each round; a few rounds, the fastest after the first (which
+# compiles) projected to the paper's 1000. Synthetic images: CIFAR-10 is not carried. FedAvg
+# steps the same clients; its server step is a mean. PAPER_MODEL and PAPER_EPOCHS shrink it for
+# a dry run on lavapipe.
+model=(--set 'model.kind="resnet18"' --set 'model.head="global"')
+[ -n "${PAPER_MODEL:-}" ] && model=(--set "model.kind=\"$PAPER_MODEL\"")
+{
+    echo "# fedrun bench --workload round --config configs/fedacg/fedacg.toml --rounds 3 ${model[*]}, run.cohort = 5"
+    timeout 100 "$bin" bench --workload round --config "$here/../configs/fedacg/fedacg.toml" --rounds 3 \
+        "${model[@]}" \
+        --set 'data.dataset="synthetic"' --set 'data.augmentation="sample"' \
+        --set data.synthetic_train=500 --set data.synthetic_test=10000 \
+        --set local.epochs="${PAPER_EPOCHS:-5}" --set run.cohort=5 \
+        --set "run.backend=\"$backend\"" 2>/tmp/gpu_run/paper.err | grep '^{'
+    tail -3 /tmp/gpu_run/paper.err
+} > "$out/paper_run.txt" 2>&1
+python3 - "$out/paper_run.txt" >> "$out/paper_run.txt" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and '"round_s"' in l]
+warm = [r for r in rows if r["round"] > 1]
+if warm:
+    r = min(warm, key=lambda r: r["round_s"])
+    print(f"# projection: a warm round {r['round_s']:.2f} s (its steps {r['train_s']:.2f} s, its "
+          f"evaluation {r['eval_s']:.2f} s); 1000 rounds {r['round_s'] * 1000 / 60:.1f} min (goal: 15)")
+else:
+    print(f"# projection: no warm round within the time given ({len(rows)} round(s) done)")
+EOF
 cp "$gc/gpu_check.md" "$gc/gpu_check.json" "$out/" 2>/dev/null
 tar czf "$out/gc.tgz" --exclude=cache --exclude='cache-imported-*' --exclude='*.bin' -C /tmp/gpu_run gc qs
-cat "$out/quickstart.txt" "$out/check_time.txt" | tail -30
+cat "$out/quickstart.txt" "$out/check_time.txt" "$out/paper_run.txt" | tail -30
