@@ -136,7 +136,9 @@ impl Declare {
     /// output. An evaluation holds the convolution's input and output, the norm's input and
     /// output, then the pool's input and output.
     fn push(&mut self, conv: Conv, norm: Option<Norm>, pad: usize, pool: Option<bool>) {
-        let (out, k) = (self.b.shape(conv.weight)[0], self.b.shape(conv.weight)[2]);
+        let &[out, _, k, _] = self.b.shape(conv.weight) else {
+            unreachable!("a convolution's weight is [out, in, k, k]")
+        };
         let conv_side = self.map.side + 2 * pad + 1 - k;
         let side = match pool {
             Some(true) => conv_side.div_ceil(2),
@@ -157,16 +159,14 @@ impl Declare {
             side,
             conv: a,
         };
-        let (drop2d, drop) = (0.0, 0.0);
-        let st = Stage {
+        self.stages.push(Stage {
             conv,
             norm,
             pad,
-            drop2d,
+            drop2d: 0.0,
             pool,
-            drop,
-        };
-        self.stages.push(st);
+            drop: 0.0,
+        });
     }
 
     /// Dropout2d at rate `p` on the last stage's convolution output, before its pool: a
@@ -216,9 +216,8 @@ impl Map {
     }
 
     /// A linear layer `name` of `parent` from the map reached to `dout`, now the sample's; with
-    /// `drop`, the dropout after its ReLU. A training step keeps its output and the next op's
-    /// (its ReLU, the head's, the loss's softmax), and dropout's output and mask; an
-    /// evaluation holds its input and output.
+    /// `drop`, the dropout after its ReLU. A sample keeps what a linear layer keeps
+    /// ([`Builder::keeps_linear`]) and dropout's output and mask.
     fn linear(
         &mut self,
         b: &mut Builder,
@@ -228,8 +227,8 @@ impl Map {
     ) -> Linear {
         let din = self.flat();
         let l = b.linear(name, parent, din, dout);
-        let d = dout as u128;
-        b.keeps(if drop > 0.0 { 4 * d } else { 2 * d }, din as u128 + d);
+        b.keeps_linear(din, dout);
+        b.keeps(if drop > 0.0 { 2 * dout as u128 } else { 0 }, 0);
         (self.c, self.side) = (dout, 1);
         l
     }
@@ -247,14 +246,15 @@ fn plain() -> ConvNet {
     }
 }
 impl ConvNet {
-    /// The FedExP CIFAR CNN or its tiny variant on 32×32 images, with MOON's head if
-    /// `model.projection > 0` (declared after the classifier, which reads its output).
-    fn cifar(spec: &ModelSpec, classes: usize) -> ConvNet {
+    /// The FedExP CIFAR CNN or its tiny variant on `c`×`side`×`side` images (CIFAR's 3×32×32),
+    /// with MOON's head if `model.projection > 0` (declared after the classifier, which reads
+    /// its output).
+    fn cifar(spec: &ModelSpec, (c, side): (usize, usize), classes: usize) -> ConvNet {
         let (c1, c2, hidden) = match spec.kind {
             ModelKind::Cnn => (32, 64, vec![384, 192]),
             _ => (4, 8, vec![32]),
         };
-        let mut d = Declare::new("Cnn", 3, 32);
+        let mut d = Declare::new("Cnn", c, side);
         d.stage("conv1", c1, 5, false, Some(false));
         d.stage("conv2", c2, 5, false, Some(false));
         let (map, p) = (&mut d.map, spec.projection);
@@ -284,7 +284,7 @@ impl ConvNet {
     pub fn of(spec: &ModelSpec, (c, side): (usize, usize), classes: usize) -> ConvNet {
         let pool = Some(false);
         match spec.kind {
-            ModelKind::Cnn | ModelKind::TinyCnn => Self::cifar(spec, classes),
+            ModelKind::Cnn | ModelKind::TinyCnn => Self::cifar(spec, (c, side), classes),
             ModelKind::MnistCnn => {
                 let mut d = Declare::new("MnistCnn", c, side);
                 d.stage("conv1", 10, 5, false, pool);
@@ -324,8 +324,7 @@ impl ConvNet {
                 let mut d = Declare::new("Linear", input, 1);
                 let roles = [Role::Weight { fan_in: input }, Role::Bias { fan_in: input }];
                 let fc = d.b.linear_here("Linear", input, classes, roles);
-                let l = classes as u128;
-                d.b.keeps(2 * l, input as u128 + l);
+                d.b.keeps_linear(input, classes);
                 let net = ConvNet {
                     linear: true,
                     ..plain()

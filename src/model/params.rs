@@ -259,6 +259,14 @@ impl Builder {
         k.eval = k.eval.max(live);
     }
 
+    /// What a linear layer from `din` to `dout` keeps a sample: its output and the next op's (its
+    /// ReLU, the head's, the loss's softmax) through a training step; its input and output at
+    /// once in an evaluation.
+    pub fn keeps_linear(&mut self, din: usize, dout: usize) {
+        let d = dout as u128;
+        self.keeps(2 * d, din as u128 + d);
+    }
+
     /// The shape of parameter `p`.
     pub fn shape(&self, p: Param) -> &[usize] {
         &self.layout.tensors[p.0].shape

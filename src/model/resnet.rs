@@ -75,7 +75,7 @@ impl ResNet {
             blocks
         });
         let linear = |b: &mut Builder, (name, parent): (&str, &str), din: usize, dout: usize| {
-            b.keeps(2 * dout as u128, (din + dout) as u128);
+            b.keeps_linear(din, dout);
             b.linear(name, parent, din, dout)
         };
         let proj = (projection > 0).then(|| {
