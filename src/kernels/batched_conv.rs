@@ -47,16 +47,16 @@ pub fn conv2d_batched(
 
 /// A convolution's geometry: input map, kernel, stride, padding and output map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Geometry {
+pub(super) struct Geometry {
     map: [usize; 2],
     kernel: [usize; 2],
     stride: [usize; 2],
     pad: [(usize, usize); 2],
-    out: [usize; 2],
+    pub out: [usize; 2],
 }
 
 impl Geometry {
-    fn new(
+    pub fn new(
         map: [usize; 2],
         kernel: [usize; 2],
         stride: [usize; 2],
@@ -74,7 +74,7 @@ impl Geometry {
 
     /// For each kernel position (ki, kj) and output position (y, x), in that order, the flat
     /// index of the input value it reads, or `h·w` (the appended zero) in the padding.
-    fn indices(&self) -> Vec<i64> {
+    pub fn indices(&self) -> Vec<i64> {
         let [h, w] = self.map;
         let zero = (h * w) as i64;
         let mut v = Vec::with_capacity(self.kernel[0] * self.kernel[1] * self.out[0] * self.out[1]);

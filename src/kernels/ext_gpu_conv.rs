@@ -1,9 +1,10 @@
 //! fedrun's convolution on the GPU backends (cubecl's runtimes: wgpu, Vulkan, CUDA), the `Cube`
 //! side of [`super::ext_conv::FrConv`]: a fixed rule instead of burn's tuning. Each convolution
 //! and both its gradients take cubek's implicit GEMM (the convolution as a matrix product on the
-//! tensor cores), and burn's direct kernels where it does not apply: grouped convolutions, a
-//! strided input gradient, or a device or element type without the tensor-core product (f32 on
-//! wgpu and lavapipe; f32 on CUDA unless TF32 is allowed for convolutions, `run.tf32_conv`).
+//! tensor cores). Where it does not apply (grouped convolutions, a strided input gradient, or a
+//! device or element type without the tensor-core product: f32 on wgpu and lavapipe, f32 on CUDA
+//! unless TF32 is allowed for convolutions, `run.tf32_conv`), the weight gradient is products
+//! over the samples ([`super::gpu_wgrad`]) and the rest burn's direct kernels.
 //! Without burn's `autotune` feature, burn itself always takes the direct kernels; with it, it
 //! tunes each shape at run time (the slow first runs of docs/PERFORMANCE.md).
 
@@ -29,27 +30,29 @@ pub fn set_tf32_conv(on: bool) {
 /// set up: a failed setup has already queued a layout copy, so it is not tried twice.
 static NO_GEMM: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
-/// `f(strategy)` with implicit GEMM, and with the direct kernel if implicit GEMM cannot be set up
-/// for this shape and device (its setup fails before it computes anything); `key` names the
-/// shape.
-fn rule<E>(key: String, f: impl Fn(ConvStrategy) -> Result<CubeTensor, E>) -> CubeTensor {
-    let direct = |f: &dyn Fn(ConvStrategy) -> Result<CubeTensor, E>| match f(ConvStrategy::Direct) {
+/// `f(strategy)` with implicit GEMM, else (implicit GEMM cannot be set up for this shape and
+/// device: its setup fails before it computes anything) `instead()`, else burn's direct kernel;
+/// `key` names the shape.
+fn rule<E>(
+    key: String,
+    f: impl Fn(ConvStrategy) -> Result<CubeTensor, E>,
+    instead: impl FnOnce() -> Option<CubeTensor>,
+) -> CubeTensor {
+    let known = NO_GEMM.lock().map(|v| v.contains(&key)).unwrap_or(false);
+    let tf32 = TF32_CONV.load(std::sync::atomic::Ordering::Relaxed);
+    if !known {
+        match tf32_scope(tf32, || f(ConvStrategy::ImplicitGemm)) {
+            Ok(t) => return t,
+            Err(_) => {
+                if let Ok(mut v) = NO_GEMM.lock() {
+                    v.push(key.clone());
+                }
+            }
+        }
+    }
+    match instead().map(Ok).unwrap_or_else(|| f(ConvStrategy::Direct)) {
         Ok(t) => t,
         Err(_) => panic!("burn's direct convolution failed for {key}"),
-    };
-    let known = NO_GEMM.lock().map(|v| v.contains(&key)).unwrap_or(false);
-    if known {
-        return direct(&f);
-    }
-    let tf32 = TF32_CONV.load(std::sync::atomic::Ordering::Relaxed);
-    match tf32_scope(tf32, || f(ConvStrategy::ImplicitGemm)) {
-        Ok(t) => t,
-        Err(_) => {
-            if let Ok(mut v) = NO_GEMM.lock() {
-                v.push(key.clone());
-            }
-            direct(&f)
-        }
     }
 }
 
@@ -75,18 +78,20 @@ fn tf32_scope<R>(_on: bool, f: impl FnOnce() -> R) -> R {
 }
 
 fn forward(x: CubeTensor, w: CubeTensor, b: Option<CubeTensor>, o: ConvOptions<2>) -> CubeTensor {
-    rule(key("forward", &x, &w, &o), |s| {
-        conv_forward::<2>(x.clone(), w.clone(), b.clone(), o.clone(), s)
-    })
+    rule(
+        key("forward", &x, &w, &o),
+        |s| conv_forward::<2>(x.clone(), w.clone(), b.clone(), o.clone(), s),
+        || None,
+    )
 }
 
-/// The bias gradient: `dy` summed over the batch and the map, `[cout]`.
+/// The bias gradient: `dy` summed over the batch and the map, `[cout]`: one reduction over each
+/// map (its rows and columns are contiguous: cubecl folds them into one axis), then one over
+/// the batch, where three one axis at a time first summed across the batch, the strided axis.
 fn bias_grad(dy: CubeTensor) -> CubeTensor {
     use burn::backend::ops::FloatTensorOps;
     let c = dy.shape()[1];
-    let s = CubeBackend::float_sum_dim(dy, 0);
-    let s = CubeBackend::float_sum_dim(s, 2);
-    let s = CubeBackend::float_sum_dim(s, 3);
+    let s = CubeBackend::float_sum_dims(dy, &[0, 2, 3]);
     CubeBackend::float_reshape(s, burn::backend::Shape::from(vec![c]))
 }
 
@@ -104,9 +109,11 @@ impl FrConv for CubeBackend {
     }
     fn fr_conv2d_dx(x: CubeTensor, w: CubeTensor, dy: CubeTensor, o: ConvOptions<2>) -> CubeTensor {
         let shape = x.shape();
-        rule(key("data", &x, &w, &o), |s| {
-            conv_data_backward::<2>(dy.clone(), w.clone(), shape.clone(), o.clone(), s)
-        })
+        rule(
+            key("data", &x, &w, &o),
+            |s| conv_data_backward::<2>(dy.clone(), w.clone(), shape.clone(), o.clone(), s),
+            || None,
+        )
     }
     fn fr_conv2d_dwb(
         x: CubeTensor,
@@ -115,9 +122,11 @@ impl FrConv for CubeBackend {
         o: ConvOptions<2>,
     ) -> (CubeTensor, CubeTensor) {
         let shape = w.shape();
-        let dw = rule(key("weight", &x, &w, &o), |s| {
-            conv_weight_backward::<2>(x.clone(), dy.clone(), shape.clone(), o.clone(), s)
-        });
+        let dw = rule(
+            key("weight", &x, &w, &o),
+            |s| conv_weight_backward::<2>(x.clone(), dy.clone(), shape.clone(), o.clone(), s),
+            || super::gpu_wgrad::weight_grad(x.clone(), dy.clone(), shape.clone(), &o),
+        );
         (dw, bias_grad(dy))
     }
 }

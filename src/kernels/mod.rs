@@ -52,6 +52,10 @@ pub mod gemm;
 mod geom;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 mod gpu_memory;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod gpu_wgrad;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub use gpu_wgrad::weight_grads_as_products;
 pub mod linear;
 pub mod lstm;
 pub mod norm;
@@ -439,14 +443,25 @@ pub fn conv2d_copies(
 /// side by side in the channels).
 pub fn batch_stat_norm(x: Tensor<4>, gamma: Tensor<1>, beta: Tensor<1>, eps: f64) -> Tensor<4> {
     let c = x.dims()[1];
-    let mean = x.clone().mean_dim(0).mean_dim(2).mean_dim(3);
+    let mean = channel_means(x.clone());
     let centred = x - mean;
-    let var = (centred.clone() * centred.clone())
-        .mean_dim(0)
-        .mean_dim(2)
-        .mean_dim(3);
+    let var = channel_means(centred.clone() * centred.clone());
     let y = centred / (var + eps).sqrt();
     y * gamma.reshape([1, c, 1, 1]) + beta.reshape([1, c, 1, 1])
+}
+
+/// Each channel's mean over the batch and the map, `[1, c, 1, 1]`. On flex, means over the
+/// batch, the rows and the columns in turn (the golden CSVs' sums). Elsewhere each (sample,
+/// channel)'s map as one contiguous row summed, then the batch: two reductions, the large one
+/// along memory, where the first of the three ran across the batch with a stride of a sample.
+fn channel_means(x: Tensor<4>) -> Tensor<4> {
+    if is_flex(&x.device()) {
+        return x.mean_dim(0).mean_dim(2).mean_dim(3);
+    }
+    let [n, c, h, w] = x.dims();
+    let rows: Tensor<3> = x.reshape([n, c, h * w]);
+    let sums = rows.sum_dim(2).sum_dim(0);
+    (sums / (n * h * w) as f64).reshape([1, c, 1, 1])
 }
 
 /// Dropout of probability `prob` on `x`, whose axis `axis` holds K copies side by side, copy

@@ -1,0 +1,120 @@
+//! A convolution's weight gradient on the GPU backends where cubek's implicit GEMM does not
+//! apply (f32 without the tensor-core product, or a shape it refuses), as products: the input's
+//! columns gathered through an index (im2col; the padding reads an appended zero), one product
+//! per sample of its output gradient `[cout, L]` with its columns `[L, cin·kh·kw]`, and their
+//! sum over the samples. burn's fallback computes the same gradient as a direct convolution of
+//! the input by the output gradient, in which each weight value is one thread looping over every
+//! sample and output position: LEAF's CelebA CNN's first layer at batch 50 is 864 threads of
+//! 352,800 steps each (84 ms a launch on an H100 with `vulkan`, 2026-11). Here the work is
+//! spread over the samples and the products' tiles, in a fixed number of launches.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use burn::backend::ops::{ConvOptions, FloatTensorOps, IntTensorOps};
+use burn::backend::{Shape, Slice, TensorData, TensorMetadata};
+use burn_cubecl::CubeBackend;
+use burn_cubecl::tensor::CubeTensor;
+
+use super::batched_conv::Geometry;
+
+type B = CubeBackend;
+
+/// How many weight gradients this process computed as products.
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// How many weight gradients this process computed as products (the tests' proof that the
+/// rule took them).
+pub fn weight_grads_as_products() -> usize {
+    COUNT.load(Ordering::Relaxed)
+}
+
+/// The most floats one chunk's columns may take (64 MiB: within wgpu's default 128 MiB binding).
+const CHUNK_FLOATS: usize = 1 << 24;
+
+/// The weight gradient `[cout, cin, kh, kw]` (of `shape`) of the convolution of `x`
+/// `[n, cin, h, w]` with options `o` whose output's gradient is `dy` `[n, cout, oh, ow]`; None
+/// for a grouped or dilated convolution. The samples go in chunks whose columns take at most
+/// [`CHUNK_FLOATS`].
+pub(super) fn weight_grad(
+    x: CubeTensor,
+    dy: CubeTensor,
+    shape: Shape,
+    o: &ConvOptions<2>,
+) -> Option<CubeTensor> {
+    if o.groups != 1 || o.dilation != [1, 1] {
+        return None;
+    }
+    let (xs, ds) = (x.shape(), dy.shape());
+    let ([n, cin, h, w], [_, _, oh, ow]) = (dims(&xs), dims(&ds));
+    let (kh, kw) = (shape[2], shape[3]);
+    let g = Geometry::new([h, w], [kh, kw], o.stride, o.padding);
+    debug_assert_eq!(g.out, [oh, ow], "the output gradient's map");
+    let per = (CHUNK_FLOATS / (cin * kh * kw * oh * ow)).clamp(1, n);
+    let rows = |t: &CubeTensor, a: usize, b: usize| {
+        B::float_slice(
+            t.clone(),
+            &[
+                Slice::from(a..b),
+                Slice::full(),
+                Slice::full(),
+                Slice::full(),
+            ],
+        )
+    };
+    let sum = (0..n)
+        .step_by(per)
+        .map(|a| {
+            let b = (a + per).min(n);
+            chunk(rows(&x, a, b), rows(&dy, a, b), (&g, [cin, kh, kw]))
+        })
+        .reduce(B::float_add)
+        .expect("a sample");
+    COUNT.fetch_add(1, Ordering::Relaxed);
+    Some(B::float_reshape(sum, shape))
+}
+
+/// One chunk's part `[1, cout, cin·kh·kw]`: its samples' columns, one product each with its
+/// output gradient, summed.
+fn chunk(x: CubeTensor, dy: CubeTensor, (g, [cin, kh, kw]): (&Geometry, [usize; 3])) -> CubeTensor {
+    let (xs, ds) = (x.shape(), dy.shape());
+    let ([n, _, h, w], [_, cout, oh, ow]) = (dims(&xs), dims(&ds));
+    let (device, dtype, l) = (x.device.clone(), x.dtype, oh * ow);
+    // the maps flat with a zero appended: a padded position's index points at it
+    let flat = B::float_reshape(x, Shape::from(vec![n, cin, h * w]));
+    let zero = B::float_zeros(Shape::from(vec![n, cin, 1]), &device, dtype.into());
+    let flat = B::float_cat(vec![flat, zero], 2);
+    let cols = B::float_select(flat, 2, index(g, &device)); // [n, cin, kh·kw·L]
+    let cols = B::float_reshape(cols, Shape::from(vec![n, cin * kh * kw, l]));
+    let dy = B::float_reshape(dy, Shape::from(vec![n, cout, l]));
+    let per = B::float_matmul(dy, B::float_swap_dims(cols, 1, 2)); // [n, cout, cin·kh·kw]
+    B::float_sum_dim(per, 0)
+}
+
+fn dims(s: &Shape) -> [usize; 4] {
+    [s[0], s[1], s[2], s[3]]
+}
+
+thread_local! {
+    /// The gather indices by geometry and device, uploaded once (a captured step's eager first
+    /// step uploads them; its replays read them).
+    static INDICES: RefCell<HashMap<(Geometry, String), CubeTensor>> =
+        RefCell::new(HashMap::new());
+}
+
+/// The gather index of `g` on `device`.
+fn index(g: &Geometry, device: &burn_cubecl::CubeDevice) -> CubeTensor {
+    let key = (*g, format!("{device:?}"));
+    INDICES.with(|m| {
+        m.borrow_mut()
+            .entry(key)
+            .or_insert_with(|| {
+                // i32: wgpu's shaders have no 64-bit integers
+                let v: Vec<i32> = g.indices().into_iter().map(|i| i as i32).collect();
+                let len = v.len();
+                B::int_from_data(TensorData::new(v, [len]), device)
+            })
+            .clone()
+    })
+}
