@@ -4,13 +4,14 @@
 # then time the README's quickstart and `fedrun check --time` on the first backend, and put what
 # came out under $OUT (default: gpu_run_out/) as at most 8 files: log.txt, gpu_check.md,
 # gpu_check.json, quickstart.txt, check_time.txt, paper_run.txt (FedACG's Table 1 rounds and
-# their projection) and gc.tgz (every log and JSON line).
+# their projection), profile.txt (cubecl's per-kernel profile of one model's steps, the CelebA
+# CNN unless PROFILE_MODEL says another) and gc.tgz (every log and JSON line).
 #
 # Built and packed where Rust is (the GPU machine has none):
 #   cargo build --release --features gpu && cp target/release/fedrun /tmp/f && strip /tmp/f
 #   mkdir -p .gpubin && xz -T2 -9 -c /tmp/f > .gpubin/fedrun.xz   # .gpubin/ is in .gitignore
 # On the GPU machine (the device tool: carry .gpubin):
-#   scripts/gpu_run.sh --budget 370 --agree fedavg,fedacg,fedlamb,mime --graph fedavg,fedacg,fedlamb,mime \
+#   scripts/gpu_run.sh --budget 340 --agree fedavg,fedacg,fedlamb,mime --graph fedavg,fedacg,fedlamb,mime \
 #       --no-carry --cohort 50 cuda=fedrun
 # Dry run here on lavapipe (a `--features gpu` build serves wgpu and vulkan too):
 #   OUT=/tmp/gs scripts/gpu_run.sh --budget 200 --steps 2 --reps 1 --models mlp \
@@ -38,10 +39,10 @@ gc=/tmp/gpu_run/gc
 export XDG_CACHE_HOME="$gc/cache"
 {
     echo "# fedrun --set run.backend=\"$backend\" --set fl.rounds=8 (the README's quickstart)"
-    timeout 50 "$bin" --set "run.backend=\"$backend\"" --set fl.rounds=8 --out /tmp/gpu_run/qs --force 2>&1 | tail -4
+    timeout 45 "$bin" --set "run.backend=\"$backend\"" --set fl.rounds=8 --out /tmp/gpu_run/qs --force 2>&1 | tail -4
     cat /tmp/gpu_run/qs/quickstart/rounds.csv
 } > "$out/quickstart.txt" 2>&1
-timeout 50 "$bin" check --time --set "run.backend=\"$backend\"" > "$out/check_time.txt" 2>&1
+timeout 40 "$bin" check --time --set "run.backend=\"$backend\"" > "$out/check_time.txt" 2>&1
 echo "check --time exit status: $?" >> "$out/check_time.txt"
 # FedACG's Table 1 run (issue #67): ResNet-18 with the global pool on CIFAR-10's shape, 100
 # clients of 500 images, 5 a round as one cohort, 5 epochs of batch 50 (250 steps a round), an
@@ -72,6 +73,15 @@ if warm:
 else:
     print(f"# projection: no warm round within the time given ({len(rows)} round(s) done)")
 EOF
+# where one model's step goes, kernel by kernel (issue #66: CelebA's CNN first), on the kernels
+# the check compiled; cubecl times each launch, so the steps run slower than unprofiled
+pm="${PROFILE_MODEL:-celeba-cnn}"
+{
+    echo "# CUBECL_DEBUG_OPTION=profile fedrun bench --workload model --model $pm --steps 3 --rounds 1 (backend $backend)"
+    CUBECL_DEBUG_LOG=stderr CUBECL_DEBUG_OPTION=profile timeout 40 "$bin" bench --workload model \
+        --model "$pm" --steps 3 --rounds 1 --set "run.backend=\"$backend\"" 2>/tmp/gpu_run/prof.log | grep '"summary"'
+    python3 "$here/bench/cubecl_profile.py" /tmp/gpu_run/prof.log --top 25
+} > "$out/profile.txt" 2>&1
 cp "$gc/gpu_check.md" "$gc/gpu_check.json" "$out/" 2>/dev/null
 tar czf "$out/gc.tgz" --exclude=cache --exclude='cache-imported-*' --exclude='*.bin' -C /tmp/gpu_run gc qs
-cat "$out/quickstart.txt" "$out/check_time.txt" "$out/paper_run.txt" | tail -30
+cat "$out/quickstart.txt" "$out/check_time.txt" "$out/paper_run.txt" "$out/profile.txt" | tail -40
