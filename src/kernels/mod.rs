@@ -6,7 +6,8 @@
 //!   max-pooling (`ext_pool.rs`), the large linear layers (`ext_linear.rs`), the LSTM layer
 //!   (`ext_lstm.rs`), the activations and dropout (`ext_act.rs`);
 //! - on cubecl's runtimes (wgpu, Vulkan, CUDA), their GPU sides: the convolution rule
-//!   (`ext_gpu_conv.rs`: implicit GEMM, else burn's direct kernels), GroupNorm
+//!   (`ext_gpu_conv.rs`: implicit GEMM, else the weight gradient as products over the samples,
+//!   `gpu_wgrad.rs`, and burn's direct kernels), GroupNorm
 //!   (`ext_gpu_norm.rs`), the LSTM layer (`ext_gpu_lstm.rs`), a batch gathered from a split kept
 //!   on the device (`ext_gather.rs`, `ext_gpu_gather.rs`), and the K copies' dropout mask from
 //!   seeds held in a tensor (`ext_mask.rs`, `ext_gpu_mask.rs`; flex too);
