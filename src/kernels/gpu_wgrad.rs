@@ -5,8 +5,8 @@
 //! sum over the samples. burn's fallback computes the same gradient as a direct convolution of
 //! the input by the output gradient, in which each weight value is one thread looping over every
 //! sample and output position: LEAF's CelebA CNN's first layer at batch 50 is 864 threads of
-//! 352,800 steps each (84 ms a launch on an H100 with `vulkan`, 2026-11). Here the work is
-//! spread over the samples and the products' tiles, in a fixed number of launches.
+//! 352,800 steps each (likely the 84 ms launches of its profile on an H100 with `vulkan`,
+//! 2026-11). Here the work is spread over the samples and the products' tiles.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
