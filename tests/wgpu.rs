@@ -294,7 +294,8 @@ fn the_gpu_convolution_rule_is_burns_convolution() {
         .unwrap()
         .0;
     // the largest difference, relative to the reference's largest value (at least 1), on the
-    // host: lavapipe's reductions over more than 2^18 values see only the first 262,132
+    // host, where no device reduction over many values is trusted (wgpu's OpenGL fallback sees
+    // only the first 262,132)
     let diff = |a: Tensor<4>, b: Tensor<4>| {
         let v = |t: Tensor<4>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
         let (a, b) = (v(a), v(b));
@@ -692,8 +693,8 @@ fn the_gpu_reports_what_the_process_reserves() {
     assert_eq!(capacity, None, "WebGPU states no capacity");
     // tensors of 32 MiB, all kept, until the reserve grows: the first may land in memory the
     // process's earlier tests reserved and freed (the pool keeps it), 16 cannot. Each is summed
-    // by rows of 8,192 (a reduction over more than 2^18 values sees only the first 262,132 on
-    // some lavapipes: `optim::rows::row_sums`)
+    // by rows of 8,192 (wgpu's OpenGL fallback, without a Vulkan driver, sums only the first
+    // 262,132 values of a long axis)
     let mut held = Vec::new();
     let mut after = before;
     while after < before + (32 << 20) && held.len() < 16 {
@@ -710,4 +711,36 @@ fn the_gpu_reports_what_the_process_reserves() {
         held.len()
     );
     assert!(fedrun::kernels::device_memory(&burn::tensor::Device::flex()).is_none());
+}
+
+/// With no Vulkan driver in sight (`VK_ICD_FILENAMES` pointing at nothing), a `wgpu` run stops
+/// before its first round with an error naming `run.backend`: wgpu's OpenGL fallback on Mesa
+/// sums only the first 262,132 values of a long axis, so it is refused (the device's probe sums
+/// 2^19 ones), and a machine without that fallback has no adapter at all. Without the probe the
+/// run would train on the fallback, its long reductions wrong.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn a_wgpu_run_without_a_vulkan_driver_stops_with_a_named_error() {
+    let dir = TempDir::new("no-vulkan");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fedrun"))
+        .args([
+            "--quiet",
+            "--set",
+            "run.backend=\"wgpu\"",
+            "--set",
+            "fl.rounds=1",
+            "--out",
+        ])
+        .arg(dir.path())
+        .env("VK_ICD_FILENAMES", "/dev/null")
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the run trained: {err}");
+    assert!(err.contains("key `run.backend` = \"wgpu\""), "{err}");
+    assert!(
+        err.contains("long reductions are wrong") || err.contains("no usable GPU adapter"),
+        "{err}"
+    );
 }

@@ -9,22 +9,35 @@ use burn::tensor::Device;
 use crate::config::Backend;
 use crate::error::{Error, Result};
 
-/// A GPU device (`make` builds it lazily), checked with one small computation.
+/// The values of the probe's long sum: more than wgpu's OpenGL fallback reduces right.
+const LONG: usize = 1 << 19;
+
+/// A GPU device (`make` builds it lazily), checked with two small computations: 1 + 2, and a
+/// sum of [`LONG`] ones (wgpu on Mesa's OpenGL driver, its fallback where no Vulkan driver is
+/// installed, sums only the first 262,132 values of a long axis: every such reduction of a run
+/// would be wrong).
 pub fn device(backend: Backend, make: fn() -> Device) -> Result<Device> {
     tune_cache();
     let probe = move || {
         let dev = make();
         let t = burn::tensor::Tensor::<1>::from_data([1.0f32, 2.0], &dev);
         let v = t.sum().into_scalar::<f32>();
-        (dev, v)
+        let long = burn::tensor::Tensor::<1>::ones([LONG], &dev);
+        (dev, v, long.sum().into_scalar::<f32>())
     };
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let got = std::panic::catch_unwind(probe);
     std::panic::set_hook(hook);
     match got {
-        Ok((dev, 3.0)) => Ok(dev),
-        Ok((_, v)) => Err(Error::Config(format!(
+        Ok((dev, 3.0, long)) if long == LONG as f32 => Ok(dev),
+        Ok((_, 3.0, long)) => Err(Error::Config(format!(
+            "key `run.backend` = \"{backend}\": the device summed {LONG} ones to {long}: its \
+             long reductions are wrong, and a run's would be too (wgpu on Mesa's OpenGL driver, \
+             its fallback without a Vulkan driver, does this). {}",
+            what_to_do(backend)
+        ))),
+        Ok((_, v, _)) => Err(Error::Config(format!(
             "key `run.backend` = \"{backend}\": the device computed 1 + 2 = {v}; it is not usable"
         ))),
         Err(p) => {
