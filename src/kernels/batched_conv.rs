@@ -74,7 +74,7 @@ impl Geometry {
 
     /// For each kernel position (ki, kj) and output position (y, x), in that order, the flat
     /// index of the input value it reads, or `h·w` (the appended zero) in the padding.
-    pub fn indices(&self) -> Vec<i64> {
+    fn indices(&self) -> Vec<i64> {
         let [h, w] = self.map;
         let zero = (h * w) as i64;
         let mut v = Vec::with_capacity(self.kernel[0] * self.kernel[1] * self.out[0] * self.out[1]);
@@ -94,23 +94,35 @@ impl Geometry {
     }
 }
 
+/// Gather indices kept by geometry and device, each uploaded once (in the form a backend's ops
+/// take it).
+pub(super) type Kept<T> = RefCell<HashMap<(Geometry, String), T>>;
+
+/// `g`'s gather index on the device named `device`, from `cache`, `upload`ed from
+/// [`Geometry::indices`] on first use.
+pub(super) fn kept<T: Clone>(
+    cache: &'static std::thread::LocalKey<Kept<T>>,
+    g: &Geometry,
+    device: String,
+    upload: impl FnOnce(Vec<i64>) -> T,
+) -> T {
+    cache.with(|m| {
+        let mut m = m.borrow_mut();
+        m.entry((*g, device))
+            .or_insert_with(|| upload(g.indices()))
+            .clone()
+    })
+}
+
 thread_local! {
-    /// The gather indices by geometry and device, uploaded once.
-    static INDICES: RefCell<HashMap<(Geometry, String), Tensor<1, Int>>> =
-        RefCell::new(HashMap::new());
+    /// The gather indices of the batched products, as burn's tensors.
+    static INDICES: Kept<Tensor<1, Int>> = RefCell::new(HashMap::new());
 }
 
 /// The gather index of `g` on `device` (uploaded on first use, then kept).
 fn index(g: &Geometry, device: &burn::tensor::Device) -> Tensor<1, Int> {
-    let key = (*g, format!("{device:?}"));
-    INDICES.with(|m| {
-        m.borrow_mut()
-            .entry(key)
-            .or_insert_with(|| {
-                let v = g.indices();
-                let len = v.len();
-                Tensor::from_data(TensorData::new(v, [len]), device)
-            })
-            .clone()
+    kept(&INDICES, g, format!("{device:?}"), |v| {
+        let len = v.len();
+        Tensor::from_data(TensorData::new(v, [len]), device)
     })
 }

@@ -17,7 +17,7 @@ use burn::backend::{Shape, Slice, TensorData, TensorMetadata};
 use burn_cubecl::CubeBackend;
 use burn_cubecl::tensor::CubeTensor;
 
-use super::batched_conv::Geometry;
+use super::batched_conv::{Geometry, Kept, kept};
 
 type B = CubeBackend;
 
@@ -97,24 +97,16 @@ fn dims(s: &Shape) -> [usize; 4] {
 }
 
 thread_local! {
-    /// The gather indices by geometry and device, uploaded once (a captured step's eager first
-    /// step uploads them; its replays read them).
-    static INDICES: RefCell<HashMap<(Geometry, String), CubeTensor>> =
-        RefCell::new(HashMap::new());
+    /// The gather indices as cubecl's tensors (a captured step's eager first step uploads them;
+    /// its replays read them).
+    static INDICES: Kept<CubeTensor> = RefCell::new(HashMap::new());
 }
 
-/// The gather index of `g` on `device`.
+/// The gather index of `g` on `device`, i32 (wgpu's shaders have no 64-bit integers).
 fn index(g: &Geometry, device: &burn_cubecl::CubeDevice) -> CubeTensor {
-    let key = (*g, format!("{device:?}"));
-    INDICES.with(|m| {
-        m.borrow_mut()
-            .entry(key)
-            .or_insert_with(|| {
-                // i32: wgpu's shaders have no 64-bit integers
-                let v: Vec<i32> = g.indices().into_iter().map(|i| i as i32).collect();
-                let len = v.len();
-                B::int_from_data(TensorData::new(v, [len]), device)
-            })
-            .clone()
+    kept(&INDICES, g, format!("{device:?}"), |v| {
+        let v: Vec<i32> = v.into_iter().map(|i| i as i32).collect();
+        let len = v.len();
+        B::int_from_data(TensorData::new(v, [len]), device)
     })
 }
