@@ -101,31 +101,117 @@ fn product(
     } else {
         Parallelism::None
     };
-    // SAFETY: the bounds of every operand were checked above; dst does not alias a or b
-    // (it is a distinct &mut borrow); the level's instructions are the CPU's (level() never
-    // exceeds what it detected).
+    // SAFETY: as `in_pieces` asks: bounds checked above, the level in use is the CPU's or lower
     unsafe {
-        product_fn()(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            cs as isize,
-            rs as isize,
+        in_pieces(
+            (product_fn(), level()),
+            [m, n, k],
+            (dst, rs, cs),
             accumulate,
-            a.data.as_ptr(),
-            a.cs as isize,
-            a.rs as isize,
-            b.data.as_ptr(),
-            b.cs as isize,
-            b.rs as isize,
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
+            (a, b),
             par,
-        );
+        )
+    }
+}
+
+/// `f`, the product of `level`, called once for each piece of the sum ([`depth_chunks`]), the
+/// pieces after the first added to `dst`.
+///
+/// # Safety
+/// The operands hold an `m×k` and a `k×n` matrix and `dst` an `m×n` one at their strides, `dst`
+/// aliases neither, and `level` is at most the CPU's.
+unsafe fn in_pieces(
+    (f, level): (GemmFn, Level),
+    [m, n, k]: [usize; 3],
+    (dst, rs, cs): (&mut [f32], usize, usize),
+    accumulate: bool,
+    (a, b): (View, View),
+    par: Parallelism,
+) {
+    let chunks = depth_chunks([m, n, k], (a, b), level);
+    let width = k.div_ceil(chunks);
+    for c in 0..chunks {
+        let (k0, k1) = (c * width, ((c + 1) * width).min(k));
+        // SAFETY: the caller's; a piece reads columns k0..k1 of a and rows k0..k1 of b
+        unsafe {
+            f(
+                m,
+                n,
+                k1 - k0,
+                dst.as_mut_ptr(),
+                cs as isize,
+                rs as isize,
+                accumulate || c > 0,
+                a.data.as_ptr().add(k0 * a.cs),
+                a.cs as isize,
+                a.rs as isize,
+                b.data.as_ptr().add(k0 * b.rs),
+                b.cs as isize,
+                b.rs as isize,
+                1.0,
+                1.0,
+                false,
+                false,
+                false,
+                par,
+            );
+        }
+    }
+}
+
+/// The depth of fedrun's pieces of a sum: the block gemm picks at the AVX2 and AVX-512 levels on
+/// a CPU whose L1 cache is 32 KiB and 8-way (AMD Zen 1–4, most Intel cores), and the least it
+/// picks on any CPU.
+const DEPTH_BLOCK: usize = 512;
+
+/// How many equal pieces of at most [`DEPTH_BLOCK`] the sum over `k` is cut into before gemm sees
+/// it, so that every output sums in the same order on every CPU at a level.
+///
+/// gemm sums each output along `k` in blocks and adds the blocks' sums to the destination one
+/// after another. On its blocked path (a product with more than 64 rows or columns that its
+/// horizontal and vector kernels do not take) the block comes from the L1 cache's size and ways:
+/// `ceil(k / b)` equal blocks with `b = max(512, …)`. `b` is 512 at AVX2 and AVX-512 on a 32 KiB
+/// 8-way L1, but 1,024 at AVX2 on a 48 KiB 12-way one (AMD Zen 5, recent Intel cores), and 1,024
+/// or 2,048 at the SSE2 baseline, where the sums then round otherwise. Cut here into the pieces
+/// a 512 block gives, each piece is one gemm block on every CPU. Its other paths block by fixed
+/// sizes (512 for products of at most 64 by 64, 1,024 on the horizontal kernels) and are left
+/// whole; a vector product (one row or column) is left whole too.
+///
+/// Where this CPU's gemm already blocks by those pieces (at AVX-512 on AMD Zen 4 and 5, say), the
+/// product stays one call.
+fn depth_chunks([m, n, k]: [usize; 3], (a, b): (View, View), level: Level) -> usize {
+    let horizontal = level != Level::Sse2 && a.cs == 1 && b.rs == 1 && m * n <= 16 * 16;
+    let blocked = (m > 64 || n > 64) && m > 1 && n > 1 && !horizontal;
+    if !blocked || k <= DEPTH_BLOCK {
+        return 1;
+    }
+    let pieces = k.div_ceil(DEPTH_BLOCK);
+    match tile(level) {
+        Some((mr, nr))
+            if gemm_common::cache::kernel_params(m, n, k, mr, nr, 4).kc == k.div_ceil(pieces) =>
+        {
+            1
+        }
+        _ => pieces,
+    }
+}
+
+/// The rows and columns of `level`'s microkernel for `f32`, which gemm's block sizes are
+/// computed from (None off x86-64).
+fn tile(level: Level) -> Option<(usize, usize)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use gemm_f32::microkernel::{avx512f, fma, scalar};
+        Some(match level {
+            Level::Avx512 => (avx512f::f32::MR_DIV_N * 16, avx512f::f32::NR),
+            Level::Avx2 => (fma::f32::MR_DIV_N * 8, fma::f32::NR),
+            Level::Sse2 => (scalar::f32::MR_DIV_N, scalar::f32::NR),
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = level;
+        None
     }
 }
 
@@ -185,6 +271,18 @@ macro_rules! gemm_basic_at {
             use gemm_common::simd::MixedSimd;
             use gemm_f32::microkernel::$ukr::f32 as u;
             const N: usize = $lanes;
+            // gemm::gemm's own first move: a destination along its rows is computed as the
+            // transposed product (fedrun's strides are never negative, its other case)
+            let (m, n, dst_cs, dst_rs, lhs, lhs_cs, lhs_rs, rhs, rhs_cs, rhs_rs) =
+                if dst_cs.abs() < dst_rs.abs() {
+                    (
+                        n, m, dst_rs, dst_cs, rhs, rhs_rs, rhs_cs, lhs, lhs_rs, lhs_cs,
+                    )
+                } else {
+                    (
+                        m, n, dst_cs, dst_rs, lhs, lhs_cs, lhs_rs, rhs, rhs_cs, rhs_rs,
+                    )
+                };
             // SAFETY: the caller's (gemm::gemm's contract); the level is the CPU's
             unsafe {
                 gemm_common::gemm::gemm_basic_generic::<
@@ -350,6 +448,73 @@ mod tests {
             let theirs = product_at(gemm::gemm, mnk, &a, &b);
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&own), bits(&theirs), "{mnk:?}: the driver is gemm's");
+        }
+    }
+
+    /// What each level's microkernel computes for one output: a chain of multiply-adds along
+    /// the sum, from 0, fused above the baseline, in `width`-long blocks (the last shorter), each
+    /// block's sum added to the output.
+    fn blocked_reference(
+        level: Level,
+        a: &[f32],
+        b: &[f32],
+        [m, n, k]: [usize; 3],
+        width: usize,
+    ) -> Vec<f32> {
+        let fma = |x: f32, y: f32, acc: f32| match level {
+            Level::Sse2 => x * y + acc,
+            _ => x.mul_add(y, acc),
+        };
+        let mut c = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                for (blk, p0) in (0..k).step_by(width).enumerate() {
+                    let acc = (p0..(p0 + width).min(k))
+                        .fold(0f32, |s, p| fma(a[i * k + p], b[p * n + j], s));
+                    c[i * n + j] = if blk == 0 { acc } else { c[i * n + j] + acc };
+                }
+            }
+        }
+        c
+    }
+
+    /// At every level the CPU has, a product sums each output in the blocks a 32 KiB 8-way L1
+    /// cache gives gemm, whatever this CPU's cache: on the blocked path `ceil(k/512)` equal
+    /// pieces (gemm picks 1,024 at the AVX2 level on a 48 KiB 12-way L1, as on an AMD EPYC of
+    /// family 26, where this fails without the pieces), on the small-product path fixed blocks
+    /// of 512 (gemm's own).
+    #[test]
+    fn every_level_sums_in_the_same_blocks_on_every_cpu() {
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (mnk, width) in [
+            ([130, 70, 1300], 434),
+            ([70, 130, 1030], 344),
+            ([200, 3, 2000], 500),
+            ([37, 29, 700], 512),
+            ([30, 60, 1500], 512),
+        ] {
+            let [m, n, k] = mnk;
+            let (a, b) = operands(m, n, k);
+            for level in [Level::Sse2, Level::Avx2, Level::Avx512] {
+                if level > detected() {
+                    continue;
+                }
+                let mut c = vec![f32::NAN; m * n];
+                let views = (View::rows(&a, k), View::rows(&b, n));
+                // SAFETY: row-major operands of these sizes, a level at most the CPU's
+                unsafe {
+                    in_pieces(
+                        (instantiated(level), level),
+                        mnk,
+                        (&mut c, n, 1),
+                        false,
+                        views,
+                        Parallelism::None,
+                    );
+                }
+                let want = blocked_reference(level, &a, &b, mnk, width);
+                assert_eq!(bits(&c), bits(&want), "{level:?} {mnk:?}");
+            }
         }
     }
 }
