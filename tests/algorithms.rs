@@ -67,13 +67,13 @@ impl LocalTrainer for Quadratic {
         clients: &[usize],
         anchor: &[f32],
         plans: Vec<ClientPlan>,
-    ) -> Vec<LocalStats> {
+    ) -> fedrun::error::Result<Vec<LocalStats>> {
         let lr = self.lr;
-        clients
+        Ok(clients
             .iter()
             .zip(plans)
             .map(|(&c, plan)| self.train(round, c, anchor, plan, lr))
-            .collect()
+            .collect())
     }
     fn delta(&self, _k: usize) -> &[f32] {
         &self.delta

@@ -72,7 +72,7 @@ fn deltas_window(
                 None => ex.alg.plan(c),
             })
             .collect();
-        stats.extend(bc.train_many(0, chunk, &anchor, plans));
+        stats.extend(bc.train_many(0, chunk, &anchor, plans).expect("trained"));
         ds.extend((0..chunk.len()).map(|k| bc.delta(k).to_vec()));
     }
     (ds, stats)

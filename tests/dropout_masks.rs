@@ -52,7 +52,8 @@ fn svrg_anchor_gradient_draws_the_models_dropout_masks() {
             stop: None,
         };
         let (data, tr) = (&ex.data, &mut ex.trainers[0]);
-        tr.train_one(data, plan, &w, &mut Rng::from_seed(1));
+        tr.train_one(data, plan, &w, &mut Rng::from_seed(1))
+            .expect("trained");
         tr.delta(0).to_vec()
     };
     let zero = vec![0.0; at.len()];

@@ -56,7 +56,7 @@ fn trainings(
     let (mut ds, mut stats) = (Vec::new(), Vec::new());
     for clients in cohorts {
         let plans = clients.iter().map(|&c| ex.alg.plan(c)).collect();
-        stats.push(bc.train_many(0, clients, &anchor, plans));
+        stats.push(bc.train_many(0, clients, &anchor, plans).expect("trained"));
         let d: Vec<Vec<f32>> = (0..clients.len()).map(|k| bc.delta(k).to_vec()).collect();
         ds.push(d);
     }

@@ -744,3 +744,50 @@ fn a_wgpu_run_without_a_vulkan_driver_stops_with_a_named_error() {
         "{err}"
     );
 }
+
+/// A device that fails while training (here a cohort whose stacked tensors outgrow a buffer:
+/// lavapipe, which CI runs this file on, binds at most 128 MiB, and 20 copies of the CIFAR CNN at
+/// batch 32 ask 205 MB) stops the run with an error that names `run.backend`, the round's
+/// clients, `run.cohort`, `local.batch_size` and burn's innermost cause, not a panic: the failure
+/// shows when the training's numbers are read back, which used to unwrap it.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn a_device_that_fails_while_training_stops_the_run_with_a_named_error() {
+    let dir = TempDir::new("device-fails");
+    let sets = [
+        "data.dataset=\"synthetic\"",
+        "data.synthetic_train=640",
+        "data.synthetic_test=100",
+        "data.num_clients=20",
+        "fl.clients_per_round=20",
+        "fl.rounds=1",
+        "local.steps=1",
+        "local.batch_size=32",
+        "run.cohort=20",
+        "run.backend=\"wgpu\"",
+    ];
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fedrun"));
+    cmd.args(["--quiet", "--config"]).arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/configs/cifar_fedavg.toml"
+    ));
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd
+        .arg("--out")
+        .arg(dir.path())
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for part in [
+        "run.backend = \"wgpu\": the device failed while training round 1's clients",
+        "as a cohort of 20 (run.cohort), at local.batch_size = 32",
+        "can't allocate buffer",
+    ] {
+        assert!(err.contains(part), "{part:?} not in {err}");
+    }
+}

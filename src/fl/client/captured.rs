@@ -18,7 +18,8 @@
 //! device step holds [`crate::kernels::capture::quiet`], and a capture holds it alone.
 //!
 //! A capture or replay that the backend refuses loses the state: the training reports
-//! [`Failed`], and the trainer trains the clients again eagerly from their inputs.
+//! [`Fed::Refused`], and the trainer trains the clients again eagerly from their inputs. A
+//! device that failed on the work ([`Fed::Device`]) ends the training.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use burn::tensor::{Device, Tensor};
 
 use super::chain::DeviceChain;
-use super::deferred::Deferred;
+use super::deferred::{Deferred, DeviceFailed};
 use super::feed::Feed;
 use super::objectives::Objectives;
 use super::resident::{Resident, Trained, who};
@@ -107,6 +108,27 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Why a training from a feed ended without its stats.
+pub(super) enum Fed {
+    /// The backend refused a capture or a replay (said in the log when refused): train again
+    /// without a graph.
+    Refused,
+    /// The device failed on the training's work.
+    Device(DeviceFailed),
+}
+
+impl From<Failed> for Fed {
+    fn from(_: Failed) -> Self {
+        Fed::Refused
+    }
+}
+
+impl From<DeviceFailed> for Fed {
+    fn from(d: DeviceFailed) -> Self {
+        Fed::Device(d)
+    }
+}
+
 /// The numbers of a training's steps so far: the eager steps' (each its own part, with its
 /// clients), and the tabled steps run by the closure (their numbers in the state's table).
 #[derive(Default)]
@@ -123,8 +145,9 @@ impl Resident<'_> {
     /// `out[k]`.
     ///
     /// # Errors
-    /// [`Failed`] when the backend refused a capture or a replay: the training's state is lost
-    /// (and `kept` with it), and the caller trains again from its inputs without a graph.
+    /// [`Fed::Refused`] when the backend refused a capture or a replay: the training's state is
+    /// lost (and `kept` with it), and the caller trains again from its inputs without a graph;
+    /// [`Fed::Device`] when the device failed on the training's work.
     pub(super) fn train_fed(
         &self,
         feed: Feed,
@@ -132,7 +155,7 @@ impl Resident<'_> {
         works: &[Work],
         kept: &mut Option<Kept>,
         out: &mut [Vec<f32>],
-    ) -> Result<Vec<LocalStats>, Failed> {
+    ) -> Result<Vec<LocalStats>, Fed> {
         let (x, start) = self.rows(works, &chain);
         let (steps, k) = (feed.steps(), works.len());
         let inner = feed.device().clone().without_autodiff();
@@ -163,7 +186,7 @@ impl Resident<'_> {
                     works,
                     &mut run,
                 )?;
-                let done = self.finish(&state, run, width, works, out);
+                let done = self.finish(&state, run, width, works, out)?;
                 *kept = graph.map(|graph| Kept { graph, state });
                 return Ok(done);
             }
@@ -186,7 +209,9 @@ impl Resident<'_> {
                 &mut run,
             )?;
             drop(graph);
-            return Ok(self.finish(&state, run, width, works, out));
+            return self
+                .finish(&state, run, width, works, out)
+                .map_err(Fed::from);
         }
         let (state, mut graph) = (Arc::new(Mutex::new(st)), None);
         let (model, device, s) = (self.model.clone(), self.device.clone(), Arc::clone(&state));
@@ -195,7 +220,7 @@ impl Resident<'_> {
             Box::new(move || plain_step(&model, &device, &s, k))
         };
         self.drive(&state, &mut graph, make, 1, works, &mut run)?;
-        let done = self.finish(&state, run, width, works, out);
+        let done = self.finish(&state, run, width, works, out)?;
         *kept = graph.map(|graph| Kept { graph, state });
         Ok(done)
     }
@@ -300,11 +325,11 @@ impl Resident<'_> {
         width: usize,
         works: &[Work],
         out: &mut [Vec<f32>],
-    ) -> Vec<LocalStats> {
+    ) -> Result<Vec<LocalStats>, DeviceFailed> {
         let st = lock(state);
         let steps = st.feed.steps().max(1);
         run.pending.push(st.table.clone().reshape([steps * width]));
-        let trained = collect(run, width, works.len(), &st.feed);
+        let trained = collect(run, width, works.len(), &st.feed)?;
         self.end(&st.chain, &trained, st.x.clone(), works, out)
     }
 }
@@ -324,8 +349,8 @@ fn plain_step(model: &Model, device: &Device, state: &Mutex<State>, k: usize) {
 /// Every trained step's numbers in step order, from one read: the eager steps' (each its own
 /// part), then the tabled steps' rows of the table (the last part), each of `width` numbers (the
 /// `k` clients' losses, then their norms), of which a step's clients' losses are kept ([`Feed::who`]).
-fn collect(run: Run, width: usize, k: usize, feed: &Feed) -> Trained {
-    let mut parts = run.pending.read();
+fn collect(run: Run, width: usize, k: usize, feed: &Feed) -> Result<Trained, DeviceFailed> {
+    let mut parts = run.pending.read()?;
     let table = parts.pop().unwrap_or_default();
     let mut out: Trained = (run.eager.into_iter().zip(parts))
         .filter(|(_, n)| !n.is_empty())
@@ -341,5 +366,5 @@ fn collect(run: Run, width: usize, k: usize, feed: &Feed) -> Trained {
         out.push((s, who, numbers));
     }
     out.sort_by_key(|t| t.0);
-    out
+    Ok(out)
 }

@@ -35,5 +35,6 @@ mod work;
 pub use crate::kernels::capture::{captures, hardware_graphs};
 pub use captured::{eager_steps, full_steps};
 pub use chain::{ClipDecay, DeviceChain, StepPlan};
+pub use deferred::DeviceFailed;
 pub use trainer::Trainer;
 pub use work::{LocalStats, Work, local_steps, step_masks};

@@ -17,7 +17,7 @@ use std::cell::Cell;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::chain::DeviceChain;
-use super::deferred::{Deferred, read_f32};
+use super::deferred::{Deferred, DeviceFailed, read_f32};
 use super::draw::{Group, WINDOW, batches_of, draw, groups, step_plan, stopped};
 use super::objectives::Objectives;
 use super::work::{LocalStats, Work, step_masks};
@@ -64,7 +64,7 @@ impl<'a> Resident<'a> {
         works: &[Work],
         rngs: &mut [Rng],
         out: &mut [Vec<f32>],
-    ) -> Vec<LocalStats> {
+    ) -> Result<Vec<LocalStats>, DeviceFailed> {
         let (mut x, start) = self.rows(works, &chain);
         let (mut batches, steps) = batches_of(data, works);
         let (mut pending, mut who_at) = (Deferred::default(), Vec::new());
@@ -91,7 +91,7 @@ impl<'a> Resident<'a> {
                 who_at.push((step, who(&groups)));
             }
         }
-        let trained: Trained = (who_at.into_iter().zip(pending.read()))
+        let trained: Trained = (who_at.into_iter().zip(pending.read()?))
             .map(|((s, w), n)| (s, w, n))
             .collect();
         self.end(&chain, &trained, x, works, out)
@@ -123,14 +123,14 @@ impl<'a> Resident<'a> {
         x: Vec<Tensor<2>>,
         works: &[Work],
         out: &mut [Vec<f32>],
-    ) -> Vec<LocalStats> {
+    ) -> Result<Vec<LocalStats>, DeviceFailed> {
         let mut stats = vec![LocalStats::default(); works.len()];
         record(chain, trained, &mut stats);
-        self.read_deltas(x, works, out);
+        self.read_deltas(x, works, out)?;
         if let Some((m, v)) = chain.moments() {
             // each row m then v, in one read
             let total = self.model.layout().total;
-            let both = read_f32(Tensor::cat(m.into_iter().chain(v).collect(), 1));
+            let both = read_f32(Tensor::cat(m.into_iter().chain(v).collect(), 1))?;
             for (st, row) in stats.iter_mut().zip(both.chunks(2 * total)) {
                 let (m, v) = row.split_at(total);
                 st.uplink.moments = Some(Moments {
@@ -139,7 +139,7 @@ impl<'a> Resident<'a> {
                 });
             }
         }
-        stats
+        Ok(stats)
     }
 
     /// One step of every client in `groups`: forwards, one backward, the chain on the rows `x`
@@ -236,8 +236,13 @@ impl<'a> Resident<'a> {
 
     /// Read the rows back once (`[K, n]`: row k is client k's flat vector, the tensors side by
     /// side) and leave Δ_k = x_k − anchor_k in `out[k]`.
-    fn read_deltas(&self, x: Vec<Tensor<2>>, works: &[Work], out: &mut [Vec<f32>]) {
-        let all = read_f32(Tensor::cat(x, 1));
+    fn read_deltas(
+        &self,
+        x: Vec<Tensor<2>>,
+        works: &[Work],
+        out: &mut [Vec<f32>],
+    ) -> Result<(), DeviceFailed> {
+        let all = read_f32(Tensor::cat(x, 1))?;
         for ((o, w), row) in out
             .iter_mut()
             .zip(works)
@@ -246,6 +251,7 @@ impl<'a> Resident<'a> {
             o.clear();
             o.extend(row.iter().zip(w.anchor).map(|(x, a)| x - a));
         }
+        Ok(())
     }
 }
 

@@ -13,7 +13,9 @@
 
 use burn::tensor::Device;
 
+use super::captured::Fed;
 use super::chain::{ClipDecay, DeviceChain};
+use super::deferred::DeviceFailed;
 use super::draw::step_plan;
 use super::feed::Feed;
 use super::objectives::Objectives;
@@ -82,9 +84,9 @@ impl Trainer {
         p: ClientPlan,
         w: &Work,
         r: &mut Rng,
-    ) -> LocalStats {
-        let mut stats = self.train(data, vec![p], &[*w], std::slice::from_mut(r));
-        stats.pop().expect("one client's stats")
+    ) -> Result<LocalStats, DeviceFailed> {
+        let mut stats = self.train(data, vec![p], &[*w], std::slice::from_mut(r))?;
+        Ok(stats.pop().expect("one client's stats"))
     }
 
     /// Train `works`' clients, each from its plan and with its own stream `rngs[k]`, as one
@@ -95,7 +97,7 @@ impl Trainer {
         plans: Vec<ClientPlan>,
         works: &[Work],
         rngs: &mut [Rng],
-    ) -> Vec<LocalStats> {
+    ) -> Result<Vec<LocalStats>, DeviceFailed> {
         let n = works.len();
         self.xs.resize(n, Vec::new());
         let full: Vec<Option<Vec<f32>>> = plans
@@ -124,19 +126,20 @@ impl Trainer {
             Some(feed) => {
                 match resident.train_fed(feed, chain, works, &mut self.kept, &mut self.xs[..n]) {
                     Ok(stats) => stats,
-                    Err(_) => {
+                    Err(Fed::Device(e)) => return Err(e),
+                    Err(Fed::Refused) => {
                         rngs.clone_from_slice(&drawn_from);
                         let chain = self.device_chain(data, &plans, works);
-                        resident.train(data, chain, works, rngs, &mut self.xs[..n])
+                        resident.train(data, chain, works, rngs, &mut self.xs[..n])?
                     }
                 }
             }
-            None => resident.train(data, chain, works, rngs, &mut self.xs[..n]),
+            None => resident.train(data, chain, works, rngs, &mut self.xs[..n])?,
         };
         for (s, f) in stats.iter_mut().zip(full) {
             s.uplink.full_gradient = f;
         }
-        stats
+        Ok(stats)
     }
 
     /// The chain of `works`' clients on the device, from their plans, with the tables of their

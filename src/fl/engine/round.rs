@@ -20,7 +20,7 @@ pub enum Stop {
         client: Option<usize>,
         message: String,
     },
-    /// The algorithm refused what a client sent.
+    /// The algorithm refused what a client sent, or the device failed on the training.
     Failed(Error),
 }
 
@@ -214,7 +214,9 @@ pub fn run_round(
             store.stage(chunk).map_err(Stop::Failed)?;
         }
         let plans: Vec<ClientPlan> = chunk.iter().map(|&c| alg.plan(c)).collect();
-        let stats = trainer.train_many(t, chunk, &anchor, plans);
+        let stats = trainer
+            .train_many(t, chunk, &anchor, plans)
+            .map_err(Stop::Failed)?;
         for (k, (&c, ls)) in chunk.iter().zip(stats).enumerate() {
             diverged(t, c, &ls)?;
             let sent = cfg

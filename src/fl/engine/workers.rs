@@ -6,7 +6,8 @@ use std::sync::atomic::AtomicBool;
 
 use crate::config::Spec;
 use crate::data::FedData;
-use crate::fl::client::{LocalStats, Trainer, Work, local_steps};
+use crate::error::{Error, Result};
+use crate::fl::client::{DeviceFailed, LocalStats, Trainer, Work, local_steps};
 use crate::fl::plan::ClientPlan;
 use crate::fl::schedule::Schedule;
 use crate::rng::{Rng, Stream};
@@ -66,6 +67,27 @@ fn work_of<'a>(
     (work, rng)
 }
 
+/// The run's error for a device that failed while training round `t`'s `clients`: what burn
+/// said, and what to change.
+fn device_failed(
+    spec: &Spec,
+    t: usize,
+    clients: &[usize],
+    cohort: usize,
+    e: DeviceFailed,
+) -> Error {
+    let how = match cohort {
+        1 => "one client a worker".to_string(),
+        k => format!("a cohort of {k} (run.cohort)"),
+    };
+    Error::Run(format!(
+        "run.backend = \"{}\": the device failed while training round {}'s clients {clients:?} as {how}, at local.batch_size = {}: {e}; out of device memory or over a buffer's limit, a smaller run.cohort or local.batch_size needs less (a changed spec is a new run: another run.name, or --force)",
+        spec.run.backend,
+        t + 1,
+        spec.local.batch_size
+    ))
+}
+
 /// Train client `c` of round `t` on `trainer`.
 fn train_client(
     trainer: &mut Trainer,
@@ -74,7 +96,7 @@ fn train_client(
     c: usize,
     anchor: &[f32],
     plan: ClientPlan,
-) -> LocalStats {
+) -> std::result::Result<LocalStats, DeviceFailed> {
     let schedule = Schedule::new(&job.spec.local);
     let (work, mut rng) = work_of(job, &schedule, t, c, anchor);
     trainer.train_one(job.data, plan, &work, &mut rng)
@@ -88,7 +110,7 @@ fn train_cohort(
     clients: &[usize],
     anchor: &[f32],
     plans: Vec<ClientPlan>,
-) -> Vec<LocalStats> {
+) -> std::result::Result<Vec<LocalStats>, DeviceFailed> {
     let schedule = Schedule::new(&job.spec.local);
     let (works, mut rngs): (Vec<Work>, Vec<Rng>) = clients
         .iter()
@@ -111,15 +133,17 @@ impl LocalTrainer for BurnClients<'_> {
         clients: &[usize],
         anchor: &[f32],
         plans: Vec<ClientPlan>,
-    ) -> Vec<LocalStats> {
+    ) -> Result<Vec<LocalStats>> {
         let (data, spec) = (self.data, self.spec);
         let job = Shared {
             data,
             spec,
             stop: self.stop,
         };
+        let failed = |e| device_failed(spec, t, clients, self.cohort, e);
         if self.cohort > 1 {
-            return train_cohort(&mut self.trainers[0], job, t, clients, anchor, plans);
+            return train_cohort(&mut self.trainers[0], job, t, clients, anchor, plans)
+                .map_err(failed);
         }
         if clients.len() == 1 || self.pools.is_empty() {
             return clients
@@ -127,7 +151,8 @@ impl LocalTrainer for BurnClients<'_> {
                 .zip(self.trainers.iter_mut())
                 .zip(plans)
                 .map(|((&c, tr), plan)| train_client(tr, job, t, c, anchor, plan))
-                .collect();
+                .collect::<std::result::Result<_, _>>()
+                .map_err(failed);
         }
         std::thread::scope(|s| {
             let handles: Vec<_> = clients
@@ -141,8 +166,9 @@ impl LocalTrainer for BurnClients<'_> {
             handles
                 .into_iter()
                 .map(|h| h.join().expect("client worker panicked"))
-                .collect()
+                .collect::<std::result::Result<_, _>>()
         })
+        .map_err(failed)
     }
 
     fn delta(&self, k: usize) -> &[f32] {
