@@ -745,49 +745,81 @@ fn a_wgpu_run_without_a_vulkan_driver_stops_with_a_named_error() {
     );
 }
 
-/// A device that fails while training (here a cohort whose stacked tensors outgrow a buffer:
-/// lavapipe, which CI runs this file on, binds at most 128 MiB, and 20 copies of the CIFAR CNN at
-/// batch 32 ask 205 MB) stops the run with an error that names `run.backend`, the round's
-/// clients, `run.cohort`, `local.batch_size` and burn's innermost cause, not a panic: the failure
-/// shows when the training's numbers are read back, which used to unwrap it.
-#[test]
+/// The CIFAR CNN in a cohort on lavapipe, over synthetic images, one round of one step, with
+/// `sets` (clients, batch, cohort) on top: the process's output.
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
-fn a_device_that_fails_while_training_stops_the_run_with_a_named_error() {
-    let dir = TempDir::new("device-fails");
-    let sets = [
-        "data.dataset=\"synthetic\"",
-        "data.synthetic_train=640",
-        "data.synthetic_test=100",
-        "data.num_clients=20",
-        "fl.clients_per_round=20",
-        "fl.rounds=1",
-        "local.steps=1",
-        "local.batch_size=32",
-        "run.cohort=20",
-        "run.backend=\"wgpu\"",
-    ];
+fn cifar_cohort(name: &str, sets: &[&str]) -> std::process::Output {
+    let dir = TempDir::new(name);
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fedrun"));
     cmd.args(["--quiet", "--config"]).arg(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/configs/cifar_fedavg.toml"
     ));
-    for s in sets {
+    let common = [
+        "data.dataset=\"synthetic\"",
+        "fl.rounds=1",
+        "local.steps=1",
+        "run.backend=\"wgpu\"",
+    ];
+    for s in common.iter().chain(sets) {
         cmd.args(["--set", s]);
     }
-    let out = cmd
-        .arg("--out")
+    cmd.arg("--out")
         .arg(dir.path())
         .env("XDG_RUNTIME_DIR", std::env::temp_dir())
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// A device that fails while training (here a cohort whose stacked parameters outgrow a buffer:
+/// lavapipe, which CI runs this file on, binds at most 128 MiB, and 50 copies of the CIFAR CNN's
+/// 744,330 parameters take 149 MB) stops the run with an error that names `run.backend`, the
+/// round's clients, `run.cohort`, `local.batch_size` and burn's innermost cause, not a panic: the
+/// failure shows when the training's numbers are read back, which used to unwrap it.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn a_device_that_fails_while_training_stops_the_run_with_a_named_error() {
+    let out = cifar_cohort(
+        "device-fails",
+        &[
+            "data.synthetic_train=100",
+            "data.synthetic_test=10",
+            "data.num_clients=50",
+            "fl.clients_per_round=50",
+            "local.batch_size=2",
+            "run.cohort=50",
+        ],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     for part in [
         "run.backend = \"wgpu\": the device failed while training round 1's clients",
-        "as a cohort of 20 (run.cohort), at local.batch_size = 32",
+        "as a cohort of 50 (run.cohort), at local.batch_size = 2",
         "can't allocate buffer",
     ] {
         assert!(err.contains(part), "{part:?} not in {err}");
     }
+}
+
+/// A cohort whose convolution's columns outgrow one of the device's buffers takes its samples in
+/// runs: 20 copies of the CIFAR CNN at batch 32 gather 205 MB of columns in their second layer,
+/// over lavapipe's 128 MiB, and the round completes (in one run it stopped with "can't allocate
+/// buffer").
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn a_cohort_whose_columns_outgrow_a_buffer_trains_in_runs_of_samples() {
+    let out = cifar_cohort(
+        "columns-in-runs",
+        &[
+            "data.synthetic_train=640",
+            "data.synthetic_test=100",
+            "data.num_clients=20",
+            "fl.clients_per_round=20",
+            "local.batch_size=32",
+            "run.cohort=20",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
 }

@@ -15,25 +15,83 @@ use burn::tensor::{Int, Tensor, TensorData};
 
 /// The copies' convolution: `x` `[n, K·c, h, w]` (copy i's maps are channels `i·c..(i+1)·c`),
 /// `w` `[K·o, c, kh, kw]`, `b` `[K·o]`, stride and padding (before, after) from `o` (dilation
-/// 1, `o.groups` = K); `[n, K·o, oh, ow]`.
+/// 1, `o.groups` = K); `[n, K·o, oh, ow]`. The samples go in runs whose largest tensors (the
+/// columns, the output, the weight gradient's per-sample terms, and their gradients) fit one of
+/// the device's buffers ([`super::max_buffer`]: 128 MiB on lavapipe; a quarter of the memory on
+/// CUDA, where a cohort's runs are one at any paper's size).
 pub fn conv2d_batched(
     x: Tensor<4>,
     w: Tensor<4>,
     b: Option<Tensor<1>>,
     o: &ConvOptions<2>,
 ) -> Tensor<4> {
+    let max = super::max_buffer(&x.device());
+    conv2d_batched_within(x, w, b, o, max)
+}
+
+/// [`conv2d_batched`] with runs of samples whose tensors fit `max_bytes` (None: one run), the
+/// tests' way to take the runs on small tensors.
+#[doc(hidden)]
+pub fn conv2d_batched_within(
+    x: Tensor<4>,
+    w: Tensor<4>,
+    b: Option<Tensor<1>>,
+    o: &ConvOptions<2>,
+    max_bytes: Option<u64>,
+) -> Tensor<4> {
+    let [n, kc, h, wd] = x.dims();
+    let [ko, c, kh, kw] = w.dims();
+    let g = Geometry::new([h, wd], [kh, kw], o.stride, o.padding);
+    let (k, l, cols) = (o.groups, g.out[0] * g.out[1], c * kh * kw);
+    debug_assert_eq!(kc, k * c, "the weight's input channels are one copy's");
+    let out = ko / k;
+    let per_sample = k * (cols.max(out) * l + out * cols);
+    let run = samples_a_run(per_sample, max_bytes);
+    if run >= n {
+        return batched(x, w, b, o, &g);
+    }
+    let parts = (0..n)
+        .step_by(run)
+        .map(|s| {
+            batched(
+                x.clone().narrow(0, s, run.min(n - s)),
+                w.clone(),
+                b.clone(),
+                o,
+                &g,
+            )
+        })
+        .collect();
+    Tensor::cat(parts, 0)
+}
+
+/// How many samples of `per_sample` floats a run may take within `max_bytes` (at least one).
+fn samples_a_run(per_sample: usize, max_bytes: Option<u64>) -> usize {
+    match max_bytes {
+        Some(max) => ((max / 4) as usize / per_sample.max(1)).max(1),
+        None => usize::MAX,
+    }
+}
+
+/// [`conv2d_batched`] of one run of samples, with `x`'s geometry `g`.
+fn batched(
+    x: Tensor<4>,
+    w: Tensor<4>,
+    b: Option<Tensor<1>>,
+    o: &ConvOptions<2>,
+    g: &Geometry,
+) -> Tensor<4> {
     let k = o.groups;
     let [n, kc, h, wd] = x.dims();
     let [ko, c, kh, kw] = w.dims();
     let (out, c_k) = (ko / k, kc / k);
     debug_assert_eq!(c, c_k, "the weight's input channels are one copy's");
-    let g = Geometry::new([h, wd], [kh, kw], o.stride, o.padding);
     let device = x.device();
     // the maps flat with a zero appended: the index of a padded position points at it
     let flat: Tensor<3> = x.reshape([n, kc, h * wd]);
     let zero = Tensor::<3>::zeros([n, kc, 1], &device);
     let flat = Tensor::cat(vec![flat, zero], 2);
-    let cols = flat.select(2, index(&g, &device)); // [n, K·c, kh·kw·L]
+    let cols = flat.select(2, index(g, &device)); // [n, K·c, kh·kw·L]
     let l = g.out[0] * g.out[1];
     let cols: Tensor<4> = cols.reshape([n, k, c * kh * kw, l]);
     let wk: Tensor<4> = w.reshape([1, k, out, c * kh * kw]);

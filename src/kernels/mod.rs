@@ -75,7 +75,7 @@ use burn::nn::{GroupNorm, Linear};
 use burn::tensor::activation::relu as relu_op;
 use burn::tensor::{Device, Tensor};
 
-pub use batched_conv::conv2d_batched;
+pub use batched_conv::{conv2d_batched, conv2d_batched_within};
 use ext_act::CpuActivations;
 use ext_conv::FrConv;
 use ext_gather::FrGather;

@@ -46,16 +46,18 @@ pub fn check(device: &Device, tol: f32) {
             .map(|i| 0.5 + (i * 37 % 101) as f32 / 101.0)
             .collect();
         let wts = Tensor::<4>::from_data(burn::tensor::TensorData::new(wv, dims), device);
-        let run = |batched: bool| {
+        // batched: as the device's buffers allow (one run here), or in runs of one sample
+        let run = |batched: Option<Option<u64>>| {
             let (x, w, b) = (
                 x.clone().require_grad(),
                 w.clone().require_grad(),
                 b.clone().require_grad(),
             );
-            let y = if batched {
-                fedrun::kernels::conv2d_batched(x.clone(), w.clone(), Some(b.clone()), &opts)
-            } else {
-                burn::tensor::module::conv2d(x.clone(), w.clone(), Some(b.clone()), opts.clone())
+            let (xc, wc, bc) = (x.clone(), w.clone(), Some(b.clone()));
+            let y = match batched {
+                Some(None) => fedrun::kernels::conv2d_batched(xc, wc, bc, &opts),
+                Some(max) => fedrun::kernels::conv2d_batched_within(xc, wc, bc, &opts, max),
+                None => burn::tensor::module::conv2d(xc, wc, bc, opts.clone()),
             };
             let g = (y.clone() * wts.clone()).sum().backward();
             let gx = x.grad(&g).unwrap();
@@ -63,13 +65,16 @@ pub fn check(device: &Device, tol: f32) {
             let gb = b.grad(&g).unwrap();
             (y.inner(), gx, gw, gb)
         };
-        let (y1, x1, w1, b1) = run(true);
-        let (y0, x0, w0, b0) = run(false);
-        let tag = format!("K {k}, {c}→{o}, {m}², kernel {ks}, stride {s}, pad {p}");
-        assert_eq!(y1.dims(), y0.dims(), "{tag}: shape");
-        let errs = [rel(y1, y0), rel(x1, x0), rel(w1, w0), rel(b1, b0)];
-        for (e, what) in errs.iter().zip(["output", "dx", "dw", "db"]) {
-            assert!(*e <= tol, "{tag}: {what} off by {e:e}");
+        let (y0, x0, w0, b0) = run(None);
+        for (form, batched) in [("one run", None), ("runs of one sample", Some(1))] {
+            let (y1, x1, w1, b1) = run(Some(batched));
+            let tag = format!("K {k}, {c}→{o}, {m}², kernel {ks}, stride {s}, pad {p}, {form}");
+            assert_eq!(y1.dims(), y0.dims(), "{tag}: shape");
+            let (y, x, w, b) = (y0.clone(), x0.clone(), w0.clone(), b0.clone());
+            let errs = [rel(y1, y), rel(x1, x), rel(w1, w), rel(b1, b)];
+            for (e, what) in errs.iter().zip(["output", "dx", "dw", "db"]) {
+                assert!(*e <= tol, "{tag}: {what} off by {e:e}");
+            }
         }
     }
 }
