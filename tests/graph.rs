@@ -360,8 +360,8 @@ fn evaluations(
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for &f in scale {
         let p: Vec<f32> = global.iter().map(|v| v * f).collect();
-        a.push(eager.evaluate(&p, &d.test));
-        b.push(captured.evaluate(&p, &d.test));
+        a.push(eager.evaluate(&p, &d.test).expect("scored"));
+        b.push(captured.evaluate(&p, &d.test).expect("scored"));
     }
     (a, b, fedrun::fl::client::captures() - before)
 }

@@ -745,10 +745,10 @@ fn a_wgpu_run_without_a_vulkan_driver_stops_with_a_named_error() {
     );
 }
 
-/// The CIFAR CNN in a cohort on lavapipe, over synthetic images, one round of one step, with
-/// `sets` (clients, batch, cohort) on top: the process's output.
+/// The CIFAR CNN on lavapipe, over synthetic images, one round of one step, with `sets`
+/// (clients, batch, cohort) on top: the process's output.
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
-fn cifar_cohort(name: &str, sets: &[&str]) -> std::process::Output {
+fn cifar_on_lavapipe(name: &str, sets: &[&str]) -> std::process::Output {
     let dir = TempDir::new(name);
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fedrun"));
     cmd.args(["--quiet", "--config"]).arg(concat!(
@@ -779,7 +779,7 @@ fn cifar_cohort(name: &str, sets: &[&str]) -> std::process::Output {
 #[test]
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
 fn a_device_that_fails_while_training_stops_the_run_with_a_named_error() {
-    let out = cifar_cohort(
+    let out = cifar_on_lavapipe(
         "device-fails",
         &[
             "data.synthetic_train=100",
@@ -809,7 +809,7 @@ fn a_device_that_fails_while_training_stops_the_run_with_a_named_error() {
 #[test]
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
 fn a_cohort_whose_columns_outgrow_a_buffer_trains_in_runs_of_samples() {
-    let out = cifar_cohort(
+    let out = cifar_on_lavapipe(
         "columns-in-runs",
         &[
             "data.synthetic_train=640",
@@ -822,4 +822,32 @@ fn a_cohort_whose_columns_outgrow_a_buffer_trains_in_runs_of_samples() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+}
+
+/// A device that fails while evaluating (an evaluation batch of 2,000 images whose first layer's
+/// maps take 201 MB, over lavapipe's 128 MiB buffers) stops the run with an error that names
+/// `run.backend`, `fl.eval_batch_size` and burn's innermost cause, not a panic.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn a_device_that_fails_while_evaluating_stops_the_run_with_a_named_error() {
+    let out = cifar_on_lavapipe(
+        "eval-fails",
+        &[
+            "data.synthetic_train=20",
+            "data.synthetic_test=2000",
+            "data.num_clients=2",
+            "fl.clients_per_round=1",
+            "local.batch_size=2",
+            "fl.eval_batch_size=2000",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for part in [
+        "run.backend = \"wgpu\": the device failed while evaluating the test split in batches of fl.eval_batch_size = 2000",
+        "can't allocate buffer",
+    ] {
+        assert!(err.contains(part), "{part:?} not in {err}");
+    }
 }

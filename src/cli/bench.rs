@@ -168,7 +168,10 @@ fn time_rounds(spec: &crate::config::Spec, name: &str, a: &BenchArgs) -> Result<
         let train_s = t0.elapsed().as_secs_f64();
         let evaluate = !a.no_eval && ((r + 1) % spec.fl.eval_every == 0 || r + 1 == a.rounds);
         let t1 = Instant::now();
-        let acc = evaluate.then(|| ex.evaluate().0);
+        let acc = match evaluate {
+            true => Some(ex.evaluate()?.0),
+            false => None,
+        };
         let eval_s = t1.elapsed().as_secs_f64();
         let imgs = st.samples;
         let rec = serde_json::json!({

@@ -333,8 +333,8 @@ pub fn run(b: &ModelBench, set: &[String]) -> Result<()> {
         let (acc, per_eval) = match no_eval {
             true => (None, None),
             false => {
-                let (acc, n) = count(&device, || ex.evaluate().0);
-                (Some(acc), n)
+                let (acc, n) = count(&device, || ex.evaluate());
+                (Some(acc?.0), n)
             }
         };
         let ev = (!no_eval).then(|| t1.elapsed().as_secs_f64());
@@ -374,7 +374,7 @@ pub fn tune(b: &ModelBench, set: &[String]) -> Result<()> {
     let train_s = t.elapsed().as_secs_f64();
     let t1 = Instant::now();
     if !b.no_eval {
-        ex.evaluate();
+        ex.evaluate()?;
     }
     let eval_s = t1.elapsed().as_secs_f64();
     let name = b

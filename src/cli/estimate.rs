@@ -106,9 +106,9 @@ pub fn estimate_seconds(spec: &Spec, mut data: FedData) -> Result<(f64, String)>
     let (short, long) = (timed(1, PROBE_STEPS)?, timed(2, 2 * PROBE_STEPS)?);
     let per_step = ((long - short) / PROBE_STEPS as f64).max(0.0);
     let per_chunk = (short - per_step * PROBE_STEPS as f64).max(0.0);
-    ex.evaluate();
+    ex.evaluate()?;
     let t = Instant::now();
-    ex.evaluate();
+    ex.evaluate()?;
     let eval = t.elapsed().as_secs_f64() * test as f64 / slice as f64;
     let every = fl.eval_every.max(1);
     let work = Work {

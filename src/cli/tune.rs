@@ -45,7 +45,7 @@ pub fn tune(a: &TuneArgs) -> Result<()> {
     let data = crate::data::load(&spec, a.data_dir.as_deref())?;
     let mut ex = Experiment::new(&spec, data)?;
     ex.round_stats(0)?;
-    ex.evaluate();
+    ex.evaluate()?;
     let _ = ex.device.sync();
     println!(
         "{}",

@@ -22,6 +22,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
 
 use crate::data::{self, Augment, Split};
+use crate::error::DeviceFailed;
 use crate::kernels::capture::{self, Failed, Graph, WARMUP, quiet};
 use crate::model::Model;
 use crate::model::copies::Stacked;
@@ -71,6 +72,10 @@ impl DeviceEval {
 
     /// (correct, summed loss) of `params` on `split` in batches of `batch`; None once `stop`
     /// is set (checked before each batch).
+    ///
+    /// # Errors
+    /// [`DeviceFailed`] when the device failed on the eager scoring (a captured scoring that
+    /// fails is dropped and scored eagerly).
     pub fn evaluate(
         &mut self,
         model: &Model,
@@ -79,11 +84,11 @@ impl DeviceEval {
         batch: usize,
         device: &Device,
         stop: Option<&AtomicBool>,
-    ) -> Option<(usize, f64)> {
+    ) -> Result<Option<(usize, f64)>, DeviceFailed> {
         let full = split.len() / batch.max(1);
         if self.graph && full > 0 && data::kept(split, device).is_some() {
             match self.captured(model, params, split, batch, device, stop) {
-                Ok(got) => return got,
+                Ok(got) => return Ok(got),
                 // the split's kept states are dropped: the next evaluation captures anew
                 Err(_) => (self.kept, self.tail) = (None, None),
             }
@@ -131,7 +136,9 @@ impl DeviceEval {
             parts.push(end.pairs());
         }
         let _shared = quiet();
-        read_sums(parts).map(Some)
+        read_sums(parts)
+            .map(Some)
+            .map_err(|e| capture::refused(&e.0))
     }
 }
 
@@ -143,7 +150,7 @@ fn eager(
     batch: usize,
     device: &Device,
     stop: Option<&AtomicBool>,
-) -> Option<(usize, f64)> {
+) -> Result<Option<(usize, f64)>, DeviceFailed> {
     let _shared = quiet();
     let flat = upload(params, device);
     let stacked = stacked(model, &flat);
@@ -151,13 +158,12 @@ fn eager(
     let mut parts = Vec::new();
     for c in idx.chunks(batch.max(1)) {
         if stopped(stop) {
-            return None;
+            return Ok(None);
         }
         let (x, y) = data::batch(split, c, Augment::None, None, device);
         parts.push(score(&stacked, x, y));
     }
-    let sums = read_sums(parts);
-    Some(sums.unwrap_or_else(|e| panic!("reading an evaluation's sums from the device: {}", e.0)))
+    read_sums(parts).map(Some)
 }
 
 /// A run of equal batches of a split: `(split's address, its size, the batch size)`, the row
@@ -333,16 +339,17 @@ fn score(model: &Stacked, x: data::Input, y: Tensor<1, Int>) -> Tensor<1> {
 /// The batches' `[correct, summed loss]` pairs read once, summed in batch order.
 ///
 /// # Errors
-/// [`Failed`] when the device could not give them (a buffer a refused recording left unbound).
-fn read_sums(parts: Vec<Tensor<1>>) -> Result<(usize, f64), Failed> {
+/// [`DeviceFailed`] when the device could not give them (a buffer a refused recording left
+/// unbound, a failed allocation).
+fn read_sums(parts: Vec<Tensor<1>>) -> Result<(usize, f64), DeviceFailed> {
     if parts.is_empty() {
         return Ok((0, 0.0));
     }
     let data = Tensor::cat(parts, 0)
         .try_into_data()
-        .map_err(|e| capture::refused(&capture::compact(&e)))?;
+        .map_err(|e| DeviceFailed::from_report(&format!("{e:?}")))?;
     let v = (data.convert::<f32>().try_into_vec::<f32>())
-        .map_err(|e| capture::refused(&capture::compact(&e)))?;
+        .map_err(|e| DeviceFailed::from_report(&format!("{e:?}")))?;
     Ok(v.chunks(2).fold((0, 0.0), |(c, l), p| {
         (c + p[0].round() as usize, l + f64::from(p[1]))
     }))

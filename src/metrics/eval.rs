@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::device_eval::DeviceEval;
 use crate::data::{self, Augment, Split};
+use crate::error::DeviceFailed;
 use crate::model::Model;
 use crate::model::copies::Stacked;
 
@@ -84,21 +85,27 @@ impl Evaluator {
     }
 
     /// (accuracy in %, mean loss) of `params` on `split`. Batches are summed in order.
-    pub fn evaluate(&mut self, params: &[f32], split: &Split) -> (f64, f64) {
+    ///
+    /// # Errors
+    /// [`DeviceFailed`] when the device failed on the scoring.
+    pub fn evaluate(&mut self, params: &[f32], split: &Split) -> Result<(f64, f64), DeviceFailed> {
         self.evaluate_until(params, split, None)
-            .expect("an evaluation without a stop flag ends")
+            .map(|got| got.expect("an evaluation without a stop flag ends"))
     }
 
     /// As [`Evaluator::evaluate`], or None once `stop` is set: checked before each batch, so a
     /// signal ends an evaluation within one batch.
+    ///
+    /// # Errors
+    /// [`DeviceFailed`] when the device failed on the scoring.
     pub fn evaluate_until(
         &mut self,
         params: &[f32],
         split: &Split,
         stop: Option<&AtomicBool>,
-    ) -> Option<(f64, f64)> {
+    ) -> Result<Option<(f64, f64)>, DeviceFailed> {
         let n = split.len();
-        let (correct, loss) = match self.on_device {
+        let scored = match self.on_device {
             true => (self.scoring).evaluate(
                 &self.model,
                 params,
@@ -107,12 +114,14 @@ impl Evaluator {
                 &self.device,
                 stop,
             )?,
-            false => self.on_host(params, split, stop)?,
+            false => self.on_host(params, split, stop),
         };
-        Some((
-            100.0 * correct as f64 / n.max(1) as f64,
-            loss / n.max(1) as f64,
-        ))
+        Ok(scored.map(|(correct, loss)| {
+            (
+                100.0 * correct as f64 / n.max(1) as f64,
+                loss / n.max(1) as f64,
+            )
+        }))
     }
 
     /// (correct, summed loss) scored on the host in f64, batch by batch; None once `stop` is

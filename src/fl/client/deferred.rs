@@ -13,45 +13,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use burn::tensor::Tensor;
 
+pub use crate::error::DeviceFailed;
+
 static READS: AtomicUsize = AtomicUsize::new(0);
 
 /// How many reads of device tensors local training has made in this process so far.
 pub fn reads() -> usize {
     READS.load(Ordering::SeqCst)
-}
-
-/// A device that failed while training (out of memory, a buffer over its limit, lost): what
-/// burn said, its first and innermost lines. A read is where an asynchronous device's failure
-/// shows.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceFailed(pub String);
-
-impl std::fmt::Display for DeviceFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl DeviceFailed {
-    /// From a backend error's report: its first line and the first line of its innermost
-    /// cause (the last "Caused by:" section).
-    pub fn from_report(report: &str) -> Self {
-        let head = |section: &str| {
-            section
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.contains("acktrace") && !l.starts_with("Asked at"))
-                .map(str::to_string)
-        };
-        let sections: Vec<&str> = report.split("Caused by:").collect();
-        let first = sections.first().and_then(|s| head(s));
-        let last = sections.last().and_then(|s| head(s));
-        DeviceFailed(match (first, last) {
-            (Some(a), Some(b)) if a != b => format!("{a} … {b}"),
-            (Some(a), _) | (None, Some(a)) => a,
-            (None, None) => "the device reported an error without a message".to_string(),
-        })
-    }
 }
 
 /// Read `t` back to the host as f32 (one device read, counted).
@@ -102,23 +70,5 @@ impl Deferred {
                 s
             })
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::DeviceFailed;
-
-    /// A failure's report as burn 0.22 words a failed allocation: its first line and its
-    /// innermost cause, without the skip records and backtrace lines between.
-    #[test]
-    fn a_failure_is_its_first_line_and_innermost_cause() {
-        let report = "An error happened during execution\nCaused by:\n  Several failures at once\nCaused by:\n  The bytes were never written (failure #377)\n  skipped `SliceAssignKernel`\nCaused by:\n  An IO error happened\nCaused by:\n  can't allocate buffer of size: 188743680\nNo backtrace available\nAsked at:\nNo backtrace available\n";
-        assert_eq!(
-            DeviceFailed::from_report(report).0,
-            "An error happened during execution … can't allocate buffer of size: 188743680"
-        );
-        assert_eq!(DeviceFailed::from_report("lost\n").0, "lost");
-        assert!(!DeviceFailed::from_report("").0.is_empty());
     }
 }

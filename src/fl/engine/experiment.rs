@@ -239,15 +239,31 @@ impl Experiment {
     }
 
     /// Evaluate the algorithm's evaluation model on the test split.
-    pub fn evaluate(&mut self) -> (f64, f64) {
+    ///
+    /// # Errors
+    /// The device failed on the evaluation, naming what to change.
+    pub fn evaluate(&mut self) -> Result<(f64, f64)> {
         let params = self.alg.eval_params().unwrap_or(&self.global);
-        self.evaluator.evaluate(params, &self.data.test)
+        let got = self.evaluator.evaluate(params, &self.data.test);
+        got.map_err(|e| eval_failed(&self.spec, &e))
     }
 
     /// As [`Experiment::evaluate`], or None when a signal stops it (within one batch).
-    pub fn evaluate_or_stop(&mut self) -> Option<(f64, f64)> {
+    ///
+    /// # Errors
+    /// The device failed on the evaluation, naming what to change.
+    pub fn evaluate_or_stop(&mut self) -> Result<Option<(f64, f64)>> {
         let params = self.alg.eval_params().unwrap_or(&self.global);
         let stop = self.stop.as_deref();
-        self.evaluator.evaluate_until(params, &self.data.test, stop)
+        let got = self.evaluator.evaluate_until(params, &self.data.test, stop);
+        got.map_err(|e| eval_failed(&self.spec, &e))
     }
+}
+
+/// The run's error for a device that failed while evaluating: what burn said, and what to change.
+fn eval_failed(spec: &Spec, e: &crate::error::DeviceFailed) -> Error {
+    Error::Run(format!(
+        "run.backend = \"{}\": the device failed while evaluating the test split in batches of fl.eval_batch_size = {}: {e}; out of device memory or over a buffer's limit, a smaller fl.eval_batch_size needs less (a changed spec is a new run: another run.name, or --force)",
+        spec.run.backend, spec.fl.eval_batch_size
+    ))
 }

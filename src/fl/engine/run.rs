@@ -121,7 +121,7 @@ fn round_and_eval(
         return Ok((row, None));
     }
     let clock = Instant::now();
-    let evaluated = ex.evaluate_or_stop();
+    let evaluated = ex.evaluate_or_stop().map_err(Stop::Failed)?;
     phases.eval_s += clock.elapsed().as_secs_f64();
     // stopped by a signal within the evaluation: the caller discards the round
     let Some((acc, loss)) = evaluated else {
