@@ -16,22 +16,8 @@ use burn::tensor::{Int, Tensor, TensorData};
 /// The copies' convolution: `x` `[n, K·c, h, w]` (copy i's maps are channels `i·c..(i+1)·c`),
 /// `w` `[K·o, c, kh, kw]`, `b` `[K·o]`, stride and padding (before, after) from `o` (dilation
 /// 1, `o.groups` = K); `[n, K·o, oh, ow]`. The samples go in runs whose largest tensors (the
-/// columns, the output, the weight gradient's per-sample terms, and their gradients) fit one of
-/// the device's buffers ([`super::max_buffer`]: 128 MiB on lavapipe; a quarter of the memory on
-/// CUDA, where a cohort's runs are one at any paper's size).
-pub fn conv2d_batched(
-    x: Tensor<4>,
-    w: Tensor<4>,
-    b: Option<Tensor<1>>,
-    o: &ConvOptions<2>,
-) -> Tensor<4> {
-    let max = super::max_buffer(&x.device());
-    conv2d_batched_within(x, w, b, o, max)
-}
-
-/// [`conv2d_batched`] with runs of samples whose tensors fit `max_bytes` (None: one run), the
-/// tests' way to take the runs on small tensors.
-#[doc(hidden)]
+/// columns, the output, the weight gradient's per-sample terms, and their gradients) fit
+/// `max_bytes` (None: one run; `super::conv2d_batched` gives the device's largest buffer).
 pub fn conv2d_batched_within(
     x: Tensor<4>,
     w: Tensor<4>,

@@ -75,7 +75,7 @@ use burn::nn::{GroupNorm, Linear};
 use burn::tensor::activation::relu as relu_op;
 use burn::tensor::{Device, Tensor};
 
-pub use batched_conv::{conv2d_batched, conv2d_batched_within};
+pub use batched_conv::conv2d_batched_within;
 use ext_act::CpuActivations;
 use ext_conv::FrConv;
 use ext_gather::FrGather;
@@ -401,6 +401,19 @@ fn gather_rows_by_ops(
     let got = picked.gather(2, idx);
     let fill = fill.reshape([1, c, 1]).expand([b, c, p]);
     got.mask_where(outside, fill)
+}
+
+/// The K copies' convolution as batched products ([`conv2d_batched_within`]), its samples in
+/// runs whose tensors fit one of `x`'s device's buffers ([`max_buffer`]: 128 MiB on lavapipe; a
+/// quarter of the memory on CUDA, where a cohort's runs are one at any paper's size).
+pub fn conv2d_batched(
+    x: Tensor<4>,
+    w: Tensor<4>,
+    b: Option<Tensor<1>>,
+    o: &ConvOptions<2>,
+) -> Tensor<4> {
+    let max = max_buffer(&x.device());
+    conv2d_batched_within(x, w, b, o, max)
 }
 
 /// The K copies' convolution on their maps side by side in the channels (`[b, K·c, h, w]`,
