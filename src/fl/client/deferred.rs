@@ -37,6 +37,49 @@ pub fn read_f32<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, DeviceFailed> 
         .unwrap_or_default())
 }
 
+/// Rows `[K, n]` held as tensors side by side (`[K, n_i]` each), read back as one row-major
+/// `K×n` vector: in one read where `K·n` floats fit `max_floats` (a device's largest buffer;
+/// None: no limit), else in a read for each run of consecutive tensors that fits, interleaved
+/// row by row on the host (the same values).
+///
+/// # Errors
+/// [`DeviceFailed`] when the device failed on the work that gave them.
+pub fn read_rows(
+    parts: Vec<Tensor<2>>,
+    max_floats: Option<usize>,
+) -> Result<Vec<f32>, DeviceFailed> {
+    let k = parts.first().map_or(0, |t| t.dims()[0]);
+    let max = max_floats.unwrap_or(usize::MAX);
+    let mut runs: Vec<(usize, Vec<Tensor<2>>)> = Vec::new();
+    for t in parts {
+        let width = t.dims()[1];
+        match runs.last_mut() {
+            Some((w, run)) if k * (*w + width) <= max => {
+                *w += width;
+                run.push(t);
+            }
+            _ => runs.push((width, vec![t])),
+        }
+    }
+    if runs.len() <= 1 {
+        return match runs.pop() {
+            Some((_, run)) => read_f32(Tensor::cat(run, 1)),
+            None => Ok(Vec::new()),
+        };
+    }
+    let read: Vec<(usize, Vec<f32>)> = runs
+        .into_iter()
+        .map(|(w, run)| Ok((w, read_f32(Tensor::cat(run, 1))?)))
+        .collect::<Result<_, DeviceFailed>>()?;
+    let mut out = Vec::with_capacity(read.iter().map(|(w, _)| k * w).sum());
+    for row in 0..k {
+        for (w, v) in &read {
+            out.extend_from_slice(&v[row * w..(row + 1) * w]);
+        }
+    }
+    Ok(out)
+}
+
 /// Each step's numbers, one small device tensor per step, read together at the end.
 #[derive(Default)]
 pub struct Deferred {
@@ -70,5 +113,33 @@ impl Deferred {
                 s
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_rows;
+    use burn::tensor::{Device, Tensor, TensorData};
+
+    /// Rows read in runs of tensors are the rows read at once: three `[3, w]` tensors side by
+    /// side, with room for one, two or all of them a read.
+    #[test]
+    fn rows_read_in_runs_are_the_rows_read_at_once() {
+        let device = Device::flex();
+        let part = |w: usize, at: f32| {
+            let v: Vec<f32> = (0..3 * w).map(|i| at + i as f32).collect();
+            Tensor::<2>::from_data(TensorData::new(v, [3, w]), &device)
+        };
+        let parts = || vec![part(2, 0.0), part(4, 100.0), part(1, 200.0)];
+        let whole = read_rows(parts(), None).unwrap();
+        assert_eq!(whole.len(), 21);
+        assert_eq!(&whole[..7], &[0.0, 1.0, 100.0, 101.0, 102.0, 103.0, 200.0]);
+        for max in [3 * 4, 3 * 6, 3 * 7, 1] {
+            assert_eq!(
+                read_rows(parts(), Some(max)).unwrap(),
+                whole,
+                "at most {max} floats a read"
+            );
+        }
     }
 }

@@ -17,7 +17,7 @@ use std::cell::Cell;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::chain::DeviceChain;
-use super::deferred::{Deferred, DeviceFailed, read_f32};
+use super::deferred::{Deferred, DeviceFailed, read_rows};
 use super::draw::{Group, WINDOW, batches_of, draw, groups, step_plan, stopped};
 use super::objectives::Objectives;
 use super::work::{LocalStats, Work, step_masks};
@@ -130,7 +130,7 @@ impl<'a> Resident<'a> {
         if let Some((m, v)) = chain.moments() {
             // each row m then v, in one read
             let total = self.model.layout().total;
-            let both = read_f32(Tensor::cat(m.into_iter().chain(v).collect(), 1))?;
+            let both = read_rows(m.into_iter().chain(v).collect(), self.max_floats())?;
             for (st, row) in stats.iter_mut().zip(both.chunks(2 * total)) {
                 let (m, v) = row.split_at(total);
                 st.uplink.moments = Some(Moments {
@@ -234,6 +234,11 @@ impl<'a> Resident<'a> {
         out
     }
 
+    /// The most floats one of the training device's buffers holds (None: no limit known).
+    fn max_floats(&self) -> Option<usize> {
+        crate::kernels::max_buffer(self.device).map(|b| (b / 4) as usize)
+    }
+
     /// Read the rows back once (`[K, n]`: row k is client k's flat vector, the tensors side by
     /// side) and leave Δ_k = x_k − anchor_k in `out[k]`.
     fn read_deltas(
@@ -242,7 +247,7 @@ impl<'a> Resident<'a> {
         works: &[Work],
         out: &mut [Vec<f32>],
     ) -> Result<(), DeviceFailed> {
-        let all = read_f32(Tensor::cat(x, 1))?;
+        let all = read_rows(x, self.max_floats())?;
         for ((o, w), row) in out
             .iter_mut()
             .zip(works)
