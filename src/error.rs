@@ -55,6 +55,14 @@ impl std::fmt::Display for DeviceFailed {
 }
 
 impl DeviceFailed {
+    /// What a run's error says after the failure: what it likely was, the `keys` whose smaller
+    /// values need less, and that a changed spec is a new run.
+    pub fn advice(&self, keys: &str) -> String {
+        format!(
+            "{self}; out of device memory or over a buffer's limit, a smaller {keys} needs less (a changed spec is a new run: another run.name, or --force)"
+        )
+    }
+
     /// From a backend error's report: its first line and the first line of its innermost
     /// cause (the last "Caused by:" section).
     pub fn from_report(report: &str) -> Self {

@@ -180,9 +180,12 @@ const DEPTH_BLOCK: usize = 512;
 /// Where this CPU's gemm already blocks by those pieces (at AVX-512 on AMD Zen 4 and 5, say), the
 /// product stays one call.
 fn depth_chunks([m, n, k]: [usize; 3], (a, b): (View, View), level: Level) -> usize {
+    if k <= DEPTH_BLOCK {
+        return 1;
+    }
     let horizontal = level != Level::Sse2 && a.cs == 1 && b.rs == 1 && m * n <= 16 * 16;
     let blocked = (m > 64 || n > 64) && m > 1 && n > 1 && !horizontal;
-    if !blocked || k <= DEPTH_BLOCK {
+    if !blocked {
         return 1;
     }
     let pieces = k.div_ceil(DEPTH_BLOCK);

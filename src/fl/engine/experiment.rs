@@ -263,7 +263,9 @@ impl Experiment {
 /// The run's error for a device that failed while evaluating: what burn said, and what to change.
 fn eval_failed(spec: &Spec, e: &crate::error::DeviceFailed) -> Error {
     Error::Run(format!(
-        "run.backend = \"{}\": the device failed while evaluating the test split in batches of fl.eval_batch_size = {}: {e}; out of device memory or over a buffer's limit, a smaller fl.eval_batch_size needs less (a changed spec is a new run: another run.name, or --force)",
-        spec.run.backend, spec.fl.eval_batch_size
+        "run.backend = \"{}\": the device failed while evaluating the test split in batches of fl.eval_batch_size = {}: {}",
+        spec.run.backend,
+        spec.fl.eval_batch_size,
+        e.advice("fl.eval_batch_size")
     ))
 }

@@ -81,10 +81,11 @@ fn device_failed(
         k => format!("a cohort of {k} (run.cohort)"),
     };
     Error::Run(format!(
-        "run.backend = \"{}\": the device failed while training round {}'s clients {clients:?} as {how}, at local.batch_size = {}: {e}; out of device memory or over a buffer's limit, a smaller run.cohort or local.batch_size needs less (a changed spec is a new run: another run.name, or --force)",
+        "run.backend = \"{}\": the device failed while training round {}'s clients {clients:?} as {how}, at local.batch_size = {}: {}",
         spec.run.backend,
         t + 1,
-        spec.local.batch_size
+        spec.local.batch_size,
+        e.advice("run.cohort or local.batch_size")
     ))
 }
 
