@@ -437,3 +437,57 @@ fn captured_evaluations_record_a_graph_on_wgpu() {
         "no graph recorded"
     );
 }
+
+/// A state that a graph replays on moves on at every replay, written back into its own buffer
+/// (`kernels::capture::in_place`), even where the step also reduces it. With burn's fusion, the
+/// update `x ← x − l·‖x‖·u` went to a new buffer when fused with the reduction of x, and each
+/// replay started again from the x the recording saw (LAMB's trust ratio: the state after 8
+/// steps was the state after 5). Recorded on lavapipe, against the same steps run eagerly, for
+/// rows of one and three clients, short and long (row sums in pieces).
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn a_replayed_state_moves_on_where_its_step_reduces_it() {
+    use burn::tensor::{Tensor, TensorData};
+    use fedrun::kernels::capture;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let _one = one_at_a_time();
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .1;
+    let values = |k: usize, n: usize, seed: u32| {
+        let v: Vec<f32> = (0..k * n)
+            .map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 1000)
+            .map(|h| h as f32 / 1000.0 - 0.5)
+            .collect();
+        Tensor::<2>::from_data(TensorData::new(v, [k, n]), &dev)
+    };
+    let lr = Tensor::<2>::from_data(TensorData::new(vec![0.1f32], [1, 1]), &dev);
+    let step = |x: &mut Tensor<2>, g: &Tensor<2>| {
+        let norm = fedrun::optim::row_sums(x.clone() * x.clone()).sqrt();
+        let u = (g.clone() + x.clone() * 0.5) * (norm * lr.clone());
+        capture::in_place(x, |x| x - u);
+    };
+    let read = |x: &Tensor<2>| bits(&x.clone().into_data().try_to_vec::<f32>().unwrap());
+    for (k, n) in [(1, 40), (3, 40), (3, 5000)] {
+        let g = values(k, n, 7);
+        let mut eager = values(k, n, 1);
+        for _ in 0..8 {
+            step(&mut eager, &g);
+        }
+        let x = Rc::new(RefCell::new(values(k, n, 1)));
+        step(&mut x.borrow_mut(), &g);
+        let (xc, gc) = (x.clone(), g.clone());
+        let (mut graph, ran) =
+            capture::record(&dev, move || step(&mut xc.borrow_mut(), &gc)).unwrap();
+        assert!(graph.is_hardware(), "no graph recorded");
+        for _ in 1 + ran..8 {
+            // SAFETY: the closure holds what it touches
+            unsafe { capture::replay(&mut graph) }.unwrap();
+        }
+        assert!(
+            read(&x.borrow()) == read(&eager),
+            "[{k}, {n}]: not the eager steps' bits"
+        );
+    }
+}

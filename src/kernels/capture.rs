@@ -15,8 +15,32 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 
 use burn::backend::{Backend, DispatchDevice};
-use burn::tensor::Device;
+use burn::tensor::kind::Basic;
+use burn::tensor::{Device, Tensor};
 use burn_dispatch::{Dispatch, DispatchGraph};
+
+/// `dst` set to `f(dst)`, written into `dst`'s own buffer off flex: a state that a graph replays
+/// on (parameters, moments, a step index, a kept graph's inputs) must stay in the buffer the
+/// recording saw. burn writes an op's output over an input it alone holds where it can, but that
+/// is the backend's choice, not a promise: burn's fusion writes a fused kernel's output into a
+/// new buffer where the kernel also reduces the same tensor (LAMB's trust ratio reads the
+/// parameters' norms), and each replay then reads the old buffer and writes the new one, the
+/// state never moving on. So the new value is copied back by a slice assignment over the whole
+/// tensor, which no burn backend fuses: it runs alone and writes into the buffer of the tensor it
+/// consumes (one more kernel). On flex (no hardware graph: a replay runs the closure again) `f`
+/// runs on `dst` itself, in place where flex can.
+pub fn in_place<const D: usize, K: Basic>(
+    dst: &mut Tensor<D, K>,
+    f: impl FnOnce(Tensor<D, K>) -> Tensor<D, K>,
+) {
+    if super::is_flex(&dst.device()) {
+        dst.inplace(f);
+        return;
+    }
+    let value = f(dst.clone());
+    let whole = dst.dims().map(|n| 0..n);
+    dst.inplace(|d| d.slice_assign(whole, value));
+}
 
 /// Held shared by eager device work, alone by a capture.
 static QUIET: RwLock<()> = RwLock::new(());

@@ -302,7 +302,7 @@ fn full_batch(model: &Model, device: &Device, st: &mut State) {
     let pair = score(&stacked(model, &st.params), x, y).reshape([1, 2]);
     let index = st.index.clone();
     (st.table).inplace(|t| t.select_assign(0, index, pair, IndexingUpdateOp::Add));
-    st.index.inplace(|i| i.add_scalar(1));
+    capture::in_place(&mut st.index, |i| i.add_scalar(1));
 }
 
 fn stopped(stop: Option<&AtomicBool>) -> bool {

@@ -6,6 +6,8 @@
 
 use burn::tensor::{Int, Tensor};
 
+use crate::kernels::capture::in_place;
+
 /// One buffer of a training's state, or a host number its launches are given.
 pub enum Buf<'a> {
     F2(&'a mut Tensor<2>),
@@ -31,24 +33,14 @@ pub fn alike(to: &[Buf], from: &[Buf]) -> bool {
         })
 }
 
-/// Write `from`'s values into `to`'s buffers, each in place (lists [`alike`]).
+/// Write `from`'s values into `to`'s buffers, each in place (lists [`alike`]), every element's
+/// bits (NaNs too).
 pub fn refill(to: Vec<Buf>, from: Vec<Buf>) {
     for pair in to.into_iter().zip(from) {
         match pair {
-            (Buf::F2(a), Buf::F2(b)) => {
-                let b = b.clone();
-                // every element: NaN too (a NaN is not equal to itself)
-                let all = b.clone().equal(b.clone()).bool_or(b.clone().is_nan());
-                a.inplace(|a| a.mask_where(all, b));
-            }
-            (Buf::I1(a), Buf::I1(b)) => {
-                let b = b.clone();
-                a.inplace(|a| a.mul_scalar(0).add(b));
-            }
-            (Buf::I2(a), Buf::I2(b)) => {
-                let b = b.clone();
-                a.inplace(|a| a.mul_scalar(0).add(b));
-            }
+            (Buf::F2(a), Buf::F2(b)) => in_place(a, |_| b.clone()),
+            (Buf::I1(a), Buf::I1(b)) => in_place(a, |_| b.clone()),
+            (Buf::I2(a), Buf::I2(b)) => in_place(a, |_| b.clone()),
             _ => {}
         }
     }

@@ -90,7 +90,7 @@ impl Steps {
 
     /// On to the next step, the index written in place.
     pub fn advance(&mut self) {
-        self.index.inplace(|i| i.add_scalar(1));
+        crate::kernels::capture::in_place(&mut self.index, |i| i.add_scalar(1));
     }
 }
 

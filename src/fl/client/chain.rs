@@ -16,6 +16,7 @@ use burn::tensor::{Device, Tensor};
 use crate::config::LocalSpec;
 use crate::fl::plan::Rule;
 use crate::fl::term::{DeviceTerm, Term};
+use crate::kernels::capture::in_place;
 use crate::optim::{
     AddDecayedWeights, ClipByGlobalNorm, Ctx, Log, RowsForm, Steps, TensorStep, TensorTransform,
     rows_links,
@@ -143,7 +144,7 @@ impl DeviceChain {
             // in place: the same buffers every step (a captured step replays on them); `g`
             // ends as each row's l·u
             u.inplace(|u| u * rate.clone());
-            x.inplace(|x| x - u.clone());
+            in_place(x, |x| x - u.clone());
         }
         norm
     }
