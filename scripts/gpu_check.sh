@@ -7,7 +7,8 @@
 #   cargo build --release --features gpu       # cuda, vulkan, fusion, compiled kernels kept
 #   cp target/release/fedrun fedrun-gpu && strip fedrun-gpu
 #   scripts/gpu_check.sh --cohort 50 cuda,vulkan=fedrun-gpu        # on the GPU machine
-# Without a GPU it runs end to end on lavapipe with a `--features wgpu,cuda` build (fewer steps):
+# Without a GPU it runs end to end on lavapipe with a `--features wgpu,cuda,fusion` build (fewer
+# steps; a build with `vulkan` crashes lavapipe when it compiles the wgpu backend's SPIR-V):
 #   scripts/gpu_check.sh --steps 2 --reps 1 --models mlp,lstm-small --agree fedavg wgpu=fedrun
 #
 # What it does, in this order, each part with a time limit so that the whole stays under

@@ -7,15 +7,19 @@
 # their projection), profile.txt (cubecl's per-kernel profile of one model's steps, the CelebA
 # CNN unless PROFILE_MODEL says another) and gc.tgz (every log and JSON line).
 #
-# Built and packed where Rust is (the GPU machine has none):
-#   cargo build --release --features gpu && cp target/release/fedrun /tmp/f && strip /tmp/f
+# Built and packed where Rust is (the GPU machine has none): `--features gpu` without `vulkan`,
+# so that the binary that travels is the one dry-run here (with `vulkan` in, Mesa's lavapipe
+# crashes compiling the wgpu backend's SPIR-V pipelines; `vulkan` is not timed in this call):
+#   cargo build --release --features wgpu,cuda,fusion,kernel-cache
+#   cp target/release/fedrun /tmp/f && strip /tmp/f
 #   mkdir -p .gpubin && xz -T2 -9 -c /tmp/f > .gpubin/fedrun.xz   # .gpubin/ is in .gitignore
 # On the GPU machine (the device tool: carry .gpubin):
 #   scripts/gpu_run.sh --budget 340 --agree fedavg,fedacg,fedlamb,mime --graph fedavg,fedacg,fedlamb,mime \
 #       --no-carry --cohort 50 cuda=fedrun
-# Dry run here on lavapipe (a `--features gpu` build serves wgpu and vulkan too):
-#   OUT=/tmp/gs scripts/gpu_run.sh --budget 200 --steps 2 --reps 1 --models mlp \
-#       --agree fedavg --no-carry --no-second --cohort 2 --cohort-rounds lstm-small wgpu=fedrun
+# Dry run here on lavapipe, the same binary (about 9 minutes on 2 cores):
+#   OUT=/tmp/gs PAPER_MODEL=tiny-cnn PAPER_EPOCHS=1 scripts/gpu_run.sh --budget 420 --steps 2 \
+#       --reps 1 --models mlp --agree fedavg,fedlamb --graph fedavg,fedacg,fedlamb,mime --no-carry \
+#       --no-second wgpu=fedrun
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-gpu_run_out}"
