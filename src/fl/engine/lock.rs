@@ -15,7 +15,18 @@ pub const LOCK_FILE: &str = "run.lock";
 /// A held lock; released when dropped (or when the process ends).
 #[derive(Debug)]
 pub struct RunLock {
-    _file: File,
+    file: File,
+}
+
+impl Drop for RunLock {
+    /// Released at once, not when the last descriptor of the file closes: a child process that
+    /// another thread is starting holds a copy of every descriptor until it executes its program
+    /// (closing them then), and `flock` is held while any copy is open, so a run in the same
+    /// process that takes the folder next was refused as "in use by another fedrun process"
+    /// (this process's own PID) now and then.
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
 }
 
 fn open(path: &Path) -> Result<File> {
@@ -62,7 +73,7 @@ impl RunLock {
             .and_then(|_| file.write_all(pid.as_bytes()))
             .and_then(|_| file.flush())
             .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-        Ok(RunLock { _file: file })
+        Ok(RunLock { file })
     }
 
     /// Whether a process holds the lock of run folder `dir` now (a run in progress).
@@ -71,5 +82,26 @@ impl RunLock {
             return false;
         };
         matches!(file.try_lock_shared(), Err(TryLockError::WouldBlock))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunLock;
+
+    /// A copy of the lock's descriptor still open elsewhere (as in a child process between its
+    /// start and its program) does not keep the folder locked once the lock is dropped.
+    #[test]
+    fn a_dropped_lock_is_free_while_a_copy_of_its_descriptor_is_open() {
+        let dir = std::env::temp_dir().join(format!("fedrun-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lock = RunLock::acquire(&dir).unwrap();
+        assert!(RunLock::acquire(&dir).is_err(), "held");
+        let copy = lock.file.try_clone().unwrap();
+        drop(lock);
+        let again = RunLock::acquire(&dir);
+        drop(copy);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(again.is_ok(), "{again:?}");
     }
 }
