@@ -301,7 +301,9 @@ fn full_batch(model: &Model, device: &Device, st: &mut State) {
     };
     let pair = score(&stacked(model, &st.params), x, y).reshape([1, 2]);
     let index = st.index.clone();
-    (st.table).inplace(|t| t.select_assign(0, index, pair, IndexingUpdateOp::Add));
+    capture::in_place(&mut st.table, |t| {
+        t.select_assign(0, index, pair, IndexingUpdateOp::Add)
+    });
     capture::in_place(&mut st.index, |i| i.add_scalar(1));
 }
 

@@ -310,8 +310,9 @@ impl Resident<'_> {
         if let Some(t) = numbers {
             let w = table.dims()[1];
             let row = t.reshape([1, w]);
-            table
-                .inplace(|tb| tb.select_assign(0, index, row, burn::tensor::IndexingUpdateOp::Add));
+            capture::in_place(table, |tb| {
+                tb.select_assign(0, index, row, burn::tensor::IndexingUpdateOp::Add)
+            });
         }
         chain.advance();
     }
