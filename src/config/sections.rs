@@ -362,8 +362,8 @@ pub struct RunSpec {
     pub tf32: bool,
     /// On CUDA, whether convolutions run on the tensor cores as TF32 (the default, as PyTorch's
     /// `cudnn.allow_tf32`: fedrun's implicit-GEMM convolutions need the tensor cores, and f32
-    /// has none) or in f32 (burn's direct kernels: flex's numbers, slower). The other backends
-    /// do not read it.
+    /// has none; a cohort's convolutions, batched products, follow it too) or in f32 (burn's
+    /// direct kernels: flex's numbers, slower). The other backends do not read it.
     pub tf32_conv: bool,
     /// Write a checkpoint every this many rounds (and at the end); 0 = only at the end.
     pub checkpoint_every: usize,

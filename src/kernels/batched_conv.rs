@@ -1,8 +1,9 @@
 //! The K copies' convolution as batched products (the GPU backends' cohort form): each copy's
 //! columns gathered from its maps in one `select` (im2col through an index, the padding read
 //! from an appended zero), then one batched product of every (sample, copy) pair's columns with
-//! its copy's weight. Its launches do not grow with K, where burn's grouped convolution leaves
-//! every fast path (a direct kernel forward, a transposed convolution for the data gradient, a
+//! its copy's weight, in a convolution's precision ([`super::ext_conv_product::conv_matmul`]: TF32 on CUDA under
+//! `run.tf32_conv`, as PyTorch's grouped convolution runs). Its launches do not grow with K,
+//! where burn's grouped convolution leaves every fast path (a direct kernel forward, a transposed convolution for the data gradient, a
 //! host loop over the groups for the weight gradient). The backward is autodiff's: the
 //! products' and the gather's (a scatter-add), with the broadcast weight's gradient summed over
 //! the samples.
@@ -81,7 +82,7 @@ fn batched(
     let l = g.out[0] * g.out[1];
     let cols: Tensor<4> = cols.reshape([n, k, c * kh * kw, l]);
     let wk: Tensor<4> = w.reshape([1, k, out, c * kh * kw]);
-    let y = wk.matmul(cols); // [n, K, o, L]
+    let y = super::ext_conv_product::conv_matmul(wk, cols); // [n, K, o, L]
     let y: Tensor<4> = y.reshape([n, ko, g.out[0], g.out[1]]);
     match b {
         Some(b) => y + b.reshape([1, ko, 1, 1]),

@@ -4,7 +4,8 @@
 //! tensor cores). Where it does not apply (grouped convolutions, a strided input gradient, or a
 //! device or element type without the tensor-core product: f32 on wgpu and lavapipe, f32 on CUDA
 //! unless TF32 is allowed for convolutions, `run.tf32_conv`), the weight gradient is products
-//! over the samples ([`super::gpu_wgrad`]) and the rest burn's direct kernels.
+//! over the samples ([`super::gpu_wgrad`]; both in `run.tf32_conv`'s precision, [`super::conv_precision`]) and the rest burn's
+//! direct kernels.
 //! Without burn's `autotune` feature, burn itself always takes the direct kernels; with it, it
 //! tunes each shape at run time (the slow first runs of docs/PERFORMANCE.md).
 
@@ -16,15 +17,8 @@ use burn_cubecl::kernel::conv::{
 };
 use burn_cubecl::tensor::CubeTensor;
 
+use super::conv_precision::{tf32_conv, tf32_scope};
 use super::ext_conv::FrConv;
-
-/// Whether convolutions may run on the tensor cores as TF32 (`run.tf32_conv`).
-static TF32_CONV: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
-/// Put `run.tf32_conv` in force for this process.
-pub fn set_tf32_conv(on: bool) {
-    TF32_CONV.store(on, std::sync::atomic::Ordering::Relaxed);
-}
 
 /// The shapes (an op, its tensors' shapes, stride and padding) whose implicit GEMM could not be
 /// set up: a failed setup has already queued a layout copy, so it is not tried twice.
@@ -39,7 +33,7 @@ fn rule<E>(
     instead: impl FnOnce() -> Option<CubeTensor>,
 ) -> CubeTensor {
     let known = NO_GEMM.lock().map(|v| v.contains(&key)).unwrap_or(false);
-    let tf32 = TF32_CONV.load(std::sync::atomic::Ordering::Relaxed);
+    let tf32 = tf32_conv();
     if !known {
         match tf32_scope(tf32, || f(ConvStrategy::ImplicitGemm)) {
             Ok(t) => return t,
@@ -50,7 +44,10 @@ fn rule<E>(
             }
         }
     }
-    match instead().map(Ok).unwrap_or_else(|| f(ConvStrategy::Direct)) {
+    match tf32_scope(tf32, instead)
+        .map(Ok)
+        .unwrap_or_else(|| f(ConvStrategy::Direct))
+    {
         Ok(t) => t,
         Err(_) => panic!("burn's direct convolution failed for {key}"),
     }
@@ -65,16 +62,6 @@ fn key(op: &str, a: &CubeTensor, b: &CubeTensor, o: &ConvOptions<2>) -> String {
         o.stride,
         o.padding
     )
-}
-
-#[cfg(feature = "cuda")]
-fn tf32_scope<R>(on: bool, f: impl FnOnce() -> R) -> R {
-    cubek_matmul::with_tf32(on, f)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn tf32_scope<R>(_on: bool, f: impl FnOnce() -> R) -> R {
-    f()
 }
 
 fn forward(x: CubeTensor, w: CubeTensor, b: Option<CubeTensor>, o: ConvOptions<2>) -> CubeTensor {

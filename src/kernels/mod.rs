@@ -27,11 +27,14 @@ pub mod capture;
 pub mod conv;
 mod conv_nchw;
 mod conv_nhwc;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub mod conv_precision;
 pub mod dropout;
 mod exp;
 mod ext;
 mod ext_act;
 mod ext_conv;
+mod ext_conv_product;
 mod ext_gather;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod ext_gpu_conv;

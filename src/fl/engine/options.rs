@@ -98,10 +98,10 @@ pub fn precision(run: &RunSpec) -> Option<String> {
     };
     let convs = match run.tf32_conv {
         true => {
-            "convolutions as TF32 on the tensor cores, by implicit GEMM (`run.tf32_conv = true`: PyTorch's default)"
+            "convolutions as TF32 on the tensor cores, by implicit GEMM or, in a cohort, batched products (`run.tf32_conv = true`: PyTorch's default)"
         }
         false => {
-            "convolutions in f32 by burn's direct kernels (`run.tf32_conv = false`: flex's numbers, slower)"
+            "convolutions in f32, by burn's direct kernels or, in a cohort, batched products (`run.tf32_conv = false`: flex's numbers, slower)"
         }
     };
     match run.backend {
@@ -123,7 +123,7 @@ pub fn devices_for(run: &RunSpec) -> Result<(Device, Device)> {
     #[cfg(feature = "cuda")]
     super::gpu::set_tf32(run.tf32);
     #[cfg(any(feature = "wgpu", feature = "cuda"))]
-    crate::kernels::ext_gpu_conv::set_tf32_conv(run.tf32_conv);
+    crate::kernels::conv_precision::set_tf32_conv(run.tf32_conv);
     devices(run.backend)
 }
 
