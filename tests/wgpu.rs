@@ -879,3 +879,56 @@ fn a_device_that_fails_while_evaluating_stops_the_run_with_a_named_error() {
         ],
     );
 }
+
+/// A GPU cohort's memory estimate counts what its batched convolutions keep: for every
+/// convolutional model, the columns that K copies' forward gathers on lavapipe are exactly the
+/// estimate's columns a copy's sample (`Size::columns`) times the samples, so `run.cohort =
+/// "auto"` and `fedrun check` see the memory that the GPU's cohort takes beyond flex's.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn a_gpu_cohorts_estimate_counts_the_columns_its_convolutions_gather() {
+    use burn::tensor::{Tensor, TensorData};
+    use fedrun::config::{ModelKind, ModelSpec};
+    use fedrun::model::copies::Stacked;
+    use fedrun::model::{Model, Shape};
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0
+        .autodiff();
+    let (k, b) = (3, 2);
+    for (kind, c, side, classes) in [
+        (ModelKind::Cnn, 3, 32, 10usize),
+        (ModelKind::TinyCnn, 3, 32, 10),
+        (ModelKind::MnistCnn, 1, 28, 10),
+        (ModelKind::EmnistCnn, 1, 28, 62),
+        (ModelKind::FemnistCnn, 1, 28, 62),
+        (ModelKind::CelebaCnn, 3, 84, 2),
+        (ModelKind::Resnet18, 3, 32, 10),
+    ] {
+        let spec = ModelSpec {
+            kind,
+            ..ModelSpec::default()
+        };
+        let size = fedrun::model::size::estimate(&spec, (c * side * side) as u128, classes as u128);
+        let shape = Shape {
+            channels: c,
+            side,
+            classes,
+        };
+        let model = Model::build(&spec, shape, fedrun::kernels::Kernels::Fedrun).unwrap();
+        let flat = vec![0.1f32; model.layout().total];
+        let copies: Vec<&[f32]> = (0..k).map(|_| flat.as_slice()).collect();
+        let stacked = Stacked::new(&model, &copies, &dev);
+        let x = vec![0.5f32; k * b * c * side * side];
+        let x = Tensor::<4>::from_data(TensorData::new(x, [k * b, c, side, side]), &dev);
+        let before = fedrun::kernels::columns_gathered();
+        let _ = stacked.outputs(fedrun::data::Input::Images(x), Some(&[1, 2, 3]));
+        let gathered = fedrun::kernels::columns_gathered() - before;
+        assert!(size.columns > 0, "{kind}: no columns estimated");
+        assert_eq!(
+            u128::from(gathered),
+            size.columns * (k * b) as u128,
+            "{kind}: the columns gathered against the estimate's"
+        );
+    }
+}

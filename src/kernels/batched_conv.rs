@@ -1,12 +1,13 @@
 //! The K copies' convolution as batched products (the GPU backends' cohort form): each copy's
-//! columns gathered from its maps in one `select` (im2col through an index, the padding read
-//! from an appended zero), then one batched product of every (sample, copy) pair's columns with
-//! its copy's weight, in a convolution's precision ([`super::ext_conv_product::conv_matmul`]: TF32 on CUDA under
-//! `run.tf32_conv`, as PyTorch's grouped convolution runs). Its launches do not grow with K,
-//! where burn's grouped convolution leaves every fast path (a direct kernel forward, a transposed convolution for the data gradient, a
-//! host loop over the groups for the weight gradient). The backward is autodiff's: the
-//! products' and the gather's (a scatter-add), with the broadcast weight's gradient summed over
-//! the samples.
+//! columns gathered from its maps in one `select` (im2col through an index, the samples side by
+//! side, the padding read from an appended zero), then one batched product over the copies of
+//! each copy's weight `[o, c·kh·kw]` with its columns `[c·kh·kw, n·L]`, in a convolution's
+//! precision ([`super::ext_conv_product::conv_matmul`]: TF32 on CUDA under `run.tf32_conv`, as
+//! PyTorch's grouped convolution runs). Its launches do not grow with K, where burn's grouped
+//! convolution leaves every fast path (a direct kernel forward, a transposed convolution for the
+//! data gradient, a host loop over the groups for the weight gradient). The backward is
+//! autodiff's: the product's two (the weight's gradient one product a copy, over every sample
+//! at once) and the gather's (a scatter-add).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -17,8 +18,8 @@ use burn::tensor::{Int, Tensor, TensorData};
 /// The copies' convolution: `x` `[n, K·c, h, w]` (copy i's maps are channels `i·c..(i+1)·c`),
 /// `w` `[K·o, c, kh, kw]`, `b` `[K·o]`, stride and padding (before, after) from `o` (dilation
 /// 1, `o.groups` = K); `[n, K·o, oh, ow]`. The samples go in runs whose largest tensors (the
-/// columns, the output, the weight gradient's per-sample terms, and their gradients) fit
-/// `max_bytes` (None: one run; `super::conv2d_batched` gives the device's largest buffer).
+/// columns, the output and their gradients) fit `max_bytes` (None: one run;
+/// `super::conv2d_batched` gives the device's largest buffer).
 pub fn conv2d_batched_within(
     x: Tensor<4>,
     w: Tensor<4>,
@@ -32,7 +33,7 @@ pub fn conv2d_batched_within(
     let (k, l, cols) = (o.groups, g.out[0] * g.out[1], c * kh * kw);
     debug_assert_eq!(kc, k * c, "the weight's input channels are one copy's");
     let out = ko / k;
-    let per_sample = k * (cols.max(out) * l + out * cols);
+    let per_sample = k * cols.max(out) * l;
     let run = samples_a_run(per_sample, max_bytes);
     if run >= n {
         return batched(x, w, b, o, &g);
@@ -60,7 +61,16 @@ fn samples_a_run(per_sample: usize, max_bytes: Option<u64>) -> usize {
     }
 }
 
-/// [`conv2d_batched`] of one run of samples, with `x`'s geometry `g`.
+/// The floats of the columns that this thread's batched convolutions have gathered so far (what
+/// their backward keeps: the memory estimate's [`crate::model::size::Size::columns`]).
+pub fn columns_gathered() -> u64 {
+    GATHERED.with(std::cell::Cell::get)
+}
+
+/// [`conv2d_batched`] of one run of samples, with `x`'s geometry `g`: each copy's product
+/// `[o, c·kh·kw] × [c·kh·kw, n·L]`, its samples side by side in the columns, so that the weight's
+/// gradient is one product per copy too (with the samples as the batch, each sample's would be a
+/// whole weight, summed afterwards: for ResNet-18's last layers, 30 times the columns).
 fn batched(
     x: Tensor<4>,
     w: Tensor<4>,
@@ -73,17 +83,18 @@ fn batched(
     let [ko, c, kh, kw] = w.dims();
     let (out, c_k) = (ko / k, kc / k);
     debug_assert_eq!(c, c_k, "the weight's input channels are one copy's");
-    let device = x.device();
-    // the maps flat with a zero appended: the index of a padded position points at it
-    let flat: Tensor<3> = x.reshape([n, kc, h * wd]);
-    let zero = Tensor::<3>::zeros([n, kc, 1], &device);
-    let flat = Tensor::cat(vec![flat, zero], 2);
-    let cols = flat.select(2, index(g, &device)); // [n, K·c, kh·kw·L]
-    let l = g.out[0] * g.out[1];
-    let cols: Tensor<4> = cols.reshape([n, k, c * kh * kw, l]);
-    let wk: Tensor<4> = w.reshape([1, k, out, c * kh * kw]);
-    let y = super::ext_conv_product::conv_matmul(wk, cols); // [n, K, o, L]
-    let y: Tensor<4> = y.reshape([n, ko, g.out[0], g.out[1]]);
+    let (device, l, cc) = (x.device(), g.out[0] * g.out[1], c * kh * kw);
+    // each channel's maps, sample after sample, with a zero appended: the index of a padded
+    // position points at it
+    let flat: Tensor<2> = x.swap_dims(0, 1).reshape([kc, n * h * wd]);
+    let zero = Tensor::<2>::zeros([kc, 1], &device);
+    let flat = Tensor::cat(vec![flat, zero], 1);
+    let cols = flat.select(1, index(g, n, &device)); // [K·c, kh·kw·n·L]
+    GATHERED.with(|t| t.set(t.get() + (kc * kh * kw * n * l) as u64));
+    let cols: Tensor<3> = cols.reshape([k, cc, n * l]);
+    let wk: Tensor<3> = w.reshape([k, out, cc]);
+    let y = super::ext_conv_product::conv_matmul(wk, cols); // [K, o, n·L]
+    let y: Tensor<4> = y.reshape([ko, n, g.out[0], g.out[1]]).swap_dims(0, 1);
     match b {
         Some(b) => y + b.reshape([1, ko, 1, 1]),
         None => y,
@@ -117,20 +128,28 @@ impl Geometry {
         }
     }
 
-    /// For each kernel position (ki, kj) and output position (y, x), in that order, the flat
-    /// index of the input value it reads, or `h·w` (the appended zero) in the padding.
-    fn indices(&self) -> Vec<i64> {
+    /// For each kernel position (ki, kj), sample s of `n` and output position (y, x), in that
+    /// order, the index of the input value it reads in `n` maps of `h·w` laid end to end, or
+    /// `n·h·w` (the appended zero) in the padding.
+    fn indices(&self, n: usize) -> Vec<i64> {
         let [h, w] = self.map;
-        let zero = (h * w) as i64;
-        let mut v = Vec::with_capacity(self.kernel[0] * self.kernel[1] * self.out[0] * self.out[1]);
+        let (hw, [oh, ow]) = ((h * w) as i64, self.out);
+        let zero = n as i64 * hw;
+        let mut v = Vec::with_capacity(self.kernel[0] * self.kernel[1] * n * oh * ow);
         for ki in 0..self.kernel[0] {
             for kj in 0..self.kernel[1] {
-                for y in 0..self.out[0] {
-                    for x in 0..self.out[1] {
-                        let r = (y * self.stride[0] + ki) as i64 - self.pad[0].0 as i64;
-                        let s = (x * self.stride[1] + kj) as i64 - self.pad[1].0 as i64;
-                        let inside = (0..h as i64).contains(&r) && (0..w as i64).contains(&s);
-                        v.push(if inside { r * w as i64 + s } else { zero });
+                for s in 0..n as i64 {
+                    for y in 0..oh {
+                        for x in 0..ow {
+                            let r = (y * self.stride[0] + ki) as i64 - self.pad[0].0 as i64;
+                            let q = (x * self.stride[1] + kj) as i64 - self.pad[1].0 as i64;
+                            let inside = (0..h as i64).contains(&r) && (0..w as i64).contains(&q);
+                            v.push(if inside {
+                                s * hw + r * w as i64 + q
+                            } else {
+                                zero
+                            });
+                        }
                     }
                 }
             }
@@ -139,34 +158,36 @@ impl Geometry {
     }
 }
 
-/// Gather indices kept by geometry and device, each uploaded once (in the form a backend's ops
-/// take it).
-pub(super) type Kept<T> = RefCell<HashMap<(Geometry, String), T>>;
+/// Gather indices kept by geometry, samples and device, each uploaded once (in the form a
+/// backend's ops take it).
+pub(super) type Kept<T> = RefCell<HashMap<(Geometry, usize, String), T>>;
 
-/// `g`'s gather index on the device named `device`, from `cache`, `upload`ed from
-/// [`Geometry::indices`] on first use.
+/// `g`'s gather index over `n` samples on the device named `device`, from `cache`, `upload`ed
+/// from [`Geometry::indices`] on first use.
 pub(super) fn kept<T: Clone>(
     cache: &'static std::thread::LocalKey<Kept<T>>,
-    g: &Geometry,
+    (g, n): (&Geometry, usize),
     device: String,
     upload: impl FnOnce(Vec<i64>) -> T,
 ) -> T {
     cache.with(|m| {
         let mut m = m.borrow_mut();
-        m.entry((*g, device))
-            .or_insert_with(|| upload(g.indices()))
+        m.entry((*g, n, device))
+            .or_insert_with(|| upload(g.indices(n)))
             .clone()
     })
 }
 
 thread_local! {
+    /// The columns' floats this thread's batched convolutions gathered ([`columns_gathered`]).
+    static GATHERED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// The gather indices of the batched products, as burn's tensors.
     static INDICES: Kept<Tensor<1, Int>> = RefCell::new(HashMap::new());
 }
 
-/// The gather index of `g` on `device` (uploaded on first use, then kept).
-fn index(g: &Geometry, device: &burn::tensor::Device) -> Tensor<1, Int> {
-    kept(&INDICES, g, format!("{device:?}"), |v| {
+/// The gather index of `g` over `n` samples on `device` (uploaded on first use, then kept).
+fn index(g: &Geometry, n: usize, device: &burn::tensor::Device) -> Tensor<1, Int> {
+    kept(&INDICES, (g, n), format!("{device:?}"), |v| {
         let len = v.len();
         Tensor::from_data(TensorData::new(v, [len]), device)
     })

@@ -19,7 +19,7 @@ use burn::tensor::Tensor;
 /// `a·b` over the last two axes (the leading ones broadcast) in a convolution's precision: TF32
 /// on CUDA where `run.tf32_conv` allows it, as PyTorch's convolutions run (the cohort's batched
 /// products); burn's product elsewhere.
-pub fn conv_matmul(a: Tensor<4>, b: Tensor<4>) -> Tensor<4> {
+pub fn conv_matmul<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> Tensor<D> {
     type D = burn::backend::Dispatch;
     Tensor::from_dispatch(<D as FrConvProduct>::fr_conv_matmul(
         a.into_dispatch(),

@@ -1,8 +1,8 @@
 //! A convolution's weight gradient on the GPU backends where cubek's implicit GEMM does not
 //! apply (f32 without the tensor-core product, or a shape it refuses), as products: the input's
-//! columns gathered through an index (im2col; the padding reads an appended zero), one product
-//! per sample of its output gradient `[cout, L]` with its columns `[L, cin·kh·kw]`, and their
-//! sum over the samples. burn's fallback computes the same gradient as a direct convolution of
+//! columns gathered through an index (im2col, the samples side by side; the padding reads an
+//! appended zero), then one product of the output gradient `[cout, n·L]` with the columns
+//! `[n·L, cin·kh·kw]`. burn's fallback computes the same gradient as a direct convolution of
 //! the input by the output gradient, in which each weight value is one thread looping over every
 //! sample and output position: LEAF's CelebA CNN's first layer at batch 50 is 864 threads of
 //! 352,800 steps each (likely the 84 ms launches of its profile on an H100 with `vulkan`,
@@ -75,21 +75,26 @@ pub(super) fn weight_grad(
     Some(B::float_reshape(sum, shape))
 }
 
-/// One chunk's part `[1, cout, cin·kh·kw]`: its samples' columns, one product each with its
-/// output gradient, summed.
+/// One chunk's part `[cout, cin·kh·kw]`: its samples' columns side by side
+/// `[cin·kh·kw, n·L]`, one product with the output gradient `[cout, n·L]` (with the samples as
+/// the product's batch, each sample's part would be a whole weight, summed afterwards).
 fn chunk(x: CubeTensor, dy: CubeTensor, (g, [cin, kh, kw]): (&Geometry, [usize; 3])) -> CubeTensor {
     let (xs, ds) = (x.shape(), dy.shape());
     let ([n, _, h, w], [_, cout, oh, ow]) = (dims(&xs), dims(&ds));
     let (device, dtype, l) = (x.device.clone(), x.dtype, oh * ow);
-    // the maps flat with a zero appended: a padded position's index points at it
-    let flat = B::float_reshape(x, Shape::from(vec![n, cin, h * w]));
-    let zero = B::float_zeros(Shape::from(vec![n, cin, 1]), &device, dtype.into());
-    let flat = B::float_cat(vec![flat, zero], 2);
-    let cols = B::float_select(flat, 2, index(g, &device)); // [n, cin, kh·kw·L]
-    let cols = B::float_reshape(cols, Shape::from(vec![n, cin * kh * kw, l]));
-    let dy = B::float_reshape(dy, Shape::from(vec![n, cout, l]));
-    let per = B::float_matmul(dy, B::float_swap_dims(cols, 1, 2)); // [n, cout, cin·kh·kw]
-    B::float_sum_dim(per, 0)
+    // each channel's maps, sample after sample, with a zero appended: a padded position's
+    // index points at it
+    let flat = B::float_reshape(
+        B::float_swap_dims(x, 0, 1),
+        Shape::from(vec![cin, n * h * w]),
+    );
+    let zero = B::float_zeros(Shape::from(vec![cin, 1]), &device, dtype.into());
+    let flat = B::float_cat(vec![flat, zero], 1);
+    let cols = B::float_select(flat, 1, index(g, n, &device)); // [cin, kh·kw·n·L]
+    let cols = B::float_reshape(cols, Shape::from(vec![cin * kh * kw, n * l]));
+    let dy = B::float_swap_dims(dy, 0, 1);
+    let dy = B::float_reshape(dy, Shape::from(vec![cout, n * l]));
+    B::float_matmul(dy, B::float_swap_dims(cols, 0, 1))
 }
 
 fn dims(s: &Shape) -> [usize; 4] {
@@ -102,9 +107,10 @@ thread_local! {
     static INDICES: Kept<CubeTensor> = RefCell::new(HashMap::new());
 }
 
-/// The gather index of `g` on `device`, i32 (wgpu's shaders have no 64-bit integers).
-fn index(g: &Geometry, device: &burn_cubecl::CubeDevice) -> CubeTensor {
-    kept(&INDICES, g, format!("{device:?}"), |v| {
+/// The gather index of `g` over `n` samples on `device`, i32 (wgpu's shaders have no 64-bit
+/// integers).
+fn index(g: &Geometry, n: usize, device: &burn_cubecl::CubeDevice) -> CubeTensor {
+    kept(&INDICES, (g, n), format!("{device:?}"), |v| {
         let v: Vec<i32> = v.into_iter().map(|i| i as i32).collect();
         let len = v.len();
         B::int_from_data(TensorData::new(v, [len]), device)

@@ -78,7 +78,7 @@ use burn::nn::{GroupNorm, Linear};
 use burn::tensor::activation::relu as relu_op;
 use burn::tensor::{Device, Tensor};
 
-pub use batched_conv::conv2d_batched_within;
+pub use batched_conv::{columns_gathered, conv2d_batched_within};
 use ext_act::CpuActivations;
 use ext_conv::FrConv;
 use ext_gather::FrGather;

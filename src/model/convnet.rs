@@ -136,10 +136,13 @@ impl Declare {
     /// output. An evaluation holds the convolution's input and output, the norm's input and
     /// output, then the pool's input and output.
     fn push(&mut self, conv: Conv, norm: Option<Norm>, pad: usize, pool: Option<bool>) {
-        let &[out, _, k, _] = self.b.shape(conv.weight) else {
+        let &[out, cin, k, _] = self.b.shape(conv.weight) else {
             unreachable!("a convolution's weight is [out, in, k, k]")
         };
         let conv_side = self.map.side + 2 * pad + 1 - k;
+        let map = self.map.side * self.map.side;
+        self.b
+            .keeps_columns([out, cin, k, k], map, conv_side * conv_side);
         let side = match pool {
             Some(true) => conv_side.div_ceil(2),
             Some(false) => conv_side / 2,

@@ -108,6 +108,12 @@ pub struct Kept {
     /// The most held at once in an evaluation (no autodiff: a layer's input freed once the next
     /// has read it).
     pub eval: u128,
+    /// What a GPU cohort's batched convolutions ([`crate::kernels::conv2d_batched`]) keep more
+    /// through a step, a copy's sample: each convolution's gathered columns.
+    pub columns: u128,
+    /// The most their backward holds at once besides, a copy's sample: one convolution's
+    /// columns' gradient and its output's and input's gradients in the product's layout.
+    pub columns_transient: u128,
 }
 
 impl Layout {
@@ -257,6 +263,21 @@ impl Builder {
         let k = &mut self.layout.kept;
         k.train = k.train.saturating_add(train);
         k.eval = k.eval.max(live);
+    }
+
+    /// What a GPU cohort's batched form of a convolution of weight `[o, c, kh, kw]` from maps of
+    /// `map` positions to maps of `l` keeps a copy's sample ([`Kept::columns`]): its columns,
+    /// `c·kh·kw` a position. Its backward holds at once besides the columns' gradient, the
+    /// output gradient's copy laid out for the product, and the input gradient's two layouts.
+    pub fn keeps_columns(&mut self, [o, c, kh, kw]: [usize; 4], map: usize, l: usize) {
+        let (c, l) = (c as u128, l as u128);
+        let kept = c.saturating_mul((kh * kw) as u128).saturating_mul(l);
+        let k = &mut self.layout.kept;
+        k.columns = k.columns.saturating_add(kept);
+        let transient = kept
+            .saturating_add((o as u128).saturating_mul(l))
+            .saturating_add(c.saturating_mul(2 * map as u128));
+        k.columns_transient = k.columns_transient.max(transient);
     }
 
     /// What a linear layer from `din` to `dout` keeps a sample: its output and the next op's (its

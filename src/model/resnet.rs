@@ -59,6 +59,7 @@ impl ResNet {
         let input = (3 * side * side) as u128;
         b.keeps(input, 0);
         let stem = b.conv("stem", r, [64, 3, 3, 3], false);
+        b.keeps_columns([64, 3, 3, 3], side * side, side * side);
         let stem_gn = b.norm("stem_gn", r, "GroupNorm", 64);
         conv_norm(&mut b, input, 64 * side * side, 0);
         let blocks = b.scope("blocks", r, |b| {
@@ -127,6 +128,12 @@ fn block_params(b: &mut Builder, (cin, side): (usize, usize), cout: usize, strid
             })
         }),
     };
+    let (map, l) = (side * side, out * out);
+    b.keeps_columns([c, cin, 3, 3], map, l);
+    b.keeps_columns([c, c, 3, 3], l, l);
+    if block.shortcut.is_some() {
+        b.keeps_columns([c, cin, 1, 1], map, l);
+    }
     let branches = if block.shortcut.is_some() { 3 } else { 2 };
     (0..branches).for_each(|i| conv_norm(b, x, a, if i == 2 { a } else { 0 }));
     b.keeps(a as u128, 0);

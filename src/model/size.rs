@@ -18,6 +18,11 @@ pub struct Size {
     /// Floats an evaluation sample keeps at the forward's peak (no autodiff: each layer's
     /// output freed once the next has read it).
     pub eval: u128,
+    /// Floats a copy's training sample keeps more in a GPU cohort, whose convolutions are
+    /// batched products: their columns through the step ([`super::params::Kept::columns`]).
+    pub columns: u128,
+    /// Floats the backward of one such convolution holds at once besides, a copy's sample.
+    pub columns_transient: u128,
 }
 
 /// The keys of `model` that set a model's size, with their values, for error messages.
@@ -60,7 +65,9 @@ pub fn estimate(m: &ModelSpec, features: u128, classes: u128) -> Size {
             };
             let train = times(k0.train, k1.train);
             let eval = if l == 0 { k0.eval } else { k1.eval };
-            (times(p0, p1), Kept { train, eval })
+            // a transformer has no convolution, so no columns (k1's are 0)
+            let kept = Kept { train, eval, ..k1 };
+            (times(p0, p1), kept)
         }
         _ => count(m),
     };
@@ -68,5 +75,7 @@ pub fn estimate(m: &ModelSpec, features: u128, classes: u128) -> Size {
         params,
         activations: kept.train,
         eval: kept.eval,
+        columns: kept.columns,
+        columns_transient: kept.columns_transient,
     }
 }

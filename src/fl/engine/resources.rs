@@ -4,10 +4,10 @@
 //! and its value, never an allocation failure that aborts the process. Sizes are counted in
 //! `u128`, so no spec value overflows them.
 
-use crate::config::{Backend, COHORT_AUTO, DataSpec, Dataset, Spec};
+use crate::config::{Backend, COHORT_AUTO, DataSpec, Dataset, KernelChoice, Spec};
 use crate::data::{FedData, Sample};
 use crate::error::{Error, Result};
-use crate::model::size::{estimate, size_keys};
+use crate::model::size::{Size, estimate, size_keys};
 
 use super::memory_limit;
 
@@ -223,6 +223,22 @@ fn model_bytes(params: u128, copies: u128) -> u128 {
     params * 4 * (6 * copies + 10)
 }
 
+/// The floats a training sample keeps through a step, each copy's: the model's activations and,
+/// in a GPU cohort (K > 1 on a GPU backend with fedrun's kernels), its batched convolutions'
+/// columns with the largest one's backward temporaries ([`crate::kernels::conv2d_batched`]).
+fn train_floats(spec: &Spec, size: &Size) -> u128 {
+    let batched = spec.run.backend != Backend::Flex
+        && spec.run.kernels == KernelChoice::Fedrun
+        && cohort(spec).0 > 1;
+    match batched {
+        true => size
+            .activations
+            .saturating_add(size.columns)
+            .saturating_add(size.columns_transient),
+        false => size.activations,
+    }
+}
+
 /// [`Memory`] of `spec` before its data is loaded: a pure function of the spec.
 pub fn memory(spec: &Spec) -> Memory {
     let (features, classes) = input_of(&spec.data);
@@ -231,7 +247,7 @@ pub fn memory(spec: &Spec) -> Memory {
     Memory {
         data: data_bytes(spec, features),
         model: model_bytes(size.params, copies),
-        train: spec.local.batch_size as u128 * size.activations * 4 * copies,
+        train: spec.local.batch_size as u128 * train_floats(spec, &size) * 4 * copies,
         eval: spec.fl.eval_batch_size as u128 * size.eval * 4,
     }
 }
@@ -286,7 +302,7 @@ pub fn check_batches(spec: &Spec, data: &FedData, budget: u64) -> Result<()> {
     let held = data.bytes() + model_bytes(size.params, copies);
     let keys = |key: &str, v: usize| format!("key `{key}` = {v} ({})", size_keys(&spec.model));
     let what = "a batch's activations, with the data set and the model";
-    let train_acts = train * size.activations * 4 * copies;
+    let train_acts = train * train_floats(spec, &size) * 4 * copies;
     let mut key = keys("local.batch_size", spec.local.batch_size);
     if copies > 1 {
         key = format!("{key}, with {at_once_key}");
