@@ -932,3 +932,69 @@ fn a_gpu_cohorts_estimate_counts_the_columns_its_convolutions_gather() {
         );
     }
 }
+
+/// A measurement, run alone (the device's pools are the process's, and other tests grow them):
+/// `cargo test --release --features wgpu,cuda,fusion --test wgpu -- --ignored --nocapture
+/// a_gpu_cohorts_step`. The memory that lavapipe's pools reserve for two training steps of a
+/// ResNet-18 cohort (K = 2, batch 8) is its estimate (the activations with the batched
+/// convolutions' columns, `fedrun check`'s) within a third; the flex-sized estimate, without
+/// the columns, is a fifth of it.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+#[ignore = "a measurement of the device's pools: run alone, as the comment says"]
+fn a_gpu_cohorts_step_reserves_its_estimate() {
+    use burn::tensor::{Int, Tensor, TensorData};
+    use fedrun::config::{ModelKind, ModelSpec};
+    use fedrun::model::copies::Stacked;
+    use fedrun::model::{Model, Shape};
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0
+        .autodiff();
+    let reserved = || {
+        fedrun::kernels::device_memory(&dev)
+            .expect("a cubecl device")
+            .1
+    };
+    let (k, b, side) = (2, 8, 32);
+    let spec = ModelSpec {
+        kind: ModelKind::Resnet18,
+        ..ModelSpec::default()
+    };
+    let size = fedrun::model::size::estimate(&spec, (3 * side * side) as u128, 10);
+    let shape = Shape {
+        channels: 3,
+        side,
+        classes: 10,
+    };
+    let model = Model::build(&spec, shape, fedrun::kernels::Kernels::Fedrun).unwrap();
+    let flat = vec![0.01f32; model.layout().total];
+    let copies: Vec<&[f32]> = (0..k).map(|_| flat.as_slice()).collect();
+    let stacked = Stacked::new(&model, &copies, &dev);
+    let x = vec![0.5f32; k * b * 3 * side * side];
+    let x = Tensor::<4>::from_data(TensorData::new(x, [k * b, 3, side, side]), &dev);
+    let y = Tensor::<1, Int>::from_data(TensorData::new(vec![1i64; k * b], [k * b]), &dev);
+    let before = reserved();
+    for _ in 0..2 {
+        let x = fedrun::data::Input::Images(x.clone());
+        let logits = stacked.outputs(x, Some(&[1, 2])).logits;
+        let _ = Stacked::losses(logits, y.clone(), None).sum().backward();
+    }
+    let step = (reserved() - before) as f64;
+    let samples = (k * b) as u128;
+    let with = samples * (size.activations + size.columns + size.columns_transient) * 4;
+    let flex = samples * size.activations * 4;
+    let (with, flex) = (with as f64, flex as f64);
+    println!(
+        "ResNet-18, K = {k}, batch {b}: the pools reserved {:.1} MB for two steps; estimate {:.1} MB ({:.2}), flex-sized {:.1} MB ({:.2})",
+        step / 1e6,
+        with / 1e6,
+        with / step,
+        flex / 1e6,
+        flex / step
+    );
+    assert!(
+        (0.75..=1.33).contains(&(with / step)),
+        "estimate {with} against {step} reserved"
+    );
+}
