@@ -4,8 +4,9 @@
 //! tensor cores). Where it does not apply (grouped convolutions, a strided input gradient, or a
 //! device or element type without the tensor-core product: f32 on wgpu and lavapipe, f32 on CUDA
 //! unless TF32 is allowed for convolutions, `run.tf32_conv`), the weight gradient is products
-//! over the samples ([`super::gpu_wgrad`]; both in `run.tf32_conv`'s precision, [`super::conv_precision`]) and the rest burn's
-//! direct kernels.
+//! over the samples ([`super::gpu_wgrad`]) and the rest burn's direct kernels. The products, the
+//! implicit GEMM's and the weight gradient's, take `run.tf32_conv`'s precision
+//! ([`super::conv_precision`]).
 //! Without burn's `autotune` feature, burn itself always takes the direct kernels; with it, it
 //! tunes each shape at run time (the slow first runs of docs/PERFORMANCE.md).
 
