@@ -1,13 +1,13 @@
 //! The K copies' convolution as batched products (the GPU backends' cohort form): each copy's
-//! columns gathered from its maps in one `select` (im2col through an index, the samples side by
-//! side, the padding read from an appended zero), then one batched product over the copies of
-//! each copy's weight `[o, c·kh·kw]` with its columns `[c·kh·kw, n·L]`, in a convolution's
-//! precision ([`super::ext_conv_product::conv_matmul`]: TF32 on CUDA under `run.tf32_conv`, as
-//! PyTorch's grouped convolution runs). Its launches do not grow with K, where burn's grouped
-//! convolution leaves every fast path (a direct kernel forward, a transposed convolution for the
-//! data gradient, a host loop over the groups for the weight gradient). The backward is
-//! autodiff's: the product's two (the weight's gradient one product a copy, over every sample
-//! at once) and the gather's (a scatter-add).
+//! columns gathered from its maps in one `select` (im2col through an index, the padding read
+//! from an appended zero) and laid with the samples side by side, then one batched product over
+//! the copies of each copy's weight `[o, c·kh·kw]` with its columns `[c·kh·kw, n·L]`, in a
+//! convolution's precision ([`super::ext_conv_product::conv_matmul`]: TF32 on CUDA under
+//! `run.tf32_conv`, as PyTorch's grouped convolution runs). Its launches do not grow with K,
+//! where burn's grouped convolution leaves every fast path (a direct kernel forward, a
+//! transposed convolution for the data gradient, a host loop over the groups for the weight
+//! gradient). The backward is autodiff's: the product's two (the weight's gradient one product
+//! a copy, over every sample at once) and the gather's (a scatter-add, burn's `select_assign`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -84,14 +84,20 @@ fn batched(
     let (out, c_k) = (ko / k, kc / k);
     debug_assert_eq!(c, c_k, "the weight's input channels are one copy's");
     let (device, l, cc) = (x.device(), g.out[0] * g.out[1], c * kh * kw);
-    // each channel's maps, sample after sample, with a zero appended: the index of a padded
-    // position points at it
-    let flat: Tensor<2> = x.swap_dims(0, 1).reshape([kc, n * h * wd]);
-    let zero = Tensor::<2>::zeros([kc, 1], &device);
-    let flat = Tensor::cat(vec![flat, zero], 1);
-    let cols = flat.select(1, index(g, n, &device)); // [K·c, kh·kw·n·L]
+    // the maps flat with a zero appended: the index of a padded position points at it
+    let flat: Tensor<3> = x.reshape([n, kc, h * wd]);
+    let zero = Tensor::<3>::zeros([n, kc, 1], &device);
+    let flat = Tensor::cat(vec![flat, zero], 2);
+    let cols = flat.select(2, index(g, 1, &device)); // [n, K·c, kh·kw·L]
     GATHERED.with(|t| t.set(t.get() + (kc * kh * kw * n * l) as u64));
-    let cols: Tensor<3> = cols.reshape([k, cc, n * l]);
+    // the samples side by side (a copy). The gather stays one a sample: its backward, burn's
+    // select_assign, runs a thread per gathered row, each looping over the whole index, so
+    // gathering along n·L would leave K·c threads of kh·kw·n·L steps (ResNet-18's first
+    // layers at K = 10, batch 50: 640 threads of 460,800) where this keeps n·K·c of kh·kw·L
+    let cols: Tensor<3> = cols
+        .reshape([n, k, cc, l])
+        .permute([1, 2, 0, 3])
+        .reshape([k, cc, n * l]);
     let wk: Tensor<3> = w.reshape([k, out, cc]);
     let y = super::ext_conv_product::conv_matmul(wk, cols); // [K, o, n·L]
     let y: Tensor<4> = y.reshape([ko, n, g.out[0], g.out[1]]).swap_dims(0, 1);
