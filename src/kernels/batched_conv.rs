@@ -62,7 +62,7 @@ fn samples_a_run(per_sample: usize, max_bytes: Option<u64>) -> usize {
 }
 
 /// The floats of the columns that this thread's batched convolutions have gathered so far (what
-/// their backward keeps: the memory estimate's [`crate::model::size::Size::columns`]).
+/// their backward keeps, which the memory estimate counts as its columns).
 pub fn columns_gathered() -> u64 {
     GATHERED.with(std::cell::Cell::get)
 }

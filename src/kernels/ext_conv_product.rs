@@ -16,7 +16,7 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, Shape, backend_extension};
 use burn::tensor::Tensor;
 
-/// `a·b` over the last two axes (the leading ones broadcast) in a convolution's precision: TF32
+/// `a·b` over the last two axes (the leading ones alike) in a convolution's precision: TF32
 /// on CUDA where `run.tf32_conv` allows it, as PyTorch's convolutions run (the cohort's batched
 /// products); burn's product elsewhere.
 pub fn conv_matmul<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> Tensor<D> {
@@ -34,19 +34,18 @@ pub fn conv_matmul<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> Tensor<D> {
     Fusion: cfg(feature = "fusion")
 )]
 pub trait FrConvProduct: Backend {
-    /// `a·b` over the last two axes, the leading axes broadcast (equal ranks), in a
-    /// convolution's precision.
+    /// `a·b` over the last two axes, the leading axes alike, in a convolution's precision.
     #[fusion(dtype = a, shape = product_shape(a, b))]
     fn fr_conv_matmul(a: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self>;
 }
 
-/// The shape of `a·b`: the leading axes broadcast, then `a`'s rows and `b`'s columns (the fused
+/// The shape of `a·b`: the leading axes, then `a`'s rows and `b`'s columns (the fused
 /// backend's metadata).
 #[allow(dead_code)]
 fn product_shape(a: &Shape, b: &Shape) -> Shape {
     let r = a.num_dims();
-    let mut dims: Vec<usize> = (0..r - 2).map(|i| a[i].max(b[i])).collect();
-    dims.extend([a[r - 2], b[r - 1]]);
+    let mut dims: Vec<usize> = (0..r - 1).map(|i| a[i]).collect();
+    dims.push(b[r - 1]);
     Shape::from(dims)
 }
 
@@ -72,16 +71,6 @@ fn transposed<B: Backend>(t: FloatTensor<B>) -> FloatTensor<B> {
     B::float_swap_dims(t, r - 2, r - 1)
 }
 
-/// `t` summed over the axes that `like` broadcast (size 1 in `like`, more in `t`).
-fn summed_to<B: Backend>(mut t: FloatTensor<B>, like: &Shape) -> FloatTensor<B> {
-    for i in 0..like.num_dims() {
-        if like[i] == 1 && t.shape()[i] > 1 {
-            t = B::float_sum_dim(t, i);
-        }
-    }
-    t
-}
-
 #[derive(Debug)]
 struct ProductBackward;
 
@@ -96,11 +85,10 @@ impl<B: Backend + FrConvProduct> Backward<B, 2> for ProductBackward {
         let [pa, pb] = ops.parents.map(|p| p.map(|n| n.id));
         if let Some(id) = pa {
             let da = B::fr_conv_matmul(dy.clone(), transposed::<B>(b.clone()));
-            grads.register::<B>(id, summed_to::<B>(da, &a.shape()));
+            grads.register::<B>(id, da);
         }
         if let Some(id) = pb {
-            let db = B::fr_conv_matmul(transposed::<B>(a), dy);
-            grads.register::<B>(id, summed_to::<B>(db, &b.shape()));
+            grads.register::<B>(id, B::fr_conv_matmul(transposed::<B>(a), dy));
         }
     }
 }
