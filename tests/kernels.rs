@@ -524,3 +524,58 @@ fn pad4(shape: &[usize]) -> [usize; 4] {
 fn the_copies_convolution_as_batched_products_is_the_grouped_convolution() {
     common::conv_copies::check(&Device::flex().autodiff(), 1e-5);
 }
+
+/// The copies' columns (the batched convolution's im2col) hold each copy's map value that each
+/// kernel position reads, or zero in the padding, as the convolution's definition says, and
+/// their backward is their transpose: `<C(x), d> = <x, Cᵀ(d)>`. Over the models' geometries, a
+/// non-square map and padding unequal before and after; a read shifted by one position, a lost
+/// padding side or an adjoint that drops or doubles a column fails it.
+#[test]
+fn the_copies_columns_read_the_convolutions_positions_and_their_adjoint_is_their_transpose() {
+    let dev = Device::flex().autodiff();
+    let x = |i: usize| (i * 53 % 97) as f32 / 97.0 - 0.5;
+    for case in common::conv_copies::column_cases() {
+        let (k, c, [h, w], [kh, kw], o) = &case;
+        let (dims, cols, gx) = common::conv_copies::columns_and_adjoint(&dev, &case);
+        let side = |i: usize, m: usize, kn: usize| {
+            (m + o.padding[i].0 + o.padding[i].1 - kn) / o.stride[i] + 1
+        };
+        let (oh, ow) = (side(0, *h, *kh), side(1, *w, *kw));
+        assert_eq!(
+            dims,
+            [*k, c * kh * kw, 2 * oh * ow],
+            "{case:?}: the columns' shape"
+        );
+        let mut dot = 0f64;
+        for (at, got) in cols.iter().enumerate() {
+            // column `at` is (copy, channel, ky, kx; sample, oy, ox), row-major
+            let (col, row) = (at % (2 * oh * ow), at / (2 * oh * ow));
+            let (s, oy, ox) = (col / (oh * ow), col % (oh * ow) / ow, col % ow);
+            let (kk, ci, ky, kx) = (
+                row / (c * kh * kw),
+                row / (kh * kw) % c,
+                row / kw % kh,
+                row % kw,
+            );
+            let y = (oy * o.stride[0] + ky) as i64 - o.padding[0].0 as i64;
+            let xx = (ox * o.stride[1] + kx) as i64 - o.padding[1].0 as i64;
+            let inside = (0..*h as i64).contains(&y) && (0..*w as i64).contains(&xx);
+            let ch = s * k * c + kk * c + ci;
+            let want = match inside {
+                true => x((ch * h + y as usize) * w + xx as usize),
+                false => 0.0,
+            };
+            assert_eq!(*got, want, "{case:?}: column value {at}");
+            dot += f64::from(want) * f64::from(0.25 + (at * 37 % 101) as f32 / 101.0);
+        }
+        let back: f64 = gx
+            .iter()
+            .enumerate()
+            .map(|(i, g)| f64::from(x(i)) * f64::from(*g))
+            .sum();
+        assert!(
+            (dot - back).abs() <= 1e-5 * dot.abs().max(1.0),
+            "{case:?}: <C(x), d> = {dot} but <x, Cᵀ(d)> = {back}"
+        );
+    }
+}

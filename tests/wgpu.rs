@@ -278,6 +278,35 @@ fn the_copies_convolution_as_batched_products_is_the_grouped_convolution_on_wgpu
     common::conv_copies::check(&dev.autodiff(), 1e-4);
 }
 
+/// The copies' columns and their adjoint (one kernel each on a GPU backend) give flex's values
+/// bit for bit on lavapipe: the columns are copies, and each input value's gradient sums its
+/// columns in the same order (by kernel position) on both.
+#[test]
+#[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
+fn the_copies_columns_and_their_adjoint_are_flexs_bit_for_bit_on_wgpu() {
+    use burn::tensor::Device;
+    let dev = fedrun::fl::engine::devices(fedrun::config::Backend::Wgpu)
+        .unwrap()
+        .0;
+    for case in common::conv_copies::column_cases() {
+        let (d0, c0, g0) =
+            common::conv_copies::columns_and_adjoint(&Device::flex().autodiff(), &case);
+        let (d1, c1, g1) = common::conv_copies::columns_and_adjoint(&dev.clone().autodiff(), &case);
+        assert_eq!(d1, d0, "{case:?}: the columns' shape");
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert!(bits(&c1) == bits(&c0), "{case:?}: the columns differ");
+        let differ = g1
+            .iter()
+            .zip(&g0)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(
+            differ, 0,
+            "{case:?}: {differ} of the adjoint's values differ"
+        );
+    }
+}
+
 /// fedrun's convolution rule on a GPU backend gives burn's convolution's output and its three
 /// gradients: a padded and a strided 3×3 layer, a first layer of three channels with a 5×5
 /// "same" kernel, and a layer whose columns take two chunks of samples. On lavapipe (f32, no

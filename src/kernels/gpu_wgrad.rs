@@ -1,23 +1,21 @@
 //! A convolution's weight gradient on the GPU backends where cubek's implicit GEMM does not
 //! apply (f32 without the tensor-core product, or a shape it refuses), as products: the input's
-//! columns gathered through an index (im2col, the samples side by side; the padding reads an
-//! appended zero), then one product of the output gradient `[cout, n·L]` with the columns
+//! columns (im2col, the samples side by side, the padding read as zero: one kernel,
+//! [`super::ext_columns`]), then one product of the output gradient `[cout, n·L]` with the columns
 //! `[n·L, cin·kh·kw]`. burn's fallback computes the same gradient as a direct convolution of
 //! the input by the output gradient, in which each weight value is one thread looping over every
 //! sample and output position: LEAF's CelebA CNN's first layer at batch 50 is 864 threads of
 //! 352,800 steps each (likely the 84 ms launches of its profile on an H100 with `vulkan`,
 //! 2026-11). Here the work is spread over the samples and the products' tiles.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use burn::backend::ops::{ConvOptions, FloatTensorOps, IntTensorOps};
-use burn::backend::{Shape, Slice, TensorData, TensorMetadata};
+use burn::backend::ops::{ConvOptions, FloatTensorOps};
+use burn::backend::{Shape, Slice, TensorMetadata};
 use burn_cubecl::CubeBackend;
 use burn_cubecl::tensor::CubeTensor;
 
-use super::batched_conv::{Geometry, Kept, kept};
+use super::ext_columns::{Cols, FrColumns};
 
 type B = CubeBackend;
 
@@ -49,7 +47,7 @@ pub(super) fn weight_grad(
     let (xs, ds) = (x.shape(), dy.shape());
     let ([n, cin, h, w], [_, _, oh, ow]) = (dims(&xs), dims(&ds));
     let (kh, kw) = (shape[2], shape[3]);
-    let g = Geometry::new([h, w], [kh, kw], o.stride, o.padding);
+    let g = Cols::new([n, cin, h, w], [kh, kw], o);
     debug_assert_eq!(g.out, [oh, ow], "the output gradient's map");
     let per = (CHUNK_FLOATS / (cin * kh * kw * oh * ow)).clamp(1, n);
     let rows = |t: &CubeTensor, a: usize, b: usize| {
@@ -67,7 +65,7 @@ pub(super) fn weight_grad(
         .step_by(per)
         .map(|a| {
             let b = (a + per).min(n);
-            chunk(rows(&x, a, b), rows(&dy, a, b), (&g, [cin, kh, kw]))
+            chunk(rows(&x, a, b), rows(&dy, a, b), [kh, kw], o)
         })
         .reduce(B::float_add)
         .expect("a sample");
@@ -78,41 +76,17 @@ pub(super) fn weight_grad(
 /// One chunk's part `[cout, cin·kh·kw]`: its samples' columns side by side
 /// `[cin·kh·kw, n·L]`, one product with the output gradient `[cout, n·L]` (with the samples as
 /// the product's batch, each sample's part would be a whole weight, summed afterwards).
-fn chunk(x: CubeTensor, dy: CubeTensor, (g, [cin, kh, kw]): (&Geometry, [usize; 3])) -> CubeTensor {
-    let (xs, ds) = (x.shape(), dy.shape());
-    let ([n, _, h, w], [_, cout, oh, ow]) = (dims(&xs), dims(&ds));
-    let (device, dtype, l) = (x.device.clone(), x.dtype, oh * ow);
-    // each channel's maps, sample after sample, with a zero appended: a padded position's
-    // index points at it
-    let flat = B::float_reshape(
-        B::float_swap_dims(x, 0, 1),
-        Shape::from(vec![cin, n * h * w]),
-    );
-    let zero = B::float_zeros(Shape::from(vec![cin, 1]), &device, dtype.into());
-    let flat = B::float_cat(vec![flat, zero], 1);
-    let cols = B::float_select(flat, 1, index(g, n, &device)); // [cin, kh·kw·n·L]
-    let cols = B::float_reshape(cols, Shape::from(vec![cin * kh * kw, n * l]));
+fn chunk(x: CubeTensor, dy: CubeTensor, kernel: [usize; 2], o: &ConvOptions<2>) -> CubeTensor {
+    let ds = dy.shape();
+    let [n, cout, oh, ow] = dims(&ds);
+    let cols = B::fr_columns(x, kernel, o.clone()); // [1, cin·kh·kw, n·L]
+    let cc = cols.shape()[1];
+    let cols = B::float_reshape(cols, Shape::from(vec![cc, n * oh * ow]));
     let dy = B::float_swap_dims(dy, 0, 1);
-    let dy = B::float_reshape(dy, Shape::from(vec![cout, n * l]));
+    let dy = B::float_reshape(dy, Shape::from(vec![cout, n * oh * ow]));
     B::float_matmul(dy, B::float_swap_dims(cols, 0, 1))
 }
 
 fn dims(s: &Shape) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
-}
-
-thread_local! {
-    /// The gather indices as cubecl's tensors (a captured step's eager first step uploads them;
-    /// its replays read them).
-    static INDICES: Kept<CubeTensor> = RefCell::new(HashMap::new());
-}
-
-/// The gather index of `g` over `n` samples on `device`, i32 (wgpu's shaders have no 64-bit
-/// integers).
-fn index(g: &Geometry, n: usize, device: &burn_cubecl::CubeDevice) -> CubeTensor {
-    kept(&INDICES, (g, n), format!("{device:?}"), |v| {
-        let v: Vec<i32> = v.into_iter().map(|i| i as i32).collect();
-        let len = v.len();
-        B::int_from_data(TensorData::new(v, [len]), device)
-    })
 }

@@ -11,8 +11,9 @@
 //!   (`ext_gpu_norm.rs`), the LSTM layer (`ext_gpu_lstm.rs`), a batch gathered from a split kept
 //!   on the device (`ext_gather.rs`, `ext_gpu_gather.rs`), and the K copies' dropout mask from
 //!   seeds held in a tensor (`ext_mask.rs`, `ext_gpu_mask.rs`; flex too);
-//! - a cohort's convolutions as batched products on the GPU backends (`batched_conv.rs`), and
-//!   index ranges uploaded once ([`range`]);
+//! - a cohort's convolutions as batched products on the GPU backends (`batched_conv.rs`), their
+//!   columns and the columns' adjoint one kernel each (`ext_columns.rs`, `ext_gpu_columns.rs`;
+//!   flex too), and index ranges uploaded once ([`range`]);
 //! - device work recorded once as a graph and replayed (`capture.rs`, `run.graph`);
 //! - a GPU device's memory: its largest buffer, its capacity and what the process reserves
 //!   (`gpu_memory.rs`).
@@ -33,9 +34,12 @@ pub mod dropout;
 mod exp;
 mod ext;
 mod ext_act;
+mod ext_columns;
 mod ext_conv;
 mod ext_conv_product;
 mod ext_gather;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod ext_gpu_columns;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod ext_gpu_conv;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
@@ -80,6 +84,7 @@ use burn::tensor::{Device, Tensor};
 
 pub use batched_conv::{columns_gathered, conv2d_batched_within};
 use ext_act::CpuActivations;
+pub use ext_columns::columns;
 use ext_conv::FrConv;
 use ext_gather::FrGather;
 use ext_linear::CpuLinear;

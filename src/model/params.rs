@@ -112,7 +112,7 @@ pub struct Kept {
     /// through a step, a copy's sample: each convolution's gathered columns.
     pub columns: u128,
     /// The most their backward holds at once besides, a copy's sample: one convolution's
-    /// columns' gradient in two layouts, its output's and its input's gradients.
+    /// columns' gradient, its output's gradient laid out for the product, its input's gradient.
     pub columns_transient: u128,
 }
 
@@ -267,18 +267,17 @@ impl Builder {
 
     /// What a GPU cohort's batched form of a convolution of weight `[o, c, kh, kw]` from maps of
     /// `map` positions to maps of `l` keeps a copy's sample ([`Kept::columns`]): its columns,
-    /// `c·kh·kw` a position. Its backward holds at once besides the columns' gradient in the
-    /// product's layout and in the gather's, the output gradient's copy laid out for the
-    /// product, and the input's gradient.
+    /// `c·kh·kw` a position. Its backward holds at once besides the columns' gradient, the
+    /// output gradient's copy laid out for the product, and the input's gradient (the columns'
+    /// adjoint writes it directly: `kernels::ext_columns`).
     pub fn keeps_columns(&mut self, [o, c, kh, kw]: [usize; 4], map: usize, l: usize) {
         let (c, l) = (c as u128, l as u128);
         let kept = c.saturating_mul((kh * kw) as u128).saturating_mul(l);
         let k = &mut self.layout.kept;
         k.columns = k.columns.saturating_add(kept);
         let transient = kept
-            .saturating_mul(2)
             .saturating_add((o as u128).saturating_mul(l))
-            .saturating_add(c.saturating_mul(2 * map as u128));
+            .saturating_add(c.saturating_mul(map as u128));
         k.columns_transient = k.columns_transient.max(transient);
     }
 

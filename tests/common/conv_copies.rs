@@ -78,3 +78,55 @@ pub fn check(device: &Device, tol: f32) {
         }
     }
 }
+
+/// A columns' geometry: copies, channels a copy, map, kernel, and the stride and padding.
+pub type ColumnCase = (usize, usize, [usize; 2], [usize; 2], ConvOptions<2>);
+
+/// The columns' geometries of [`columns_and_adjoint`]: [`CASES`], a non-square map, and padding
+/// unequal before and after (a "same" even kernel).
+pub fn column_cases() -> Vec<ColumnCase> {
+    let mut v: Vec<_> = CASES
+        .iter()
+        .map(|&(k, c, _, m, ks, s, p)| {
+            let o = ConvOptions::new([s, s], [p, p], [1, 1], k);
+            (k, c, [m, m], [ks, ks], o)
+        })
+        .collect();
+    v.push((
+        2,
+        3,
+        [5, 8],
+        [3, 2],
+        ConvOptions::new([1, 2], [1, 0], [1, 1], 2),
+    ));
+    let same = ConvOptions::new_with_padding([1, 1], [(1, 2), (0, 1)], [1, 1], 3);
+    v.push((3, 2, [6, 7], [4, 2], same));
+    v
+}
+
+/// The copies' columns of fixed maps `[2, K·c, h, w]` (values from their index, the same on
+/// every device) and, under autodiff (`device` an autodiff device), the maps' gradient of the
+/// columns weighted by a fixed pattern, i.e. the columns' adjoint applied to it: (the columns'
+/// shape, the columns, the maps' gradient).
+pub fn columns_and_adjoint(
+    device: &Device,
+    (k, c, [h, w], kernel, o): &ColumnCase,
+) -> ([usize; 3], Vec<f32>, Vec<f32>) {
+    use burn::tensor::TensorData;
+    let dims = [2, k * c, *h, *w];
+    let n: usize = dims.iter().product();
+    let xv: Vec<f32> = (0..n).map(|i| (i * 53 % 97) as f32 / 97.0 - 0.5).collect();
+    let x = Tensor::<4>::from_data(TensorData::new(xv, dims), device).require_grad();
+    let cols = fedrun::kernels::columns(x.clone(), *kernel, o);
+    let cd = cols.dims();
+    let m: usize = cd.iter().product();
+    let dv: Vec<f32> = (0..m)
+        .map(|i| 0.25 + (i * 37 % 101) as f32 / 101.0)
+        .collect();
+    let d = Tensor::<3>::from_data(TensorData::new(dv, cd), device);
+    let g = (cols.clone() * d).sum().backward();
+    let gx = x.grad(&g).expect("the maps' gradient");
+    let v = |t: Tensor<3>| t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+    let gv = gx.into_data().convert::<f32>().try_to_vec::<f32>().unwrap();
+    (cd, v(cols.inner()), gv)
+}
