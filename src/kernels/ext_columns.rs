@@ -76,8 +76,9 @@ pub(super) struct Cols {
 }
 
 impl Cols {
-    /// The sizes for maps of `dims` (`[n, K·c, h, w]`).
+    /// The sizes for maps of `dims` (`[n, K·c, h, w]`); the columns read no dilated kernel.
     pub fn new(dims: [usize; 4], kernel: [usize; 2], o: &ConvOptions<2>) -> Self {
+        assert_eq!(o.dilation, [1, 1], "the copies' columns take no dilation");
         let [n, kc, h, w] = dims;
         let k = o.groups.max(1);
         let side = |i: usize, m: usize| {
@@ -141,12 +142,12 @@ impl Cols {
 /// The fused backend's metadata: the columns' shape.
 #[allow(dead_code)]
 fn columns_shape(x: &Shape, kernel: &[usize; 2], o: &ConvOptions<2>) -> Shape {
-    let g = Cols::new([x[0], x[1], x[2], x[3]], *kernel, o);
+    let g = Cols::new(dims4(x), *kernel, o);
     Shape::from(g.columns().to_vec())
 }
 
-/// A tensor's four dims.
-fn dims4(s: &Shape) -> [usize; 4] {
+/// A four-axis shape's dims.
+pub(super) fn dims4(s: &Shape) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
 }
 

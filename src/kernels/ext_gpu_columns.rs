@@ -15,7 +15,7 @@ use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
 use cubecl::{CubeDim, calculate_cube_count_elemwise};
 
-use super::ext_columns::{Cols, FrColumns};
+use super::ext_columns::{Cols, FrColumns, dims4};
 
 /// A thread per value of `cols` `[K, c·kh·kw, n·oh·ow]`, from `x` `[n, K·c, h, w]`.
 #[cube(launch)]
@@ -138,8 +138,7 @@ fn f32_input(t: CubeTensor, what: &str) -> CubeTensor {
 impl FrColumns for CubeBackend {
     fn fr_columns(x: CubeTensor, kernel: [usize; 2], o: ConvOptions<2>) -> CubeTensor {
         let x = f32_input(x, "maps");
-        let s = x.shape();
-        let g = Cols::new([s[0], s[1], s[2], s[3]], kernel, &o);
+        let g = Cols::new(dims4(&x.shape()), kernel, &o);
         let (out, count, dim) = output(&x, &g.columns());
         columns_kernel::launch::<f32>(
             &x.client,

@@ -15,7 +15,7 @@ use burn::backend::{Shape, Slice, TensorMetadata};
 use burn_cubecl::CubeBackend;
 use burn_cubecl::tensor::CubeTensor;
 
-use super::ext_columns::{Cols, FrColumns};
+use super::ext_columns::{Cols, FrColumns, dims4};
 
 type B = CubeBackend;
 
@@ -45,7 +45,7 @@ pub(super) fn weight_grad(
         return None;
     }
     let (xs, ds) = (x.shape(), dy.shape());
-    let ([n, cin, h, w], [_, _, oh, ow]) = (dims(&xs), dims(&ds));
+    let ([n, cin, h, w], [_, _, oh, ow]) = (dims4(&xs), dims4(&ds));
     let (kh, kw) = (shape[2], shape[3]);
     let g = Cols::new([n, cin, h, w], [kh, kw], o);
     debug_assert_eq!(g.out, [oh, ow], "the output gradient's map");
@@ -78,15 +78,11 @@ pub(super) fn weight_grad(
 /// the product's batch, each sample's part would be a whole weight, summed afterwards).
 fn chunk(x: CubeTensor, dy: CubeTensor, kernel: [usize; 2], o: &ConvOptions<2>) -> CubeTensor {
     let ds = dy.shape();
-    let [n, cout, oh, ow] = dims(&ds);
+    let [n, cout, oh, ow] = dims4(&ds);
     let cols = B::fr_columns(x, kernel, o.clone()); // [1, cin·kh·kw, n·L]
     let cc = cols.shape()[1];
     let cols = B::float_reshape(cols, Shape::from(vec![cc, n * oh * ow]));
     let dy = B::float_swap_dims(dy, 0, 1);
     let dy = B::float_reshape(dy, Shape::from(vec![cout, n * oh * ow]));
     B::float_matmul(dy, B::float_swap_dims(cols, 0, 1))
-}
-
-fn dims(s: &Shape) -> [usize; 4] {
-    [s[0], s[1], s[2], s[3]]
 }
