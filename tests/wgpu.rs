@@ -43,6 +43,75 @@ fn cuda_and_flex_train_alike() {
     agree_with(fedrun::config::Backend::Cuda, &["run.tf32_conv=false"]);
 }
 
+/// Every kernel of fedrun's own, defined as one of its launches defines it on an H100, is
+/// written as CUDA C++ by cubecl's CUDA dialect: no GPU needed, so a kernel the dialect cannot
+/// write fails here, not in a GPU machine's minutes.
+#[test]
+#[cfg(feature = "cuda")]
+fn fedruns_own_kernels_are_written_as_cuda_cpp() {
+    let sources = fedrun::kernels::cuda_source::cuda_sources();
+    let names: std::collections::BTreeSet<_> = sources.iter().map(|s| s.kernel.clone()).collect();
+    // the columns and their adjoint, the gather (two index types), the LSTM step both ways, the
+    // mask, GroupNorm's three (each with and without the ReLU: one name, two definitions)
+    assert_eq!(sources.len(), 13, "kernels: {names:?}");
+    assert_eq!(names.len(), 10, "one name a kernel and type: {names:?}");
+    for s in &sources {
+        let src = s
+            .source
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{}: {e}", s.kernel));
+        assert!(
+            src.contains("__global__"),
+            "{}: no CUDA entry point in\n{src}",
+            s.kernel
+        );
+        // FEDRUN_CUDA_SOURCES=DIR keeps each source, to read
+        if let Some(dir) = std::env::var_os("FEDRUN_CUDA_SOURCES") {
+            let name: String = s.kernel.chars().filter(|c| c.is_alphanumeric()).collect();
+            let path = std::path::Path::new(&dir).join(format!("{name}-{}.cu", src.len()));
+            std::fs::write(&path, src).expect("FEDRUN_CUDA_SOURCES is a writable folder");
+        }
+    }
+}
+
+/// The same sources compiled to PTX for sm_90a by NVRTC, as cubecl-cuda compiles them on a
+/// Hopper GPU. NVRTC is a library of CUDA's toolkit and needs no GPU: with pip's
+/// `nvidia-cuda-nvrtc-cu12` and `nvidia-cuda-runtime-cu12` (the headers), run
+/// `LD_LIBRARY_PATH=.../nvidia/cuda_nvrtc/lib FEDRUN_CUDA_INCLUDE=.../nvidia/cuda_runtime/include
+/// cargo test --release --features wgpu,cuda,fusion --test wgpu -- --ignored nvrtc`.
+#[test]
+#[cfg(feature = "cuda")]
+#[ignore = "needs NVRTC (libnvrtc.so.12 on the loader's path) and CUDA's headers (FEDRUN_CUDA_INCLUDE)"]
+fn fedruns_own_kernels_compile_to_ptx_with_nvrtc() {
+    use fedrun::kernels::cuda_source::{cuda_sources, nvrtc_present, nvrtc_ptx};
+    assert!(
+        nvrtc_present(),
+        "NVRTC's library is not on the loader's path"
+    );
+    let include = std::env::var_os("FEDRUN_CUDA_INCLUDE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("CUDA_PATH").map(|p| std::path::Path::new(&p).join("include")))
+        .expect("FEDRUN_CUDA_INCLUDE (or CUDA_PATH) names CUDA's headers");
+    // NVRTC refuses what is not CUDA (so a pass below is NVRTC's word on each kernel)
+    let bad = "extern \"C\" __global__ void k(float* a) { a[threadIdx.x] = undeclared; }";
+    assert!(
+        nvrtc_ptx(bad, &include).is_err(),
+        "NVRTC took a kernel with an undeclared name"
+    );
+    let failed: Vec<String> = cuda_sources()
+        .into_iter()
+        .filter_map(|s| {
+            let src = s.source.expect("written as CUDA C++");
+            match nvrtc_ptx(&src, &include) {
+                Ok(bytes) if bytes > 0 => None,
+                Ok(_) => Some(format!("{}: empty PTX", s.kernel)),
+                Err(log) => Some(format!("{}: {log}\n{src}", s.kernel)),
+            }
+        })
+        .collect();
+    assert!(failed.is_empty(), "NVRTC refused:\n{}", failed.join("\n\n"));
+}
+
 fn agree_with_flex(gpu: fedrun::config::Backend) {
     agree_with(gpu, &[]);
 }

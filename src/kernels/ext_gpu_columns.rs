@@ -18,7 +18,7 @@ use cubecl::{CubeDim, calculate_cube_count_elemwise};
 use super::ext_columns::{Cols, FrColumns, dims4};
 
 /// A thread per value of `cols` `[K, c·kh·kw, n·oh·ow]`, from `x` `[n, K·c, h, w]`.
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 #[allow(clippy::too_many_arguments)]
 fn columns_kernel<F: Float>(
     x: &Tensor<F>,
@@ -60,7 +60,7 @@ fn columns_kernel<F: Float>(
 
 /// A thread per value of `dx` `[n, K·c, h, w]`: the sum of the values of `d` (the columns'
 /// shape) that read it, by kernel position.
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 #[allow(clippy::too_many_arguments)]
 fn columns_adjoint_kernel<F: Float>(
     d: &Tensor<F>,
@@ -186,4 +186,49 @@ impl FrColumns for CubeBackend {
         );
         dx
     }
+}
+
+/// The two kernels as a cohort of two copies of a 3 × 3 "same" layer of 3 channels launches
+/// them (2 samples of 8 × 8), for their CUDA source ([`super::cuda_source`]).
+#[cfg(feature = "cuda")]
+pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+    let cols = || d.tensor(&[2, 27, 128]);
+    let (n, m) = (2 * 27 * 128, 2 * 6 * 8 * 8);
+    vec![
+        Box::new(columns_kernel::create_dummy_kernel::<f32>(
+            d.props(),
+            d.target(),
+            d.count(n),
+            d.dim(),
+            d.tensor(&[2, 6, 8, 8]),
+            cols(),
+            3,
+            8,
+            8,
+            3,
+            3,
+            1,
+            1,
+            1,
+            1,
+            8,
+            64,
+        )),
+        Box::new(columns_adjoint_kernel::create_dummy_kernel::<f32>(
+            d.props(),
+            d.target(),
+            d.count(m),
+            d.dim(),
+            cols(),
+            d.tensor(&[2, 6, 8, 8]),
+            3,
+            3,
+            1,
+            1,
+            1,
+            1,
+            8,
+            8,
+        )),
+    ]
 }

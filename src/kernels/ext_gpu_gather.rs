@@ -14,7 +14,7 @@ use cubecl::{CubeDim, calculate_cube_count_elemwise};
 use super::ext_gather::FrGather;
 
 /// A thread per value of `out` (`[b, c, p]`).
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 fn gather_mapped<F: Float, I: Int>(
     src: &Tensor<F>,
     rows: &Tensor<I>,
@@ -99,4 +99,47 @@ impl FrGather for CubeBackend {
         }
         out
     }
+}
+
+/// The kernel as a batch of 4 CIFAR images is gathered (with i32 and with i64 indices), for its
+/// CUDA source ([`super::cuda_source`]).
+#[cfg(feature = "cuda")]
+pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+    let n = 4 * 3 * 1024;
+    let args = || {
+        (
+            d.tensor(&[100, 3, 1024]),
+            d.tensor(&[4]),
+            d.tensor(&[4, 1024]),
+            d.tensor(&[3]),
+            d.tensor(&[4, 3, 1024]),
+        )
+    };
+    let (a, b) = (args(), args());
+    vec![
+        Box::new(gather_mapped::create_dummy_kernel::<f32, i32>(
+            d.props(),
+            d.target(),
+            d.count(n),
+            d.dim(),
+            a.0,
+            a.1,
+            a.2,
+            a.3,
+            a.4,
+            4,
+        )),
+        Box::new(gather_mapped::create_dummy_kernel::<f32, i64>(
+            d.props(),
+            d.target(),
+            d.count(n),
+            d.dim(),
+            b.0,
+            b.1,
+            b.2,
+            b.3,
+            b.4,
+            4,
+        )),
+    ]
 }

@@ -31,7 +31,7 @@ fn sigmoid<F: Float>(z: F) -> F {
 /// (the previous hidden state times `wh`; unread at `t = 0`, whose state is zero), kept after
 /// activation in `gates`; the cell state in `cells`, the hidden state in `hs` and in `h` (the
 /// next step's product reads it whole).
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 fn lstm_step<F: Float>(
     xw: &Tensor<F>,
     hw: &Tensor<F>,
@@ -84,7 +84,7 @@ fn lstm_step<F: Float>(
 /// product that carries `dh` a step back reads it whole) and into `shifted`'s step `t − 1`
 /// (zero at the last step), whose product with the hidden states is the recurrent weights'
 /// gradient; leaves the cell's gradient for step `t − 1` in `dc`.
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 #[allow(clippy::too_many_arguments)]
 fn lstm_step_back<F: Float>(
     gates: &Tensor<F>,
@@ -341,4 +341,43 @@ impl FrRecurrent for CubeBackend {
     ) -> (CubeTensor, CubeTensor) {
         backward(wh, hs, gates, cells, dhs)
     }
+}
+
+/// The two kernels as a time step of 4 sequences of 80 characters of FedDyn's 100-unit layer
+/// launches them, for their CUDA source ([`super::cuda_source`]).
+#[cfg(feature = "cuda")]
+pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+    let (rows, len, hidden) = (4, 80, 100);
+    let seq = |w: usize| d.tensor(&[rows, len, w]);
+    let step = |w: usize| d.tensor(&[1, rows, w]);
+    vec![
+        Box::new(lstm_step::create_dummy_kernel::<f32>(
+            d.props(),
+            d.target(),
+            d.count(rows * hidden),
+            d.dim(),
+            seq(4 * hidden),
+            step(4 * hidden),
+            seq(4 * hidden),
+            seq(hidden),
+            seq(hidden),
+            step(hidden),
+            1,
+        )),
+        Box::new(lstm_step_back::create_dummy_kernel::<f32>(
+            d.props(),
+            d.target(),
+            d.count(rows * hidden),
+            d.dim(),
+            seq(4 * hidden),
+            seq(hidden),
+            seq(hidden),
+            step(hidden),
+            step(hidden),
+            seq(4 * hidden),
+            step(4 * hidden),
+            seq(4 * hidden),
+            1,
+        )),
+    ]
 }

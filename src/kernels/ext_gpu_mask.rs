@@ -26,7 +26,7 @@ fn mix(x: u32) -> u32 {
 }
 
 /// A thread per value of `out`, seen as `[outer, copies, per]`.
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 fn dropout_mask(
     seeds: &Tensor<f32>,
     out: &mut Tensor<f32>,
@@ -92,4 +92,23 @@ impl FrMask for CubeBackend {
         );
         out
     }
+}
+
+/// The kernel as 2 copies' masks of 64 values are drawn, for its CUDA source
+/// ([`super::cuda_source`]).
+#[cfg(feature = "cuda")]
+pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+    let m = Mask::new(0, 0.1);
+    vec![Box::new(dropout_mask::create_dummy_kernel(
+        d.props(),
+        d.target(),
+        d.count(128),
+        d.dim(),
+        d.tensor(&[8]),
+        d.tensor(&[2, 64]),
+        2,
+        64,
+        m.threshold(),
+        m.scale(),
+    ))]
 }

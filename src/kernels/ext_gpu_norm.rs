@@ -57,7 +57,7 @@ fn masked<F: Float>(dy: F, xh: F, gamma: F, beta: F, #[comptime] relu: bool) -> 
 
 /// A cube per (sample, group) block of `cpg · plane` contiguous values (NCHW): its mean and
 /// `1/σ` into `stats`, its output into `y`.
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 #[allow(clippy::too_many_arguments)]
 fn gn_forward<F: Float>(
     x: &Tensor<F>,
@@ -114,7 +114,7 @@ fn gn_forward<F: Float>(
 
 /// The input's gradient, a cube per (sample, group): `1/σ·(d − mean(d) − x̂·mean(d·x̂))` with
 /// `d = dy'·γ` (`dy'` masked by the ReLU).
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 #[allow(clippy::too_many_arguments)]
 fn gn_backward_x<F: Float>(
     x: &Tensor<F>,
@@ -161,7 +161,7 @@ fn gn_backward_x<F: Float>(
 }
 
 /// γ's and β's gradients, a cube per channel: `Σ dy'·x̂` and `Σ dy'` over the batch and the map.
-#[cube(launch)]
+#[cube(launch, create_dummy_kernel)]
 #[allow(clippy::too_many_arguments)]
 fn gn_backward_affine<F: Float>(
     x: &Tensor<F>,
@@ -320,4 +320,71 @@ impl FrNorm for CubeBackend {
         );
         (dx, dgamma, dbeta)
     }
+}
+
+/// The three kernels as ResNet-18's first GroupNorm launches them at batch 2 (64 channels in 2
+/// groups, 32 × 32 maps), with and without the ReLU, for their CUDA source
+/// ([`super::cuda_source`]).
+#[cfg(feature = "cuda")]
+pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+    let (n, c, groups, plane) = (2, 64, 2, 1024);
+    let x = || d.tensor(&[n, c, 32, 32]);
+    let (ch, stats) = (|| d.tensor(&[c]), || d.tensor(&[2 * n * groups]));
+    let dim = CubeDim::new_1d(THREADS as u32);
+    let mut kernels: Vec<Box<dyn cubecl::CubeKernel>> = Vec::new();
+    for relu in [false, true] {
+        kernels.push(Box::new(gn_forward::create_dummy_kernel::<f32>(
+            d.props(),
+            d.target(),
+            cubes(n * groups),
+            dim,
+            x(),
+            ch(),
+            ch(),
+            x(),
+            stats(),
+            c / groups,
+            plane,
+            groups,
+            1e-5,
+            n * groups,
+            relu,
+        )));
+        kernels.push(Box::new(gn_backward_x::create_dummy_kernel::<f32>(
+            d.props(),
+            d.target(),
+            cubes(n * groups),
+            dim,
+            x(),
+            stats(),
+            ch(),
+            ch(),
+            x(),
+            x(),
+            c / groups,
+            plane,
+            groups,
+            n * groups,
+            relu,
+        )));
+        kernels.push(Box::new(gn_backward_affine::create_dummy_kernel::<f32>(
+            d.props(),
+            d.target(),
+            cubes(c),
+            dim,
+            x(),
+            stats(),
+            ch(),
+            ch(),
+            x(),
+            ch(),
+            ch(),
+            n,
+            c,
+            c / groups,
+            plane,
+            relu,
+        )));
+    }
+    kernels
 }

@@ -15,6 +15,8 @@
 //!   columns and the columns' adjoint one kernel each (`ext_columns.rs`, `ext_gpu_columns.rs`;
 //!   flex too), and index ranges uploaded once ([`range`]);
 //! - device work recorded once as a graph and replayed (`capture.rs`, `run.graph`);
+//! - fedrun's own kernels as CUDA C++ with no GPU, for a check before a GPU's minutes are spent
+//!   (`cuda_source.rs`);
 //! - a GPU device's memory: its largest buffer, its capacity and what the process reserves
 //!   (`gpu_memory.rs`).
 //!
@@ -30,6 +32,8 @@ mod conv_nchw;
 mod conv_nhwc;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod conv_precision;
+#[cfg(feature = "cuda")]
+pub mod cuda_source;
 pub mod dropout;
 mod exp;
 mod ext;
