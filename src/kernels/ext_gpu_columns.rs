@@ -191,7 +191,7 @@ impl FrColumns for CubeBackend {
 /// The two kernels as a cohort of two copies of a 3 × 3 "same" layer of 3 channels launches
 /// them (2 samples of 8 × 8), for their CUDA source ([`super::cuda_source`]).
 #[cfg(feature = "cuda")]
-pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+pub(super) fn dummies(d: &super::cuda_dummy::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
     let cols = || d.tensor(&[2, 27, 128]);
     let (n, m) = (2 * 27 * 128, 2 * 6 * 8 * 8);
     vec![

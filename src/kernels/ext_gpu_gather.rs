@@ -104,7 +104,7 @@ impl FrGather for CubeBackend {
 /// The kernel as a batch of 4 CIFAR images is gathered (with i32 and with i64 indices), for its
 /// CUDA source ([`super::cuda_source`]).
 #[cfg(feature = "cuda")]
-pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+pub(super) fn dummies(d: &super::cuda_dummy::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
     let n = 4 * 3 * 1024;
     let args = || {
         (

@@ -346,7 +346,7 @@ impl FrRecurrent for CubeBackend {
 /// The two kernels as a time step of 4 sequences of 80 characters of FedDyn's 100-unit layer
 /// launches them, for their CUDA source ([`super::cuda_source`]).
 #[cfg(feature = "cuda")]
-pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+pub(super) fn dummies(d: &super::cuda_dummy::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
     let (rows, len, hidden) = (4, 80, 100);
     let seq = |w: usize| d.tensor(&[rows, len, w]);
     let step = |w: usize| d.tensor(&[1, rows, w]);

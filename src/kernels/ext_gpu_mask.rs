@@ -97,7 +97,7 @@ impl FrMask for CubeBackend {
 /// The kernel as 2 copies' masks of 64 values are drawn, for its CUDA source
 /// ([`super::cuda_source`]).
 #[cfg(feature = "cuda")]
-pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+pub(super) fn dummies(d: &super::cuda_dummy::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
     let m = Mask::new(0, 0.1);
     vec![Box::new(dropout_mask::create_dummy_kernel(
         d.props(),

@@ -326,7 +326,7 @@ impl FrNorm for CubeBackend {
 /// groups, 32 × 32 maps), with and without the ReLU, for their CUDA source
 /// ([`super::cuda_source`]).
 #[cfg(feature = "cuda")]
-pub(super) fn dummies(d: &super::cuda_source::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
+pub(super) fn dummies(d: &super::cuda_dummy::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
     let (n, c, groups, plane) = (2, 64, 2, 1024);
     let x = || d.tensor(&[n, c, 32, 32]);
     let (ch, stats) = (|| d.tensor(&[c]), || d.tensor(&[2 * n * groups]));

@@ -16,7 +16,7 @@
 //!   flex too), and index ranges uploaded once ([`range`]);
 //! - device work recorded once as a graph and replayed (`capture.rs`, `run.graph`);
 //! - fedrun's own kernels as CUDA C++ with no GPU, for a check before a GPU's minutes are spent
-//!   (`cuda_source.rs`);
+//!   (`cuda_source.rs`, each kernel's launch arguments from `cuda_dummy.rs`);
 //! - a GPU device's memory: its largest buffer, its capacity and what the process reserves
 //!   (`gpu_memory.rs`).
 //!
@@ -32,6 +32,8 @@ mod conv_nchw;
 mod conv_nhwc;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod conv_precision;
+#[cfg(feature = "cuda")]
+mod cuda_dummy;
 #[cfg(feature = "cuda")]
 pub mod cuda_source;
 pub mod dropout;
