@@ -39,10 +39,10 @@
 //! machine. The files are the bytes an AVX-512 AMD EPYC of family 25 wrote, at its AVX-512 and
 //! AVX2 levels (`FEDRUN_SIMD`) alike, and an EPYC of family 26 writes them too at both levels
 //! (there the AVX2 level differed in the last digits until fedrun's products were summed in
-//! pieces that do not depend on the L1 cache: `kernels::gemm`), and so does an Intel Xeon of
-//! family 6 model 167 (AVX-512, 48 KiB L1d) at both levels; `FEDRUN_GOLDEN_EXACT=1` compares
-//! the bytes. `FEDRUN_BLESS=1` rewrites the files. The last test runs every test again at the
-//! SIMD level below the CPU's.
+//! pieces that do not depend on the L1 cache: `kernels::gemm`), and so do Intel Xeons of
+//! family 6 models 167 (AVX-512, 48 KiB L1d) and 207 at both levels; `FEDRUN_GOLDEN_EXACT=1`
+//! compares the bytes. `FEDRUN_BLESS=1` rewrites the files. The last test runs every test again
+//! at the SIMD level below the CPU's.
 
 mod common;
 
