@@ -55,6 +55,19 @@ fn fedruns_own_kernels_are_written_as_cuda_cpp() {
     // mask, GroupNorm's three (each with and without the ReLU: one name, two definitions)
     assert_eq!(sources.len(), 13, "kernels: {names:?}");
     assert_eq!(names.len(), 10, "one name a kernel and type: {names:?}");
+    // and no kernel of src/ is left out: each `#[cube(launch…)]` function is among them
+    let launched =
+        cube_launch_functions(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let defined: std::collections::BTreeSet<String> = sources
+        .iter()
+        .filter_map(|s| s.kernel.split('<').next()?.rsplit("::").nth(1))
+        .map(str::to_string)
+        .collect();
+    assert!(!launched.is_empty(), "no `#[cube(launch` found under src/");
+    assert_eq!(
+        launched, defined,
+        "src/'s launched kernels against those defined for CUDA"
+    );
     for s in &sources {
         let src = s
             .source
@@ -72,6 +85,33 @@ fn fedruns_own_kernels_are_written_as_cuda_cpp() {
             std::fs::write(&path, src).expect("FEDRUN_CUDA_SOURCES is a writable folder");
         }
     }
+}
+
+/// The name of every function under `dir` that carries `#[cube(launch…)]`.
+#[cfg(feature = "cuda")]
+fn cube_launch_functions(dir: std::path::PathBuf) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).expect("src/ is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            names.extend(cube_launch_functions(path));
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let mut after_attr = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with("#[cube(launch") {
+                after_attr = true;
+            } else if after_attr && let Some(rest) = line.strip_prefix("fn ") {
+                let end = rest.find(['<', '(']).unwrap_or(rest.len());
+                names.insert(rest[..end].to_string());
+                after_attr = false;
+            }
+        }
+    }
+    names
 }
 
 /// The same sources compiled to PTX for sm_90a by NVRTC, as cubecl-cuda compiles them on a

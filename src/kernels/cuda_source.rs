@@ -69,9 +69,9 @@ pub fn nvrtc_present() -> bool {
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
-/// `source` compiled by NVRTC to PTX for the compute capability [`ARCH`] (`sm_90a`, as cubecl-cuda compiles for a
-/// Hopper GPU), with CUDA's headers from `include` (cubecl-cuda passes its toolkit's); the PTX's
-/// size, or NVRTC's log.
+/// `source` compiled by NVRTC to PTX for the compute capability [`ARCH`] (`sm_90a`, as
+/// cubecl-cuda compiles for a Hopper GPU), with CUDA's headers from `include` (cubecl-cuda
+/// passes its toolkit's); the PTX's size, or NVRTC's log.
 pub fn nvrtc_ptx(source: &str, include: &std::path::Path) -> Result<usize, String> {
     use cudarc::nvrtc::result as nvrtc;
     let src = std::ffi::CString::new(source).map_err(|e| e.to_string())?;
