@@ -247,7 +247,7 @@ fn a_partition_file_of_another_client_count_is_refused() {
 
 /// FedACG's published IID split of CIFAR-10 (Python set literals) loads: 100 clients of 500.
 #[test]
-#[ignore = "needs FedACG's published splits in ../shared/data/partitions/fedacg/cifar10 or FEDRUN_PARTITIONS (CI: cargo test --release -- --ignored shared_)"]
+#[ignore = "needs FedACG's published splits in ../shared/data/partitions/fedacg/cifar10 or FEDRUN_PARTITIONS (cargo test --release -- --ignored shared_)"]
 fn shared_fedacg_published_iid_split_loads() {
     let dir = std::env::var("FEDRUN_PARTITIONS")
         .unwrap_or_else(|_| "../shared/data/partitions/fedacg/cifar10".into());
@@ -292,7 +292,7 @@ fn leaf_json_round_trip_and_corrupt_file() {
 
 /// The real LEAF sample (data beside the repository, never committed).
 #[test]
-#[ignore = "needs ../shared/data/shakespeare/leaf_partial_MAB-Shapley (CI: cargo test --release -- --ignored shared_)"]
+#[ignore = "needs ../shared/data/shakespeare/leaf_partial_MAB-Shapley (cargo test --release -- --ignored shared_)"]
 fn shared_leaf_sample_parses() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/data/shakespeare/leaf_partial_MAB-Shapley");
@@ -542,7 +542,7 @@ fn official_idx_loads(dir: &Path) {
 
 /// The real MNIST files beside the repository load with the official sizes.
 #[test]
-#[ignore = "needs ../shared/data/mnist (CI: cargo test --release -- --ignored shared_)"]
+#[ignore = "needs ../shared/data/mnist (cargo test --release -- --ignored shared_)"]
 fn shared_mnist_loads() {
     official_idx_loads(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist"));
 }
@@ -550,7 +550,7 @@ fn shared_mnist_loads() {
 /// Fashion-MNIST from Debian's `dataset-fashion-mnist` (its default location) loads with the
 /// official sizes.
 #[test]
-#[ignore = "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist; CI installs it and runs cargo test --release -- --ignored shared_)"]
+#[ignore = "needs Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist; CI installs it and runs the `shared_` tests)"]
 fn shared_fashion_mnist_loads() {
     official_idx_loads(Path::new("/usr/share/datasets/fashion-mnist"));
 }

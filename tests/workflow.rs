@@ -254,10 +254,16 @@ fn check_refuses_every_combination_that_cannot_run() {
             "model.kind = \"resnet18\"",
         ),
     ];
-    if !cfg!(feature = "wgpu") {
+    // a backend this build lacks (the test command's build has wgpu and cuda, not vulkan)
+    let missing = [
+        (cfg!(feature = "wgpu"), "run.backend=\"wgpu\""),
+        (cfg!(feature = "vulkan"), "run.backend=\"vulkan\""),
+        (cfg!(feature = "cuda"), "run.backend=\"cuda\""),
+    ];
+    if let Some(&(_, set)) = missing.iter().find(|(compiled, _)| !compiled) {
         cases.push((
             cifar.clone(),
-            "run.backend=\"wgpu\"",
+            set,
             "not compiled into this binary (build with `cargo build --release --features gpu`",
         ));
     }
