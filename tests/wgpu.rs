@@ -118,7 +118,7 @@ fn cube_launch_functions(dir: std::path::PathBuf) -> std::collections::BTreeSet<
 /// Hopper GPU. NVRTC is a library of CUDA's toolkit and needs no GPU: with pip's
 /// `nvidia-cuda-nvrtc-cu12` and `nvidia-cuda-runtime-cu12` (the headers), run
 /// `LD_LIBRARY_PATH=.../nvidia/cuda_nvrtc/lib FEDRUN_CUDA_INCLUDE=.../nvidia/cuda_runtime/include
-/// cargo test --release --features wgpu,cuda,fusion --test wgpu -- --ignored nvrtc`.
+/// cargo test --profile ci --features wgpu,cuda,fusion --test wgpu -- --ignored nvrtc`.
 #[test]
 #[cfg(feature = "cuda")]
 #[ignore = "needs NVRTC (libnvrtc.so.12 on the loader's path) and CUDA's headers (FEDRUN_CUDA_INCLUDE)"]
