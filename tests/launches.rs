@@ -4,12 +4,13 @@
 #![cfg(all(feature = "wgpu", not(feature = "vulkan")))]
 
 /// The kernels one forward and backward of the character LSTM launch on a GPU backend, counted
-/// on lavapipe: with fedrun's layer each further time step of each layer costs four (two each
-/// way), and the whole pass several times fewer than the step-by-step form on burn's ops
-/// (`run.kernels = "burn"`: a product and the gates' activations per step). A layer that fell
-/// back to burn's ops, or a step that launched a kernel per gate, fails it.
+/// on lavapipe: with fedrun's layer (the whole recurrence one launch each way) a sequence twice
+/// as long launches no more kernels, and the whole pass several times fewer than the
+/// step-by-step form on burn's ops (`run.kernels = "burn"`: a product and the gates'
+/// activations per step). A layer that fell back to burn's ops, or that launched anything per
+/// time step, fails it.
 #[test]
-fn the_gpu_lstm_launches_two_kernels_a_step_each_way() {
+fn the_gpu_lstm_launches_as_many_kernels_at_any_length() {
     use burn::tensor::{Distribution, Tensor};
     use fedrun::config::{ModelKind, ModelSpec};
     use fedrun::fl::engine::launches::count;
@@ -42,14 +43,17 @@ fn the_gpu_lstm_launches_two_kernels_a_step_each_way() {
         n.expect("wgpu counts its launches")
     };
     let (short, long) = (launches(Kernels::Fedrun, 20), launches(Kernels::Fedrun, 40));
-    let more = (20 * layers) as u64;
+    // fusion groups the rest of the model a little otherwise at other sizes (74 at 40
+    // characters against 76 at 20, lavapipe, 2026-12-06); a launch a time step would add 40
     assert!(
-        long - short <= 4 * more,
-        "{} launches for {more} more layer steps",
-        long - short
+        long <= short + 4,
+        "{long} launches at 40 characters, {short} at 20 ({layers} layers)"
     );
     let burns = launches(Kernels::Burn, 40);
     assert!(3 * long <= burns, "{long} launches against burn's {burns}");
+    println!(
+        "the character LSTM's forward and backward: {long} launches at 40 characters, {short} at 20; burn's ops {burns}"
+    );
     the_copies_convolution_launches_as_many_kernels_at_any_k(&dev);
 }
 

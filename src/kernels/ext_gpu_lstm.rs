@@ -1,14 +1,22 @@
 //! fedrun's LSTM layer on the GPU backends (cubecl's runtimes: wgpu, Vulkan, CUDA), the `Cube`
-//! side of [`super::ext_lstm::FrRecurrent`]. A time step is two launches forward (the hidden
-//! state's product with the recurrent weights, then one kernel for the whole cell: the four
-//! gates' activations, the cell and hidden states) and two backward (one kernel for the cell's
-//! gradients, then the product that carries the hidden state's gradient a step back); the
-//! recurrent weights' gradient is one product over all steps at the end. Built from burn's ops,
-//! the same step is a few dozen launches each way (docs/PERFORMANCE.md).
+//! side of [`super::ext_lstm::FrRecurrent`]. The whole recurrence is one launch each way: a cube
+//! per sequence runs every time step in turn, a unit per hidden unit (looping past the cube's
+//! size), and its units meet at a barrier between steps, since a step reads the whole previous
+//! hidden state (forward) or the whole gate gradient (backward) of its own sequence and no
+//! other's. The recurrent weights' gradient is one product over all steps at the end. A
+//! sequence's steps never wait on another sequence, so nothing crosses cubes. Built from burn's
+//! ops, a time step is a few dozen launches each way; as a product and a cell kernel a step, it
+//! is four (docs/PERFORMANCE.md compares them).
 //!
 //! The layer takes `xw` (`[rows, len, 4·hidden]`, the input projections with the biases, gates
 //! i, f, g, o) and `wh` (`[hidden, 4·hidden]`), or a stack of copies (`[K, rows, len, 4·hidden]`
-//! and `[K, hidden, 4·hidden]`): the rows of every copy run in the same launches.
+//! and `[K, hidden, 4·hidden]`): every sequence of every copy runs in the same launch, each
+//! reading its copy's weights.
+//!
+//! Each gate's recurrent term is summed over the hidden units in order, `Σ_k h_k·w_kj`, then
+//! added to `xw`'s (and the carried hidden gradient `Σ_m dz_m·w_jm` in order), so a sequence's
+//! values do not depend on how many sequences or copies share the launch: a cohort's copy gives
+//! the values of the same client alone, bit for bit.
 
 use burn::backend::ops::FloatTensorOps;
 use burn::backend::{DType, Shape, TensorMetadata};
@@ -17,100 +25,164 @@ use burn_cubecl::cubecl;
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
+use cubecl::CubeDim;
 use cubecl::prelude::*;
-use cubecl::{CubeDim, calculate_cube_count_elemwise};
 
 use super::ext_lstm::FrRecurrent;
+
+/// The most units a cube of the layer's kernels has (a hidden layer wider loops over it).
+const MAX_THREADS: usize = 256;
 
 #[cube]
 fn sigmoid<F: Float>(z: F) -> F {
     F::new(1.0) / (F::new(1.0) + F::exp(-z))
 }
 
-/// Step `t` of the layer, a thread per (row, unit): the gates from `xw`'s step `t` plus `hw`
-/// (the previous hidden state times `wh`; unread at `t = 0`, whose state is zero), kept after
-/// activation in `gates`; the cell state in `cells`, the hidden state in `hs` and in `h` (the
-/// next step's product reads it whole).
+/// The layer forward, a cube per sequence (`seqs` of them, `rows` a copy) and a unit per hidden
+/// unit `j`: at each step `t` the gates from `xw`'s step `t` plus `Σ_k h_{t−1,k}·wh_{k,·}` (the
+/// previous hidden state, read from `hs`; none at `t = 0`, whose state is zero), kept after
+/// activation in `gates`; the cell state in `cells`, the hidden state in `hs`. The cube's units
+/// meet after each step, before the next reads the hidden state they wrote.
 #[cube(launch, create_dummy_kernel)]
-fn lstm_step<F: Float>(
+#[allow(clippy::too_many_arguments)]
+fn lstm_forward<F: Float>(
     xw: &Tensor<F>,
-    hw: &Tensor<F>,
+    wh: &Tensor<F>,
     gates: &mut Tensor<F>,
     cells: &mut Tensor<F>,
     hs: &mut Tensor<F>,
-    h: &mut Tensor<F>,
-    t: usize,
+    rows: usize,
+    seqs: usize,
 ) {
-    let (rows, len, hidden) = (hs.shape(0), hs.shape(1), hs.shape(2));
-    if ABSOLUTE_POS >= rows * hidden {
+    let r = CUBE_POS;
+    if r >= seqs {
         terminate!();
     }
-    let (r, j) = (ABSOLUTE_POS / hidden, ABSOLUTE_POS % hidden);
-    let g = (r * len + t) * 4 * hidden + j;
-    let at = (r * len + t) * hidden + j;
-    let mut zi = xw[g];
-    let mut zf = xw[g + hidden];
-    let mut zg = xw[g + 2 * hidden];
-    let mut zo = xw[g + 3 * hidden];
-    let mut before = F::new(0.0);
-    if t > 0 {
-        let q = r * 4 * hidden + j;
-        zi += hw[q];
-        zf += hw[q + hidden];
-        zg += hw[q + 2 * hidden];
-        zo += hw[q + 3 * hidden];
-        before = cells[at - hidden];
+    let (len, hidden) = (hs.shape(1), hs.shape(2));
+    let w0 = (r / rows) * hidden * 4 * hidden;
+    let step = CUBE_DIM as usize;
+    let mut t = 0;
+    while t < len {
+        let mut j = UNIT_POS as usize;
+        while j < hidden {
+            let g = (r * len + t) * 4 * hidden + j;
+            let at = (r * len + t) * hidden + j;
+            let (mut ai, mut af, mut ag, mut ao) =
+                (F::new(0.0), F::new(0.0), F::new(0.0), F::new(0.0));
+            let mut before = F::new(0.0);
+            if t > 0 {
+                let prev = at - j - hidden;
+                let mut k = 0;
+                while k < hidden {
+                    let hk = hs[prev + k];
+                    let w = w0 + k * 4 * hidden + j;
+                    ai += hk * wh[w];
+                    af += hk * wh[w + hidden];
+                    ag += hk * wh[w + 2 * hidden];
+                    ao += hk * wh[w + 3 * hidden];
+                    k += 1;
+                }
+                before = cells[at - hidden];
+            }
+            let i = sigmoid::<F>(xw[g] + ai);
+            let f = sigmoid::<F>(xw[g + hidden] + af);
+            let c = F::tanh(xw[g + 2 * hidden] + ag);
+            let o = sigmoid::<F>(xw[g + 3 * hidden] + ao);
+            let cell = f * before + i * c;
+            gates[g] = i;
+            gates[g + hidden] = f;
+            gates[g + 2 * hidden] = c;
+            gates[g + 3 * hidden] = o;
+            cells[at] = cell;
+            hs[at] = o * F::tanh(cell);
+            j += step;
+        }
+        // the step's hidden state, written to storage, is what every unit reads next
+        sync_storage();
+        t += 1;
     }
-    let (i, f, c, o) = (
-        sigmoid::<F>(zi),
-        sigmoid::<F>(zf),
-        F::tanh(zg),
-        sigmoid::<F>(zo),
-    );
-    let cell = f * before + i * c;
-    let out = o * F::tanh(cell);
-    gates[g] = i;
-    gates[g + hidden] = f;
-    gates[g + 2 * hidden] = c;
-    gates[g + 3 * hidden] = o;
-    cells[at] = cell;
-    hs[at] = out;
-    h[r * hidden + j] = out;
 }
 
-/// The backward of step `t`, a thread per (row, unit): the hidden state's gradient is `dhs`'s
-/// step `t` plus `dh` (carried from step `t + 1`; unread at the last step), the cell's is `dc`'s
-/// (the same); writes the gates' pre-activation gradients into `dxw`'s step `t`, into `dg` (the
-/// product that carries `dh` a step back reads it whole) and into `shifted`'s step `t − 1`
-/// (zero at the last step), whose product with the hidden states is the recurrent weights'
-/// gradient; leaves the cell's gradient for step `t − 1` in `dc`.
+/// The layer backward, a cube per sequence and a unit per hidden unit `j`, steps from the last:
+/// the hidden state's gradient is `dhs`'s step `t` plus the one carried from step `t + 1`, the
+/// cell's the one carried (none at the last step); writes the gates' pre-activation gradients
+/// `dz` into `dxw`'s step `t` and into `shifted`'s step `t − 1` (zero at the last step), whose
+/// product with the hidden states is the recurrent weights' gradient. After the cube's units
+/// meet, each carries its unit's hidden gradient a step back, `Σ_m dz_m·wt_{m,j}` (`wt` is
+/// `wh` transposed, `[K, 4·hidden, hidden]`), in `carry` (`[seqs, 2, hidden]`: the hidden
+/// gradient, then the cell's), which only that unit reads.
 #[cube(launch, create_dummy_kernel)]
 #[allow(clippy::too_many_arguments)]
-fn lstm_step_back<F: Float>(
+fn lstm_backward<F: Float>(
+    wt: &Tensor<F>,
     gates: &Tensor<F>,
     cells: &Tensor<F>,
     dhs: &Tensor<F>,
-    dh: &Tensor<F>,
-    dc: &mut Tensor<F>,
     dxw: &mut Tensor<F>,
-    dg: &mut Tensor<F>,
     shifted: &mut Tensor<F>,
-    t: usize,
+    carry: &mut Tensor<F>,
+    rows: usize,
+    seqs: usize,
 ) {
-    let (rows, len, hidden) = (cells.shape(0), cells.shape(1), cells.shape(2));
-    if ABSOLUTE_POS >= rows * hidden {
+    let r = CUBE_POS;
+    if r >= seqs {
         terminate!();
     }
-    let (r, j) = (ABSOLUTE_POS / hidden, ABSOLUTE_POS % hidden);
+    let (len, hidden) = (cells.shape(1), cells.shape(2));
+    let w0 = (r / rows) * hidden * 4 * hidden;
+    let step = CUBE_DIM as usize;
+    let mut t = len;
+    while t > 0 {
+        t -= 1;
+        let mut j = UNIT_POS as usize;
+        while j < hidden {
+            cell_backward::<F>(gates, cells, dhs, dxw, shifted, carry, r, t, j);
+            j += step;
+        }
+        // the step's gate gradients, written to storage, are what every unit reads next
+        sync_storage();
+        if t > 0 {
+            let g0 = (r * len + t) * 4 * hidden;
+            let mut j = UNIT_POS as usize;
+            while j < hidden {
+                let mut acc = F::new(0.0);
+                let mut m = 0;
+                while m < 4 * hidden {
+                    acc += dxw[g0 + m] * wt[w0 + m * hidden + j];
+                    m += 1;
+                }
+                carry[2 * r * hidden + j] = acc;
+                j += step;
+            }
+        }
+    }
+}
+
+/// Step `t`'s cell backward for sequence `r`'s unit `j` ([`lstm_backward`]): its four gate
+/// gradients into `dxw` and `shifted`, the cell's gradient for step `t − 1` into `carry`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn cell_backward<F: Float>(
+    gates: &Tensor<F>,
+    cells: &Tensor<F>,
+    dhs: &Tensor<F>,
+    dxw: &mut Tensor<F>,
+    shifted: &mut Tensor<F>,
+    carry: &mut Tensor<F>,
+    r: usize,
+    t: usize,
+    j: usize,
+) {
+    let (len, hidden) = (cells.shape(1), cells.shape(2));
     let g = (r * len + t) * 4 * hidden + j;
     let at = (r * len + t) * hidden + j;
-    let mine = r * hidden + j;
+    let (mine_h, mine_c) = (2 * r * hidden + j, (2 * r + 1) * hidden + j);
     let last = t + 1 == len;
     let mut dht = dhs[at];
     let mut dct = F::new(0.0);
     if !last {
-        dht += dh[mine];
-        dct = dc[mine];
+        dht += carry[mine_h];
+        dct = carry[mine_c];
     }
     let mut before = F::new(0.0);
     if t > 0 {
@@ -129,16 +201,11 @@ fn lstm_step_back<F: Float>(
     let dzf = dct * before * f * (one - f);
     let dzg = dct * i * (one - c * c);
     let dzo = dht * tc * o * (one - o);
-    dc[mine] = dct * f;
+    carry[mine_c] = dct * f;
     dxw[g] = dzi;
     dxw[g + hidden] = dzf;
     dxw[g + 2 * hidden] = dzg;
     dxw[g + 3 * hidden] = dzo;
-    let q = r * 4 * hidden + j;
-    dg[q] = dzi;
-    dg[q + hidden] = dzf;
-    dg[q + 2 * hidden] = dzg;
-    dg[q + 3 * hidden] = dzo;
     if t > 0 {
         let p = g - 4 * hidden;
         shifted[p] = dzi;
@@ -181,6 +248,11 @@ impl Dims {
         }
     }
 
+    /// The sequences of every copy.
+    fn seqs(&self) -> usize {
+        self.copies * self.rows
+    }
+
     /// `[K, rows·a, b]`, the copies' products' shape.
     fn per_copy(&self, a: usize, b: usize) -> Shape {
         Shape::from(vec![self.copies, self.rows * a, b])
@@ -188,15 +260,23 @@ impl Dims {
 
     /// `[K·rows, len, w]`, the kernels' view of a sequence tensor.
     fn seq(&self, w: usize) -> Shape {
-        Shape::from(vec![self.copies * self.rows, self.len, w])
+        Shape::from(vec![self.seqs(), self.len, w])
     }
 
-    /// The launch geometry: a thread per (row, unit).
-    fn launch(&self, like: &CubeTensor) -> (CubeCount, CubeDim) {
-        let n = self.copies * self.rows * self.hidden;
-        let dim = CubeDim::new(&like.client, n);
-        (calculate_cube_count_elemwise(&like.client, n, dim), dim)
+    /// The launch geometry: a cube per sequence, a unit per hidden unit up to
+    /// [`MAX_THREADS`] (whole planes of 32).
+    fn launch(&self) -> (CubeCount, CubeDim) {
+        let units = self.hidden.div_ceil(32).clamp(1, MAX_THREADS / 32) * 32;
+        (cubes(self.seqs()), CubeDim::new_1d(units as u32))
     }
+}
+
+/// `n` cubes (at least), in two dimensions past the 65,535 a dimension may hold; the kernels
+/// end the cubes past `n`.
+fn cubes(n: usize) -> CubeCount {
+    const MAX: usize = 65_535;
+    let (x, y) = (n.min(MAX), n.div_ceil(MAX).max(1));
+    CubeCount::Static(x as u32, y as u32, 1)
 }
 
 /// A new contiguous f32 tensor of `shape` beside `like`.
@@ -229,26 +309,20 @@ fn forward(xw: CubeTensor, wh: CubeTensor) -> (CubeTensor, CubeTensor, CubeTenso
         alloc(&xw, d.seq(4 * d.hidden)),
         alloc(&xw, d.seq(d.hidden)),
     );
-    let (count, dim) = d.launch(&xw);
-    let mut hw = xw.clone();
-    for t in 0..d.len {
-        let h = alloc(&xw, d.per_copy(1, d.hidden));
-        lstm_step::launch::<f32>(
-            &xw.client,
-            count.clone(),
-            dim,
-            xw.clone().into_tensor_arg(),
-            hw.clone().into_tensor_arg(),
-            gates.clone().into_tensor_arg(),
-            cells.clone().into_tensor_arg(),
-            hs.clone().into_tensor_arg(),
-            h.clone().into_tensor_arg(),
-            t,
-        );
-        if t + 1 < d.len {
-            hw = into_contiguous(CubeBackend::float_matmul(h, wh.clone()));
-        }
-    }
+    let (count, dim) = d.launch();
+    let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
+    lstm_forward::launch::<f32>(
+        &xw.client,
+        count,
+        dim,
+        arg(&xw),
+        arg(&wh),
+        arg(&gates),
+        arg(&cells),
+        arg(&hs),
+        d.rows,
+        d.seqs(),
+    );
     // shaped as `xw` and the hidden states (as the fused backend's metadata says)
     (
         CubeBackend::float_reshape(hs, out_shape.clone()),
@@ -280,40 +354,33 @@ fn backward(
         *last *= 4;
     }
     let wh = reshape(wh, Shape::from(vec![d.copies, d.hidden, 4 * d.hidden]));
-    let wt = CubeBackend::float_transpose(wh);
+    let wt = into_contiguous(CubeBackend::float_transpose(wh));
     let dhs = reshape(dhs, d.seq(d.hidden));
     let (gates, cells) = (
         reshape(gates, d.seq(4 * d.hidden)),
         reshape(cells, d.seq(d.hidden)),
     );
-    let (dxw, shifted, dc) = (
+    let (dxw, shifted, carry) = (
         alloc(&dhs, d.seq(4 * d.hidden)),
         alloc(&dhs, d.seq(4 * d.hidden)),
-        alloc(&dhs, d.per_copy(1, d.hidden)),
+        alloc(&dhs, Shape::from(vec![d.seqs(), 2, d.hidden])),
     );
-    let (count, dim) = d.launch(&dhs);
-    let mut dh = dhs.clone();
-    for t in (0..d.len).rev() {
-        let dg = alloc(&dhs, d.per_copy(1, 4 * d.hidden));
-        lstm_step_back::launch::<f32>(
-            &dhs.client,
-            count.clone(),
-            dim,
-            gates.clone().into_tensor_arg(),
-            cells.clone().into_tensor_arg(),
-            dhs.clone().into_tensor_arg(),
-            dh.into_tensor_arg(),
-            dc.clone().into_tensor_arg(),
-            dxw.clone().into_tensor_arg(),
-            dg.clone().into_tensor_arg(),
-            shifted.clone().into_tensor_arg(),
-            t,
-        );
-        dh = match t {
-            0 => dhs.clone(),
-            _ => into_contiguous(CubeBackend::float_matmul(dg, wt.clone())),
-        };
-    }
+    let (count, dim) = d.launch();
+    let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
+    lstm_backward::launch::<f32>(
+        &dhs.client,
+        count,
+        dim,
+        arg(&wt),
+        arg(&gates),
+        arg(&cells),
+        arg(&dhs),
+        arg(&dxw),
+        arg(&shifted),
+        arg(&carry),
+        d.rows,
+        d.seqs(),
+    );
     // Σ_t h_{t−1}ᵀ·dg_t: the hidden states against the gradients shifted a step back
     let hs = reshape(hs, d.per_copy(d.len, d.hidden));
     let shifted = CubeBackend::float_reshape(shifted, d.per_copy(d.len, 4 * d.hidden));
@@ -343,41 +410,47 @@ impl FrRecurrent for CubeBackend {
     }
 }
 
-/// The two kernels as a time step of 4 sequences of 80 characters of FedDyn's 100-unit layer
-/// launches them, for their CUDA source ([`super::cuda_source`]).
+/// The two kernels as 4 sequences of 80 characters of FedDyn's 100-unit layer launch them, for
+/// their CUDA source ([`super::cuda_source`]).
 #[cfg(feature = "cuda")]
 pub(super) fn dummies(d: &super::cuda_dummy::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
     let (rows, len, hidden) = (4, 80, 100);
     let seq = |w: usize| d.tensor(&[rows, len, w]);
-    let step = |w: usize| d.tensor(&[1, rows, w]);
+    let (count, dim) = Dims {
+        copies: 1,
+        rows,
+        len,
+        hidden,
+    }
+    .launch();
     vec![
-        Box::new(lstm_step::create_dummy_kernel::<f32>(
+        Box::new(lstm_forward::create_dummy_kernel::<f32>(
             d.props(),
             d.target(),
-            d.count(rows * hidden),
-            d.dim(),
+            count.clone(),
+            dim,
             seq(4 * hidden),
-            step(4 * hidden),
+            d.tensor(&[1, hidden, 4 * hidden]),
             seq(4 * hidden),
             seq(hidden),
             seq(hidden),
-            step(hidden),
-            1,
+            rows,
+            rows,
         )),
-        Box::new(lstm_step_back::create_dummy_kernel::<f32>(
+        Box::new(lstm_backward::create_dummy_kernel::<f32>(
             d.props(),
             d.target(),
-            d.count(rows * hidden),
-            d.dim(),
+            count,
+            dim,
+            d.tensor(&[1, 4 * hidden, hidden]),
             seq(4 * hidden),
             seq(hidden),
             seq(hidden),
-            step(hidden),
-            step(hidden),
             seq(4 * hidden),
-            step(4 * hidden),
             seq(4 * hidden),
-            1,
+            d.tensor(&[rows, 2, hidden]),
+            rows,
+            rows,
         )),
     ]
 }

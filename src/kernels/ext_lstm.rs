@@ -1,6 +1,6 @@
 //! fedrun's LSTM layer as a burn backend extension, beside [`super::ext`] and
 //! [`super::ext_act`]: the flex side runs [`super::lstm`] on the tensors' memory, the GPU side
-//! (cubecl's runtimes) two launches a time step each way (`ext_gpu_lstm.rs`); the autodiff side
+//! (cubecl's runtimes) one launch a layer each way (`ext_gpu_lstm.rs`); the autodiff side
 //! records the whole recurrence as one node that keeps the gates, the cell states and the
 //! output for its backward pass through time.
 
