@@ -51,9 +51,10 @@ fn cuda_and_flex_train_alike() {
 fn fedruns_own_kernels_are_written_as_cuda_cpp() {
     let sources = fedrun::kernels::cuda_source::cuda_sources();
     let names: std::collections::BTreeSet<_> = sources.iter().map(|s| s.kernel.clone()).collect();
-    // the columns and their adjoint, the gather (two index types), the LSTM layer both ways, the
-    // mask, GroupNorm's three (each with and without the ReLU: one name, two definitions)
-    assert_eq!(sources.len(), 13, "kernels: {names:?}");
+    // the columns and their adjoint, the gather (two index types), the LSTM layer both ways
+    // (each with one sequence a cube and eight: one name, two definitions), the mask,
+    // GroupNorm's three (each with and without the ReLU)
+    assert_eq!(sources.len(), 15, "kernels: {names:?}");
     assert_eq!(names.len(), 10, "one name a kernel and type: {names:?}");
     // and no kernel of src/ is left out: each `#[cube(launch…)]` function is among them
     let launched =
@@ -584,11 +585,12 @@ fn lstm_by_steps(
 }
 
 /// fedrun's LSTM layer on a GPU backend (the whole recurrence one launch each way, a cube per
-/// sequence) computes the recurrence and both its gradients as burn's ops do step by step, for
-/// a layer narrower than a cube and one wider (300 units: each unit of the cube takes two), alone
-/// and as a stack of copies with their own weights; a copy in the stack gives the bits of the
-/// same layer alone. A wrong gate, a lost cell or hidden carry, a step that read the hidden state
-/// before every unit wrote it, or a copy reading another's weights fails it.
+/// few sequences) computes the recurrence and both its gradients as burn's ops do step by step,
+/// for a layer narrower than a cube and one wider (300 units: each unit of the cube takes two),
+/// for cubes of one sequence and of several, alone and as a stack of copies with their own
+/// weights; a copy in the stack gives the bits of the same layer alone. A wrong gate, a lost
+/// cell or hidden carry, a step that read the hidden state before every unit wrote it, a cube
+/// that ran a sequence of the next cube or copy, or a copy reading another's weights fails it.
 #[test]
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]
 fn the_gpu_lstm_layer_is_the_step_by_step_recurrence() {
@@ -597,6 +599,9 @@ fn the_gpu_lstm_layer_is_the_step_by_step_recurrence() {
         .0;
     lstm_layer_against_burns_ops(&dev, 3, 5, 6);
     lstm_layer_against_burns_ops(&dev, 2, 4, 300);
+    // 201 sequences run two a cube alone and four a cube as two copies, the last cube of each
+    // copy with one: the same bits either way
+    lstm_layer_against_burns_ops(&dev, 201, 3, 6);
 }
 
 #[cfg(all(feature = "wgpu", not(feature = "vulkan")))]

@@ -33,16 +33,44 @@ use super::ext_lstm::FrRecurrent;
 /// The most units a cube of the layer's kernels has (a hidden layer wider loops over it).
 const MAX_THREADS: usize = 256;
 
+/// The most sequences a cube runs, each recurrent weight read once for all of them: a cube
+/// runs 1, 2, 4 or 8, the most that leaves at least [`MIN_CUBES`] cubes (an H100 has 132
+/// multiprocessors). A training step's 50 sequences run one a cube; an evaluation batch of
+/// 1,000, 8 a cube. A sequence's sums are the same whatever the count.
+const MAX_PER_CUBE: usize = 8;
+
+/// See [`MAX_PER_CUBE`].
+const MIN_CUBES: usize = 96;
+
 #[cube]
 fn sigmoid<F: Float>(z: F) -> F {
     F::new(1.0) / (F::new(1.0) + F::exp(-z))
 }
 
-/// The layer forward, a cube per sequence (`seqs` of them, `rows` a copy) and a unit per hidden
-/// unit `j`: at each step `t` the gates from `xw`'s step `t` plus `Σ_k h_{t−1,k}·wh_{k,·}` (the
-/// previous hidden state, read from `hs`; none at `t = 0`, whose state is zero), kept after
-/// activation in `gates`; the cell state in `cells`, the hidden state in `hs`. The cube's units
-/// meet after each step, before the next reads the hidden state they wrote.
+/// The sequences of cube `cube` when each holds up to `per` of a copy's `rows` sequences:
+/// `(first, end, w0)`, its first sequence, one past its copy's last (a cube's sequences from
+/// `first` up to `end` are its own) and where its copy's recurrent weights start.
+#[cube]
+fn cube_seqs(
+    cube: usize,
+    rows: usize,
+    hidden: usize,
+    #[comptime] per: usize,
+) -> (usize, usize, usize) {
+    // spelled out: a cube function's integers have no `div_ceil`
+    #[allow(clippy::manual_div_ceil)]
+    let per_copy = (rows + per - 1) / per;
+    let copy = cube / per_copy;
+    let first = copy * rows + (cube % per_copy) * per;
+    (first, copy * rows + rows, copy * hidden * 4 * hidden)
+}
+
+/// The layer forward, a cube per `per` sequences of a copy and a unit per hidden unit `j`: at
+/// each step `t` the gates from `xw`'s step `t` plus `Σ_k h_{t−1,k}·wh_{k,·}` (the previous
+/// hidden state, read from `hs`; none at `t = 0`, whose state is zero), summed in `k`'s order
+/// for each sequence (each weight read once for the cube's sequences), kept after activation in
+/// `gates`; the cell state in `cells`, the hidden state in `hs`. The cube's units meet after
+/// each step, before the next reads the hidden state they wrote.
 #[cube(launch, create_dummy_kernel)]
 #[allow(clippy::too_many_arguments)]
 fn lstm_forward<F: Float>(
@@ -52,50 +80,50 @@ fn lstm_forward<F: Float>(
     cells: &mut Tensor<F>,
     hs: &mut Tensor<F>,
     rows: usize,
-    seqs: usize,
+    cubes: usize,
+    #[comptime] per: usize,
 ) {
-    let r = CUBE_POS;
-    if r >= seqs {
+    if CUBE_POS >= cubes {
         terminate!();
     }
     let (len, hidden) = (hs.shape(1), hs.shape(2));
-    let w0 = (r / rows) * hidden * 4 * hidden;
-    let step = CUBE_DIM as usize;
+    let (first, end, w0) = cube_seqs(CUBE_POS, rows, hidden, per);
     let mut t = 0;
     while t < len {
         let mut j = UNIT_POS as usize;
         while j < hidden {
-            let g = (r * len + t) * 4 * hidden + j;
-            let at = (r * len + t) * hidden + j;
-            let (mut ai, mut af, mut ag, mut ao) =
-                (F::new(0.0), F::new(0.0), F::new(0.0), F::new(0.0));
-            let mut before = F::new(0.0);
+            let mut acc = Array::<F>::new(comptime!(4 * per));
+            #[unroll]
+            for q in 0..comptime!(4 * per) {
+                acc[q] = F::new(0.0);
+            }
             if t > 0 {
-                let prev = at - j - hidden;
                 let mut k = 0;
                 while k < hidden {
-                    let hk = hs[prev + k];
                     let w = w0 + k * 4 * hidden + j;
-                    ai += hk * wh[w];
-                    af += hk * wh[w + hidden];
-                    ag += hk * wh[w + 2 * hidden];
-                    ao += hk * wh[w + 3 * hidden];
+                    let (wi, wf) = (wh[w], wh[w + hidden]);
+                    let (wg, wo) = (wh[w + 2 * hidden], wh[w + 3 * hidden]);
+                    #[unroll]
+                    for s in 0..per {
+                        // a cube past its copy's last sequence reads that one, and writes nothing
+                        let r = min(first + s, end - 1);
+                        let hk = hs[(r * len + t - 1) * hidden + k];
+                        acc[4 * s] += hk * wi;
+                        acc[4 * s + 1] += hk * wf;
+                        acc[4 * s + 2] += hk * wg;
+                        acc[4 * s + 3] += hk * wo;
+                    }
                     k += 1;
                 }
-                before = cells[at - hidden];
             }
-            let i = sigmoid::<F>(xw[g] + ai);
-            let f = sigmoid::<F>(xw[g + hidden] + af);
-            let c = F::tanh(xw[g + 2 * hidden] + ag);
-            let o = sigmoid::<F>(xw[g + 3 * hidden] + ao);
-            let cell = f * before + i * c;
-            gates[g] = i;
-            gates[g + hidden] = f;
-            gates[g + 2 * hidden] = c;
-            gates[g + 3 * hidden] = o;
-            cells[at] = cell;
-            hs[at] = o * F::tanh(cell);
-            j += step;
+            #[unroll]
+            for s in 0..per {
+                if first + s < end {
+                    let z = (acc[4 * s], acc[4 * s + 1], acc[4 * s + 2], acc[4 * s + 3]);
+                    cell_forward::<F>(xw, gates, cells, hs, z, first + s, t, j);
+                }
+            }
+            j += CUBE_DIM as usize;
         }
         // the step's hidden state, written to storage, is what every unit reads next
         sync_storage();
@@ -103,14 +131,49 @@ fn lstm_forward<F: Float>(
     }
 }
 
-/// The layer backward, a cube per sequence and a unit per hidden unit `j`, steps from the last:
-/// the hidden state's gradient is `dhs`'s step `t` plus the one carried from step `t + 1`, the
-/// cell's the one carried (none at the last step); writes the gates' pre-activation gradients
-/// `dz` into `dxw`'s step `t` and into `shifted`'s step `t − 1` (zero at the last step), whose
-/// product with the hidden states is the recurrent weights' gradient. After the cube's units
-/// meet, each carries its unit's hidden gradient a step back, `Σ_m dz_m·wt_{m,j}` (`wt` is
-/// `wh` transposed, `[K, 4·hidden, hidden]`), in `carry` (`[seqs, 2, hidden]`: the hidden
-/// gradient, then the cell's), which only that unit reads.
+/// Step `t`'s cell for sequence `r`'s unit `j` ([`lstm_forward`]), `z` its gates' recurrent
+/// terms: the gates after activation, the cell state and the hidden state.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn cell_forward<F: Float>(
+    xw: &Tensor<F>,
+    gates: &mut Tensor<F>,
+    cells: &mut Tensor<F>,
+    hs: &mut Tensor<F>,
+    z: (F, F, F, F),
+    r: usize,
+    t: usize,
+    j: usize,
+) {
+    let (len, hidden) = (hs.shape(1), hs.shape(2));
+    let g = (r * len + t) * 4 * hidden + j;
+    let at = (r * len + t) * hidden + j;
+    let mut before = F::new(0.0);
+    if t > 0 {
+        before = cells[at - hidden];
+    }
+    let i = sigmoid::<F>(xw[g] + z.0);
+    let f = sigmoid::<F>(xw[g + hidden] + z.1);
+    let c = F::tanh(xw[g + 2 * hidden] + z.2);
+    let o = sigmoid::<F>(xw[g + 3 * hidden] + z.3);
+    let cell = f * before + i * c;
+    gates[g] = i;
+    gates[g + hidden] = f;
+    gates[g + 2 * hidden] = c;
+    gates[g + 3 * hidden] = o;
+    cells[at] = cell;
+    hs[at] = o * F::tanh(cell);
+}
+
+/// The layer backward, a cube per `per` sequences of a copy and a unit per hidden unit `j`,
+/// steps from the last: the hidden state's gradient is `dhs`'s step `t` plus the one carried
+/// from step `t + 1`, the cell's the one carried (none at the last step); writes the gates'
+/// pre-activation gradients `dz` into `dxw`'s step `t` and into `shifted`'s step `t − 1` (zero
+/// at the last step), whose product with the hidden states is the recurrent weights' gradient.
+/// After the cube's units meet, each carries its unit's hidden gradient a step back,
+/// `Σ_m dz_m·wt_{m,j}` in `m`'s order (`wt` is `wh` transposed, `[K, 4·hidden, hidden]`), in
+/// `carry` (`[seqs, 2, hidden]`: the hidden gradient, then the cell's), which only that unit
+/// reads.
 #[cube(launch, create_dummy_kernel)]
 #[allow(clippy::too_many_arguments)]
 fn lstm_backward<F: Float>(
@@ -122,37 +185,54 @@ fn lstm_backward<F: Float>(
     shifted: &mut Tensor<F>,
     carry: &mut Tensor<F>,
     rows: usize,
-    seqs: usize,
+    cubes: usize,
+    #[comptime] per: usize,
 ) {
-    let r = CUBE_POS;
-    if r >= seqs {
+    if CUBE_POS >= cubes {
         terminate!();
     }
     let (len, hidden) = (cells.shape(1), cells.shape(2));
-    let w0 = (r / rows) * hidden * 4 * hidden;
-    let step = CUBE_DIM as usize;
+    let (first, end, w0) = cube_seqs(CUBE_POS, rows, hidden, per);
     let mut t = len;
     while t > 0 {
         t -= 1;
         let mut j = UNIT_POS as usize;
         while j < hidden {
-            cell_backward::<F>(gates, cells, dhs, dxw, shifted, carry, r, t, j);
-            j += step;
+            #[unroll]
+            for s in 0..per {
+                if first + s < end {
+                    cell_backward::<F>(gates, cells, dhs, dxw, shifted, carry, first + s, t, j);
+                }
+            }
+            j += CUBE_DIM as usize;
         }
         // the step's gate gradients, written to storage, are what every unit reads next
         sync_storage();
         if t > 0 {
-            let g0 = (r * len + t) * 4 * hidden;
             let mut j = UNIT_POS as usize;
             while j < hidden {
-                let mut acc = F::new(0.0);
+                let mut acc = Array::<F>::new(per);
+                #[unroll]
+                for s in 0..per {
+                    acc[s] = F::new(0.0);
+                }
                 let mut m = 0;
                 while m < 4 * hidden {
-                    acc += dxw[g0 + m] * wt[w0 + m * hidden + j];
+                    let w = wt[w0 + m * hidden + j];
+                    #[unroll]
+                    for s in 0..per {
+                        let r = min(first + s, end - 1);
+                        acc[s] += dxw[(r * len + t) * 4 * hidden + m] * w;
+                    }
                     m += 1;
                 }
-                carry[2 * r * hidden + j] = acc;
-                j += step;
+                #[unroll]
+                for s in 0..per {
+                    if first + s < end {
+                        carry[2 * (first + s) * hidden + j] = acc[s];
+                    }
+                }
+                j += CUBE_DIM as usize;
             }
         }
     }
@@ -263,12 +343,32 @@ impl Dims {
         Shape::from(vec![self.seqs(), self.len, w])
     }
 
-    /// The launch geometry: a cube per sequence, a unit per hidden unit up to
-    /// [`MAX_THREADS`] (whole planes of 32).
-    fn launch(&self) -> (CubeCount, CubeDim) {
+    /// The launch: a cube per [`Launch::per`] sequences of a copy, a unit per hidden unit up
+    /// to [`MAX_THREADS`] (whole planes of 32).
+    fn launch(&self) -> Launch {
+        let mut per = 1;
+        while per < MAX_PER_CUBE && self.seqs().div_ceil(2 * per) >= MIN_CUBES {
+            per *= 2;
+        }
+        let n = self.copies * self.rows.div_ceil(per);
         let units = self.hidden.div_ceil(32).clamp(1, MAX_THREADS / 32) * 32;
-        (cubes(self.seqs()), CubeDim::new_1d(units as u32))
+        Launch {
+            count: cubes(n),
+            dim: CubeDim::new_1d(units as u32),
+            cubes: n,
+            per,
+        }
     }
+}
+
+/// A launch of the layer's kernels ([`Dims::launch`]).
+struct Launch {
+    count: CubeCount,
+    dim: CubeDim,
+    /// The cubes that run (the count may hold more, which end at once).
+    cubes: usize,
+    /// The sequences of one copy a cube runs, each weight read once for all of them.
+    per: usize,
 }
 
 /// `n` cubes (at least), in two dimensions past the 65,535 a dimension may hold; the kernels
@@ -309,19 +409,20 @@ fn forward(xw: CubeTensor, wh: CubeTensor) -> (CubeTensor, CubeTensor, CubeTenso
         alloc(&xw, d.seq(4 * d.hidden)),
         alloc(&xw, d.seq(d.hidden)),
     );
-    let (count, dim) = d.launch();
+    let l = d.launch();
     let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
     lstm_forward::launch::<f32>(
         &xw.client,
-        count,
-        dim,
+        l.count,
+        l.dim,
         arg(&xw),
         arg(&wh),
         arg(&gates),
         arg(&cells),
         arg(&hs),
         d.rows,
-        d.seqs(),
+        l.cubes,
+        l.per,
     );
     // shaped as `xw` and the hidden states (as the fused backend's metadata says)
     (
@@ -365,12 +466,12 @@ fn backward(
         alloc(&dhs, d.seq(4 * d.hidden)),
         alloc(&dhs, Shape::from(vec![d.seqs(), 2, d.hidden])),
     );
-    let (count, dim) = d.launch();
+    let l = d.launch();
     let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
     lstm_backward::launch::<f32>(
         &dhs.client,
-        count,
-        dim,
+        l.count,
+        l.dim,
         arg(&wt),
         arg(&gates),
         arg(&cells),
@@ -379,7 +480,8 @@ fn backward(
         arg(&shifted),
         arg(&carry),
         d.rows,
-        d.seqs(),
+        l.cubes,
+        l.per,
     );
     // Σ_t h_{t−1}ᵀ·dg_t: the hidden states against the gradients shifted a step back
     let hs = reshape(hs, d.per_copy(d.len, d.hidden));
@@ -410,38 +512,41 @@ impl FrRecurrent for CubeBackend {
     }
 }
 
-/// The two kernels as 4 sequences of 80 characters of FedDyn's 100-unit layer launch them, for
-/// their CUDA source ([`super::cuda_source`]).
+/// The two kernels as a training step's 50 sequences of 80 characters of FedDyn's 100-unit
+/// layer launch them (one a cube) and as an evaluation batch's 1,000 do (8 a cube), for their
+/// CUDA source ([`super::cuda_source`]).
 #[cfg(feature = "cuda")]
 pub(super) fn dummies(d: &super::cuda_dummy::Dummy) -> Vec<Box<dyn cubecl::CubeKernel>> {
-    let (rows, len, hidden) = (4, 80, 100);
-    let seq = |w: usize| d.tensor(&[rows, len, w]);
-    let (count, dim) = Dims {
-        copies: 1,
-        rows,
-        len,
-        hidden,
-    }
-    .launch();
-    vec![
-        Box::new(lstm_forward::create_dummy_kernel::<f32>(
+    let mut kernels: Vec<Box<dyn cubecl::CubeKernel>> = Vec::new();
+    for rows in [50, 1000] {
+        let (len, hidden) = (80, 100);
+        let dims = Dims {
+            copies: 1,
+            rows,
+            len,
+            hidden,
+        };
+        let seq = |w: usize| d.tensor(&[rows, len, w]);
+        let l = dims.launch();
+        kernels.push(Box::new(lstm_forward::create_dummy_kernel::<f32>(
             d.props(),
             d.target(),
-            count.clone(),
-            dim,
+            l.count.clone(),
+            l.dim,
             seq(4 * hidden),
             d.tensor(&[1, hidden, 4 * hidden]),
             seq(4 * hidden),
             seq(hidden),
             seq(hidden),
             rows,
-            rows,
-        )),
-        Box::new(lstm_backward::create_dummy_kernel::<f32>(
+            l.cubes,
+            l.per,
+        )));
+        kernels.push(Box::new(lstm_backward::create_dummy_kernel::<f32>(
             d.props(),
             d.target(),
-            count,
-            dim,
+            l.count,
+            l.dim,
             d.tensor(&[1, 4 * hidden, hidden]),
             seq(4 * hidden),
             seq(hidden),
@@ -450,7 +555,9 @@ pub(super) fn dummies(d: &super::cuda_dummy::Dummy) -> Vec<Box<dyn cubecl::CubeK
             seq(4 * hidden),
             d.tensor(&[rows, 2, hidden]),
             rows,
-            rows,
-        )),
-    ]
+            l.cubes,
+            l.per,
+        )));
+    }
+    kernels
 }
