@@ -146,6 +146,7 @@ fn build(s: &Spec, dim: usize, sizes: &[usize]) -> Box<dyn Strategy> {
         client_sizes: sizes,
         federation: sizes.len(),
         class_counts: &counts,
+        initial_model: std::sync::Arc::new(|_: &[u64]| Vec::new()),
     })
     .unwrap()
 }
@@ -159,6 +160,7 @@ fn setup(s: &Spec, dim: usize) -> Setup<'_> {
         client_sizes: &[1],
         federation: 1,
         class_counts: &[],
+        initial_model: std::sync::Arc::new(|_: &[u64]| Vec::new()),
     }
 }
 
@@ -250,6 +252,7 @@ fn scaffold_control_variate_update_matches_the_formula() {
         client_sizes: &[1, 1],
         federation: 2,
         class_counts: &[vec![0; 10], vec![0; 10]],
+        initial_model: std::sync::Arc::new(|_: &[u64]| Vec::new()),
     })
     .unwrap();
     let mut x = vec![0.5f32, -0.5];
@@ -727,6 +730,7 @@ fn fedacg_with_one_step_per_round_is_nesterov_on_the_mean_objective() {
         client_sizes: &[1, 1],
         federation: 2,
         class_counts: &counts,
+        initial_model: std::sync::Arc::new(|_: &[u64]| Vec::new()),
     })
     .unwrap();
     let mut q = two_clients(1, sgd(0.0, 0.0, false));
@@ -796,6 +800,7 @@ fn feddyn_reaches_the_optimum_where_fedavg_stays_biased_and_starts_as_fedprox() 
             client_sizes: &[1, 1],
             federation: 2,
             class_counts: &counts,
+            initial_model: std::sync::Arc::new(|_: &[u64]| Vec::new()),
         })
         .unwrap()
     };
@@ -1027,22 +1032,113 @@ fn a_padded_batchs_losses_are_its_samples_alone() {
 }
 
 #[test]
-fn moon_first_step_loss_is_cross_entropy_plus_mu_ln2() {
-    // round 0, one client, one step: the global, previous (θ_0) and local models coincide
+fn moon_first_step_loss_is_cross_entropy_plus_mu_ln2_with_theta0_as_previous() {
+    // `moon.new_client_prev = "initial"`, round 0, one client, one step: the global, previous
+    // (θ_0) and local models coincide; with `own` (MOON's code) round 0 has no previous model
+    // and the loss is CE alone
     let base = [
         "data.num_clients=1",
         "fl.clients_per_round=1",
         "local.steps=1",
         "model.projection=16",
     ];
-    let mut avg = experiment(&[&base[..], &["fl.algorithm=\"fedavg\""]].concat());
-    let mut moon = experiment(&[&base[..], &["fl.algorithm=\"moon\"", "moon.mu=0.7"]].concat());
-    let (a, m) = (avg.round(0).unwrap(), moon.round(0).unwrap());
+    let run = |extra: &[&str]| experiment(&[&base[..], extra].concat()).round(0).unwrap();
+    let a = run(&["fl.algorithm=\"fedavg\""]);
+    let moon = ["fl.algorithm=\"moon\"", "moon.mu=0.7"];
+    let m = run(&[&moon[..], &["moon.new_client_prev=\"initial\""]].concat());
     assert!(
         (m.train_loss - (a.train_loss + 0.7 * 2f64.ln())).abs() < 1e-5,
         "MOON {} vs CE {} + 0.7·ln 2",
         m.train_loss,
         a.train_loss
+    );
+    assert_eq!(
+        run(&moon).train_loss,
+        a.train_loss,
+        "MOON's round 0 is CE alone"
+    );
+}
+
+#[test]
+fn moon_contrasts_nothing_in_round_zero_then_a_new_clients_own_network() {
+    // MOON's code: the pool of previous models is empty in round 0 (its term, of one logit, is
+    // 0: FedAvg's round bit for bit), and holds each party's own network after it, so that a
+    // client first sampled later (4 clients, 2 a round) contrasts with a network of its own,
+    // not θ_0, and the runs part
+    let p = "model.projection=16";
+    let moon = [p, "fl.algorithm=\"moon\""];
+    assert_eq!(
+        globals_after(&moon, 1),
+        globals_after(&[p, "fl.algorithm=\"fedavg\""], 1)
+    );
+    let own = globals_after(&moon, 3);
+    let theta0 = globals_after(
+        &[&moon[..], &["moon.new_client_prev=\"initial\""]].concat(),
+        3,
+    );
+    assert_ne!(own, theta0);
+    assert_eq!(own, globals_after(&moon, 3), "the same networks again");
+}
+
+#[test]
+fn moons_new_client_contrasts_with_the_network_drawn_from_its_own_stream() {
+    // the strategy alone, with a draw that records what it was asked: nothing in round 0; in
+    // round 1 one network a new client, from the client's own sub-stream, which is its
+    // previous model; a client that has trained keeps its own previous model
+    use fedrun::fl::plan::{Frozen, Report};
+    use std::sync::{Arc, Mutex};
+    let asked = Arc::new(Mutex::new(Vec::<Vec<u64>>::new()));
+    let log = asked.clone();
+    let sp = spec("moon");
+    let counts = vec![vec![0usize; 10]; 3];
+    let mut moon = algorithms::build(&Setup {
+        spec: &sp,
+        dim: 2,
+        tensors: &[0..1, 1..2],
+        client_sizes: &[1, 1, 1],
+        federation: 3,
+        class_counts: &counts,
+        initial_model: Arc::new(move |keys: &[u64]| {
+            log.lock().unwrap().push(keys.to_vec());
+            vec![keys.iter().sum::<u64>() as f32, -1.0]
+        }),
+    })
+    .unwrap();
+    let info = |round, sampled: Vec<usize>| RoundInfo {
+        round,
+        lr: 0.1,
+        server_lr: 1.0,
+        sampled,
+    };
+    let prev = |m: &dyn Strategy, i| match m.plan(i).frozen.get(1) {
+        Some(Frozen::Params(p)) => Some(p.to_vec()),
+        _ => None,
+    };
+    moon.begin_round(&info(0, vec![0]), &[0.5, 0.5]).unwrap();
+    assert!(asked.lock().unwrap().is_empty(), "round 0 draws nothing");
+    assert_eq!(prev(moon.as_ref(), 0), None, "round 0: no previous model");
+    let delta = vec![0.25f32, 0.25];
+    let report = Report {
+        delta: &delta,
+        info: fedrun::fl::plan::ClientInfo {
+            steps: 1,
+            lr: 0.1,
+            samples: 1,
+        },
+        uplink: Default::default(),
+    };
+    moon.receive(0, report).unwrap();
+    moon.begin_round(&info(1, vec![2, 0]), &[1.0, 1.0]).unwrap();
+    assert_eq!(
+        *asked.lock().unwrap(),
+        vec![vec![1u64, 2]],
+        "client 2's own stream alone"
+    );
+    assert_eq!(prev(moon.as_ref(), 2), Some(vec![3.0, -1.0]));
+    assert_eq!(
+        prev(moon.as_ref(), 0),
+        Some(vec![0.75, 0.75]),
+        "client 0's trained model"
     );
 }
 
@@ -1094,6 +1190,7 @@ fn scaffold_over_a_federation_averages_its_members_variates() {
         client_sizes: &[1, 1, 1, 1],
         federation: 2,
         class_counts: &[vec![0; 10], vec![0; 10], vec![0; 10], vec![0; 10]],
+        initial_model: std::sync::Arc::new(|_: &[u64]| Vec::new()),
     })
     .unwrap();
     let mut x = vec![0.5f32, -0.5];

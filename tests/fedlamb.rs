@@ -71,6 +71,7 @@ fn build(s: &Spec, dim: usize, tensors: &[std::ops::Range<usize>]) -> Box<dyn St
         client_sizes: &[1, 1],
         federation: 2,
         class_counts: &counts,
+        initial_model: std::sync::Arc::new(|_: &[u64]| Vec::new()),
     })
     .unwrap()
 }

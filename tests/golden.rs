@@ -29,7 +29,11 @@
 //!   original Mime's (`mime/frozen-amsgrad`, host-only until then), whose `mean_clip_norm`
 //!   moved by at most 1.6e-8 relative (an f32 norm in pieces for the host's f64); the FedNAR
 //!   family's CSVs, written by the host step, moved by at most 6.1e-8 relative; `check.txt` lost
-//!   its `local_step` lines.
+//!   its `local_step` lines;
+//! - when MOON's client that has not trained yet came to contrast as MOON's code has it (none in
+//!   round 0, its own initial network after: `moon.new_client_prev = "own"`), the `moon` rows
+//!   were re-blessed and the former form kept as `moon/theta0-previous`, whose rows are the old
+//!   `moon` rows byte for byte; `check.txt` gained the key.
 //!
 //! CSV values are compared to 1e-4 relative (see [`tolerance`] for the two cases that amplify
 //! rounding more), not bitwise: across machines the values may differ in the last digits (the
@@ -155,6 +159,11 @@ const VARIANTS: &[(&str, &str, &[&str])] = &[
         ],
     ),
     ("fedadam/reddi", "fedadam", REDDI),
+    (
+        "moon/theta0-previous",
+        "moon",
+        &["model.projection=16", "moon.new_client_prev=\"initial\""],
+    ),
     (
         "fedadam/adpfed",
         "fedadam",

@@ -34,7 +34,13 @@ pub struct Setup<'a> {
     pub federation: usize,
     /// Training samples of each client per class.
     pub class_counts: &'a [Vec<usize>],
+    /// Draws an initial model as θ_0 is drawn (`model.init` from the run's init seed), from the
+    /// init stream's sub-stream `keys` (θ_0's is `&[]`): MOON's per-client initial networks.
+    pub initial_model: InitialModel,
 }
+
+/// See [`Setup::initial_model`].
+pub type InitialModel = std::sync::Arc<dyn Fn(&[u64]) -> Vec<f32> + Send + Sync>;
 
 impl Setup<'_> {
     /// The algorithm's keys (its table in the spec).

@@ -65,14 +65,8 @@ impl Experiment {
         };
         let model = Model::build(&spec.model, shape, kernels)?;
         let layout = model.layout().clone();
-        let init_seed = u64::try_from(spec.run.init_seed).unwrap_or(spec.run.seed);
-        let mut init_rng = Rng::derive(init_seed, Stream::Init, &[]);
-        let global = init::init_flat(
-            &layout,
-            &mut init_rng,
-            spec.model.identical_layers,
-            spec.model.init,
-        );
+        let initial_model = initial_models(spec, &layout);
+        let global = initial_model(&[]);
         let sizes = data.client_sizes();
         let counts = data.class_counts();
         let tensors: Vec<std::ops::Range<usize>> = layout.ranges();
@@ -84,6 +78,7 @@ impl Experiment {
             client_sizes: &sizes,
             federation: members.size(),
             class_counts: &counts,
+            initial_model,
         })?;
         alg.state().check_names()?;
         let workers = client_workers(spec, layout.total);
@@ -268,4 +263,15 @@ fn eval_failed(spec: &Spec, e: &crate::error::DeviceFailed) -> Error {
         spec.fl.eval_batch_size,
         e.advice("fl.eval_batch_size")
     ))
+}
+
+/// The run's initial models: `keys` picks a sub-stream of the init stream, `&[]` θ_0's
+/// (`model.init` from `run.init_seed`, or `run.seed` where it is −1).
+fn initial_models(spec: &Spec, layout: &Layout) -> crate::fl::strategy::InitialModel {
+    let seed = u64::try_from(spec.run.init_seed).unwrap_or(spec.run.seed);
+    let (layout, identical, kind) = (layout.clone(), spec.model.identical_layers, spec.model.init);
+    std::sync::Arc::new(move |keys: &[u64]| {
+        let mut rng = Rng::derive(seed, Stream::Init, keys);
+        init::init_flat(&layout, &mut rng, identical, kind)
+    })
 }

@@ -124,6 +124,11 @@ impl PerClient {
         self.v[i].as_deref()
     }
 
+    /// Whether client `i` has a vector, in memory or on disk.
+    pub fn has(&self, i: usize) -> bool {
+        self.v[i].is_some() || self.disk[i].is_some()
+    }
+
     /// Bring client `i`'s vector into memory, if it has one on disk.
     fn resident(&mut self, i: usize) -> Result<()> {
         self.tick += 1;
