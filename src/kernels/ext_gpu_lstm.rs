@@ -1,10 +1,11 @@
 //! fedrun's LSTM layer on the GPU backends (cubecl's runtimes: wgpu, Vulkan, CUDA), the `Cube`
 //! side of [`super::ext_lstm::FrRecurrent`]. The whole recurrence is one launch each way: a cube
-//! per sequence runs every time step in turn, a unit per hidden unit (looping past the cube's
-//! size), and its units meet at a barrier between steps, since a step reads the whole previous
-//! hidden state (forward) or the whole gate gradient (backward) of its own sequence and no
-//! other's. The recurrent weights' gradient is one product over all steps at the end. A
-//! sequence's steps never wait on another sequence, so nothing crosses cubes. Built from burn's
+//! runs every time step of a few sequences of one copy in turn (1 to 8, [`MAX_PER_CUBE`]), a
+//! unit per hidden unit (looping past the cube's size), and its units meet at a barrier between
+//! steps, since a step reads the whole previous hidden state (forward) or the whole gate
+//! gradient (backward) of its own sequence and no other's. The recurrent weights' gradient is
+//! one product over all steps at the end. A sequence's steps never wait on another sequence, so
+//! nothing crosses cubes. Built from burn's
 //! ops, a time step is a few dozen launches each way; as a product and a cell kernel a step, it
 //! is four (docs/PERFORMANCE.md compares them).
 //!
@@ -48,8 +49,8 @@ fn sigmoid<F: Float>(z: F) -> F {
 }
 
 /// The sequences of cube `cube` when each holds up to `per` of a copy's `rows` sequences:
-/// `(first, end, w0)`, its first sequence, one past its copy's last (a cube's sequences from
-/// `first` up to `end` are its own) and where its copy's recurrent weights start.
+/// `(first, end, w0)`, its first sequence, one past its copy's last sequence (the cube's are
+/// those of `first .. first + per` before `end`) and where its copy's recurrent weights start.
 #[cube]
 fn cube_seqs(
     cube: usize,
