@@ -5,9 +5,8 @@
 //! steps, since a step reads the whole previous hidden state (forward) or the whole gate
 //! gradient (backward) of its own sequence and no other's. The recurrent weights' gradient is
 //! one product over all steps at the end. A sequence's steps never wait on another sequence, so
-//! nothing crosses cubes. Built from burn's
-//! ops, a time step is a few dozen launches each way; as a product and a cell kernel a step, it
-//! is four (docs/PERFORMANCE.md compares them).
+//! nothing crosses cubes. Built from burn's ops, a time step is a few dozen launches each way;
+//! as a product and a cell kernel a step, it is four (docs/PERFORMANCE.md compares them).
 //!
 //! The layer takes `xw` (`[rows, len, 4·hidden]`, the input projections with the biases, gates
 //! i, f, g, o) and `wh` (`[hidden, 4·hidden]`), or a stack of copies (`[K, rows, len, 4·hidden]`
@@ -24,12 +23,12 @@ use burn::backend::{DType, Shape, TensorMetadata};
 use burn_cubecl::CubeBackend;
 use burn_cubecl::cubecl;
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
 use super::ext_lstm::FrRecurrent;
+use super::gpu_grid::{alloc, cubes};
 
 /// The most units a cube of the layer's kernels has (a hidden layer wider loops over it).
 const MAX_THREADS: usize = 256;
@@ -370,19 +369,6 @@ struct Launch {
     cubes: usize,
     /// The sequences of one copy a cube runs, each weight read once for all of them.
     per: usize,
-}
-
-/// `n` cubes (at least), in two dimensions past the 65,535 a dimension may hold; the kernels
-/// end the cubes past `n`.
-fn cubes(n: usize) -> CubeCount {
-    const MAX: usize = 65_535;
-    let (x, y) = (n.min(MAX), n.div_ceil(MAX).max(1));
-    CubeCount::Static(x as u32, y as u32, 1)
-}
-
-/// A new contiguous f32 tensor of `shape` beside `like`.
-fn alloc(like: &CubeTensor, shape: Shape) -> CubeTensor {
-    empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, DType::F32)
 }
 
 fn reshape(t: CubeTensor, shape: Shape) -> CubeTensor {

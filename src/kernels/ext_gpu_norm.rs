@@ -11,12 +11,12 @@ use burn::backend::{DType, Shape, TensorMetadata};
 use burn_cubecl::CubeBackend;
 use burn_cubecl::cubecl;
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
 use super::ext_norm::FrNorm;
+use super::gpu_grid::{alloc, cubes};
 
 /// The threads of a cube (the reductions in [`cube_sum`] start from half of it).
 const THREADS: usize = 256;
@@ -214,18 +214,6 @@ fn sizes(x: &CubeTensor) -> (usize, usize, usize) {
         s
     );
     (s[0], s[1], s[2] * s[3])
-}
-
-fn alloc(like: &CubeTensor, shape: Shape) -> CubeTensor {
-    empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, DType::F32)
-}
-
-/// `n` cubes (at least), in two dimensions past the 65,535 a dimension may hold; the kernels
-/// end the cubes past `n`.
-fn cubes(n: usize) -> CubeCount {
-    const MAX: usize = 65_535;
-    let (x, y) = (n.min(MAX), n.div_ceil(MAX).max(1));
-    CubeCount::Static(x as u32, y as u32, 1)
 }
 
 impl FrNorm for CubeBackend {

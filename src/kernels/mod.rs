@@ -65,6 +65,8 @@ pub mod fpu;
 pub mod gemm;
 mod geom;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod gpu_grid;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 mod gpu_memory;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 mod gpu_wgrad;

@@ -51,8 +51,6 @@ pub struct Moon {
     dim: usize,
     new_prev: NewClientPrev,
     draw: InitialModel,
-    /// The round in flight.
-    round: usize,
     /// The model the round started from (the anchor of its clients).
     start: Vec<f32>,
     /// θ_0, the previous model of a client that has not trained yet (`initial`).
@@ -87,7 +85,6 @@ impl FromSetup for Moon {
             dim: s.dim,
             new_prev: k.new_client_prev,
             draw: s.initial_model.clone(),
-            round: 0,
             start: vec![0.0; s.dim],
             initial: None,
             prev: PerClient::new("prev", s.client_sizes.len(), s.dim),
@@ -98,7 +95,6 @@ impl FromSetup for Moon {
 impl Strategy for Moon {
     fn begin_round(&mut self, info: &RoundInfo, global: &[f32]) -> Result<RoundNeeds> {
         self.start.copy_from_slice(global);
-        self.round = info.round;
         match self.new_prev {
             NewClientPrev::Initial if self.initial.is_none() => {
                 self.initial = Some(global.to_vec());
