@@ -78,3 +78,80 @@ fn a_quantized_uplink_runs_reproducibly_and_off_is_fedavg() {
     );
     assert_ne!(tensor, paq);
 }
+
+/// `fl.uplink_scope = "conv"` (the form of FedACG's repository's pull request #3): one norm per
+/// convolution weight, every other tensor sent exact. The bytes a client sends are the
+/// convolutions' bits and 4 a value of the rest; the run differs from the exact one and from the
+/// per-tensor one; a model with no convolution is refused, naming the key.
+#[test]
+fn a_conv_scope_quantizes_the_convolution_weights_alone() {
+    use fedrun::config::{ModelKind, ModelSpec};
+    use fedrun::model::{Model, Shape};
+    use fedrun::optim::quantize::bits;
+    let d = TempDir::new("fedpaq_conv");
+    let run_with = |name: &str, sets: &[&str]| {
+        let mut all = vec![format!("run.name=\"{name}\"")];
+        all.extend(sets.iter().map(|s| s.to_string()));
+        let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &all).unwrap();
+        let opts = RunOptions {
+            out: d.path().to_path_buf(),
+            ..Default::default()
+        };
+        run(&spec, &opts).map(|_| common::columns(&d.path().join(name).join("rounds.csv")))
+    };
+    let spec = ModelSpec {
+        kind: ModelKind::TinyCnn,
+        ..ModelSpec::default()
+    };
+    let shape = Shape {
+        channels: 3,
+        side: 32,
+        classes: 10,
+    };
+    let layout = Model::build(&spec, shape, fedrun::kernels::Kernels::Fedrun)
+        .unwrap()
+        .layout()
+        .clone();
+    let convs = layout.conv_weights();
+    let quantized: usize = convs.iter().map(|r| r.len()).sum();
+    assert!(!convs.is_empty() && quantized < layout.total);
+    assert!(convs.iter().all(|r| {
+        layout
+            .tensors
+            .iter()
+            .any(|t| t.range() == *r && t.shape.len() == 4 && t.path().ends_with("weight"))
+    }));
+    let up = (bits(quantized, convs.len(), 15).div_ceil(8) + 4 * (layout.total - quantized) as u64)
+        as f64;
+    let conv = run_with("conv", &["fl.uplink_levels=15", "fl.uplink_scope=\"conv\""]).unwrap();
+    // two clients a round (up_bytes is the 13th column)
+    assert!(conv.iter().all(|row| row[12] == 2.0 * up), "{conv:?}");
+    let exact = run_with("exact", &[]).unwrap();
+    let tensor = run_with(
+        "tensor",
+        &["fl.uplink_levels=15", "fl.uplink_scope=\"tensor\""],
+    );
+    let loss = |rows: &[Vec<f64>]| rows.iter().map(|r| r[3]).collect::<Vec<_>>();
+    assert_ne!(loss(&conv), loss(&exact));
+    assert_ne!(loss(&conv), loss(&tensor.unwrap()));
+    // with 2^24 levels the convolutions arrive within 1e-7 of their norm, and the rest exact
+    let fine = ["fl.uplink_levels=16777216", "fl.uplink_scope=\"conv\""];
+    let fine = run_with("fine", &fine).unwrap();
+    for (f, e) in loss(&fine).iter().zip(loss(&exact)) {
+        assert!((f - e).abs() <= 1e-5 * e.abs(), "{f} vs {e}");
+    }
+    let err = run_with(
+        "mlp",
+        &[
+            "model.kind=\"mlp\"",
+            "fl.uplink_levels=15",
+            "fl.uplink_scope=\"conv\"",
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("fl.uplink_scope") && err.contains("mlp"),
+        "{err}"
+    );
+}

@@ -43,9 +43,9 @@ crate::choice! {
 }
 
 crate::choice! {
-    /// `fl.uplink_scope`: one quantizer norm for the whole update (`vector`) or per parameter
-    /// tensor (`tensor`).
-    pub enum UplinkScope { Vector = "vector", Tensor = "tensor" }
+    /// `fl.uplink_scope`: one quantizer norm for the whole update (`vector`), per parameter
+    /// tensor (`tensor`), or per convolution weight with every other tensor sent exact (`conv`).
+    pub enum UplinkScope { Vector = "vector", Tensor = "tensor", Conv = "conv" }
 }
 
 crate::choice! {

@@ -121,6 +121,17 @@ impl Layout {
     pub fn ranges(&self) -> Vec<std::ops::Range<usize>> {
         self.tensors.iter().map(TensorInfo::range).collect()
     }
+
+    /// Where each convolution's weight lives (a weight of four axes: out and in channels, the
+    /// window's two), in order.
+    pub fn conv_weights(&self) -> Vec<std::ops::Range<usize>> {
+        let conv = |t: &&TensorInfo| matches!(t.role, Role::Weight { .. }) && t.shape.len() == 4;
+        self.tensors
+            .iter()
+            .filter(conv)
+            .map(TensorInfo::range)
+            .collect()
+    }
 }
 
 /// A parameter tensor of a model: its place in the layout's list of tensors (the forward reads

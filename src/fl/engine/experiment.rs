@@ -65,6 +65,7 @@ impl Experiment {
         };
         let model = Model::build(&spec.model, shape, kernels)?;
         let layout = model.layout().clone();
+        check_uplink_scope(spec, &layout)?;
         let initial_model = initial_models(spec, &layout);
         let global = initial_model(&[]);
         let sizes = data.client_sizes();
@@ -115,8 +116,8 @@ impl Experiment {
         })
     }
 
-    /// The uplink's quantizer (`fl.uplink_levels` > 0): one norm for the whole update, or one
-    /// per parameter tensor.
+    /// The uplink's quantizer (`fl.uplink_levels` > 0): one norm for the whole update, one per
+    /// parameter tensor, or one per convolution weight.
     fn uplink(&self) -> Option<QuantizedUplink> {
         let fl = &self.spec.fl;
         (fl.uplink_levels > 0).then(|| QuantizedUplink {
@@ -124,6 +125,7 @@ impl Experiment {
             parts: match fl.uplink_scope {
                 UplinkScope::Vector => std::iter::once(0..self.layout.total).collect(),
                 UplinkScope::Tensor => self.layout.ranges(),
+                UplinkScope::Conv => self.layout.conv_weights(),
             },
         })
     }
@@ -274,4 +276,17 @@ fn initial_models(spec: &Spec, layout: &Layout) -> crate::fl::strategy::InitialM
         let mut rng = Rng::derive(seed, Stream::Init, keys);
         init::init_flat(&layout, &mut rng, identical, kind)
     })
+}
+
+/// `fl.uplink_scope = "conv"` quantizes the convolutions' weights only: a model without any
+/// would send every update exact, FedAvg's run under FedPAQ's name.
+fn check_uplink_scope(spec: &Spec, layout: &Layout) -> Result<()> {
+    let conv = spec.fl.uplink_scope == UplinkScope::Conv;
+    if conv && spec.fl.uplink_levels > 0 && layout.conv_weights().is_empty() {
+        return Err(Error::Config(format!(
+            "fl.uplink_scope = \"conv\" quantizes each convolution's weight, and model.kind = \"{}\" has no convolution: use \"tensor\" or \"vector\"",
+            spec.model.kind
+        )));
+    }
+    Ok(())
 }

@@ -51,7 +51,8 @@ pub struct RoundConfig {
 }
 
 /// FedPAQ's uplink: each client's update quantized with `levels` levels, one norm per range of
-/// `parts` (the whole vector, or each parameter tensor).
+/// `parts` (the whole vector, each parameter tensor, or each convolution weight); what no part
+/// covers is sent exact.
 pub struct QuantizedUplink {
     pub levels: usize,
     pub parts: Vec<std::ops::Range<usize>>,
@@ -61,14 +62,16 @@ impl QuantizedUplink {
     /// Client c's update of round t as the server receives it (its own stream of roundings).
     fn send(&self, seed: u64, t: usize, c: usize, delta: &[f32]) -> Vec<f32> {
         let mut rng = Rng::derive(seed, Stream::Quantize, &[t as u64, c as u64]);
-        let mut out = vec![0f32; delta.len()];
+        let mut out = delta.to_vec();
         quantize_parts(delta, self.levels, &self.parts, &mut rng, &mut out);
         out
     }
 
-    /// Bytes of one quantized update of `dim` values: its bits, rounded up to whole bytes.
+    /// Bytes of one update of `dim` values: the quantized parts' bits, rounded up to whole
+    /// bytes, and 4 a value sent exact.
     fn bytes(&self, dim: usize) -> u64 {
-        bits(dim, self.parts.len(), self.levels).div_ceil(8)
+        let quantized: usize = self.parts.iter().map(|r| r.len()).sum();
+        bits(quantized, self.parts.len(), self.levels).div_ceil(8) + floats(1, dim - quantized)
     }
 }
 
