@@ -47,20 +47,32 @@ fn the_uplink_quantizer_is_unbiased_and_fine_with_many_levels() {
     assert_eq!(bits(1000, 10, 15), 320 + 1000 * 5);
 }
 
+/// The synthetic spec with `sets`, run as `name` into `out`.
+fn run_synthetic(
+    out: &std::path::Path,
+    name: &str,
+    sets: &[&str],
+) -> fedrun::error::Result<Status> {
+    let mut all = vec![format!("run.name=\"{name}\"")];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &all).unwrap();
+    let opts = RunOptions {
+        out: out.to_path_buf(),
+        ..Default::default()
+    };
+    run(&spec, &opts).map(|s| s.status)
+}
+
 /// FedPAQ = FedAvg with a quantized uplink: levels 0 is FedAvg bitwise, a quantized run differs
 /// and is reproducible, per vector or per tensor.
 #[test]
 fn a_quantized_uplink_runs_reproducibly_and_off_is_fedavg() {
     let d = TempDir::new("fedpaq");
     let csv = |name: &str, sets: &[&str]| {
-        let mut all = vec![format!("run.name=\"{name}\"")];
-        all.extend(sets.iter().map(|s| s.to_string()));
-        let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &all).unwrap();
-        let opts = RunOptions {
-            out: d.path().to_path_buf(),
-            ..Default::default()
-        };
-        assert_eq!(run(&spec, &opts).unwrap().status, Status::Complete);
+        assert_eq!(
+            run_synthetic(d.path(), name, sets).unwrap(),
+            Status::Complete
+        );
         let text = std::fs::read_to_string(d.path().join(name).join("rounds.csv")).unwrap();
         // without the elapsed-time column
         text.lines()
@@ -90,14 +102,8 @@ fn a_conv_scope_quantizes_the_convolution_weights_alone() {
     use fedrun::optim::quantize::bits;
     let d = TempDir::new("fedpaq_conv");
     let run_with = |name: &str, sets: &[&str]| {
-        let mut all = vec![format!("run.name=\"{name}\"")];
-        all.extend(sets.iter().map(|s| s.to_string()));
-        let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &all).unwrap();
-        let opts = RunOptions {
-            out: d.path().to_path_buf(),
-            ..Default::default()
-        };
-        run(&spec, &opts).map(|_| common::columns(&d.path().join(name).join("rounds.csv")))
+        run_synthetic(d.path(), name, sets)
+            .map(|_| common::columns(&d.path().join(name).join("rounds.csv")))
     };
     let spec = ModelSpec {
         kind: ModelKind::TinyCnn,
