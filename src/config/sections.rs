@@ -264,8 +264,8 @@ pub struct FlSpec {
     /// The uplink's quantization levels s (FedPAQ: each client's update through the unbiased
     /// stochastic quantizer of QSGD, s levels); 0 = sent in full precision.
     pub uplink_levels: usize,
-    /// What one quantizer norm covers: the whole update (`vector`, FedPAQ's) or each parameter
-    /// tensor (`tensor`).
+    /// What one quantizer norm covers: the whole update (`vector`, FedPAQ's), each parameter
+    /// tensor (`tensor`), or each convolution weight, the rest sent exact (`conv`).
     pub uplink_scope: UplinkScope,
     /// ACG (FedACG's accelerated client gradient) around an algorithm whose server step is
     /// plain averaging: broadcast the lookahead `θ + λm`, server momentum `m ← λm + η_g·Δ̄`.
