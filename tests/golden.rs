@@ -20,6 +20,9 @@
 //! - `algorithms.csv`'s FedMLB rows were re-blessed once when a copy's activations came to be
 //!   read through a narrow with one copy too (their gradients summed in a cohort's grouping):
 //!   every changed value within 6.3e-4 relative of the old, within FedMLB's tolerance below;
+//! - `algorithms.csv` gained the quantized uplink's rows (FedPAQ with one norm, per tensor, and
+//!   FedACG with the convolutions' weights alone) when the `conv` scope came (rows added, no row
+//!   changed);
 //! - `algorithms.csv` gained the device-resident rows of Fed-LAMB, Fed-AMS, Mime-LAMB, Mime
 //!   (AMSGrad) and the Fed-LAMB variants when their rules came to step on the device, and of
 //!   Mime's SVRG forms when the starting model's gradient came to be computed there (rows added,
@@ -139,6 +142,12 @@ const EPOCHS: &[&str] = &["local.epochs=2", "local.lr_schedule=\"epoch\""];
 /// Each key that selects another code path: (label, algorithm, keys).
 const VARIANTS: &[(&str, &str, &[&str])] = &[
     ("fedavg/uniform", "fedavg", &["fl.aggregation=\"uniform\""]),
+    ("fedavg/fedpaq", "fedavg", &["fl.uplink_levels=4"]),
+    (
+        "fedavg/fedpaq-tensor",
+        "fedavg",
+        &["fl.uplink_levels=15", "fl.uplink_scope=\"tensor\""],
+    ),
     ("fedavg/epoch-schedule", "fedavg", EPOCHS),
     (
         "fedavg/step-schedule",
@@ -159,6 +168,11 @@ const VARIANTS: &[(&str, &str, &[&str])] = &[
         ],
     ),
     ("fedadam/reddi", "fedadam", REDDI),
+    (
+        "fedacg/fedpaq-conv",
+        "fedacg",
+        &["fl.uplink_levels=15", "fl.uplink_scope=\"conv\""],
+    ),
     (
         "moon/theta0-previous",
         "moon",
