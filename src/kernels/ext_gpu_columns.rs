@@ -6,16 +6,15 @@
 //! and writes are contiguous in the maps and in the columns alike.
 
 use burn::backend::ops::ConvOptions;
-use burn::backend::{DType, Shape, TensorMetadata};
+use burn::backend::{DType, TensorMetadata};
 use burn_cubecl::CubeBackend;
 use burn_cubecl::cubecl;
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
-use cubecl::{CubeDim, calculate_cube_count_elemwise};
 
 use super::ext_columns::{Cols, FrColumns, dims4};
+use super::gpu_grid::output;
 
 /// A thread per value of `cols` `[K, c·kh·kw, n·oh·ow]`, from `x` `[n, K·c, h, w]`.
 #[cube(launch, create_dummy_kernel)]
@@ -108,21 +107,6 @@ fn columns_adjoint_kernel<F: Float>(
         }
     }
     dx[ABSOLUTE_POS] = acc;
-}
-
-/// A new contiguous f32 tensor of `dims` on `like`'s device, and the launch's cube count and
-/// dimension for a thread per value.
-fn output(like: &CubeTensor, dims: &[usize]) -> (CubeTensor, CubeCount, CubeDim) {
-    let out = empty_device_contiguous_dtype(
-        like.client.clone(),
-        like.device.clone(),
-        Shape::from(dims.to_vec()),
-        DType::F32,
-    );
-    let n: usize = dims.iter().product();
-    let dim = CubeDim::new(&like.client, n);
-    let count = calculate_cube_count_elemwise(&like.client, n, dim);
-    (out, count, dim)
 }
 
 /// `t` contiguous, checked to be f32.

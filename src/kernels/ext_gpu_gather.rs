@@ -2,16 +2,15 @@
 //! [`super::ext_gather::FrGather`]: one kernel, a thread per output value, that copies the
 //! source value (or the channel's fill): the same values as the host's gather, bit for bit.
 
-use burn::backend::{DType, Shape, TensorMetadata};
+use burn::backend::{DType, TensorMetadata};
 use burn_cubecl::CubeBackend;
 use burn_cubecl::cubecl;
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
-use cubecl::{CubeDim, calculate_cube_count_elemwise};
 
 use super::ext_gather::FrGather;
+use super::gpu_grid::output;
 
 /// A thread per value of `out` (`[b, c, p]`).
 #[cube(launch, create_dummy_kernel)]
@@ -55,16 +54,7 @@ impl FrGather for CubeBackend {
             map.dtype
         );
         let (b, s, m) = (rows.shape()[0], src.shape(), map.shape()[0]);
-        let shape = Shape::from(vec![b, s[1], s[2]]);
-        let out = empty_device_contiguous_dtype(
-            src.client.clone(),
-            src.device.clone(),
-            shape,
-            DType::F32,
-        );
-        let n = b * s[1] * s[2];
-        let dim = CubeDim::new(&src.client, n);
-        let count = calculate_cube_count_elemwise(&src.client, n, dim);
+        let (out, count, dim) = output(&src, &[b, s[1], s[2]]);
         let args = (
             src.clone().into_tensor_arg(),
             rows.clone().into_tensor_arg(),

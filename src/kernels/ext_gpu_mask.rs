@@ -3,17 +3,16 @@
 //! [`super::dropout`] (Wellons' lowbias32, twice) in u32 arithmetic from the copy's seed read
 //! from the seeds tensor: the same values as the CPU kernel, bit for bit.
 
-use burn::backend::{DType, Shape, TensorMetadata};
+use burn::backend::{DType, TensorMetadata};
 use burn_cubecl::CubeBackend;
 use burn_cubecl::cubecl;
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
-use cubecl::{CubeDim, calculate_cube_count_elemwise};
 
 use super::dropout::Mask;
 use super::ext_mask::{FrMask, split};
+use super::gpu_grid::output;
 
 /// Wellons' lowbias32 (as `dropout::mix`).
 #[cube]
@@ -69,16 +68,8 @@ impl FrMask for CubeBackend {
         );
         let dims = like.shape().to_vec();
         let (_, per) = split(&dims, axis, copies);
-        let out = empty_device_contiguous_dtype(
-            like.client.clone(),
-            like.device.clone(),
-            Shape::from(dims.clone()),
-            DType::F32,
-        );
-        let n: usize = dims.iter().product();
+        let (out, count, dim) = output(&like, &dims);
         let m = Mask::new(0, prob);
-        let dim = CubeDim::new(&like.client, n);
-        let count = calculate_cube_count_elemwise(&like.client, n, dim);
         dropout_mask::launch(
             &like.client,
             count,
