@@ -201,6 +201,7 @@ fn skip_sync_holds_vhat_between_syncs() {
     let vhat = |a: &mut dyn Strategy| a.state().checkpoint()[0].1.to_vec();
     let eps = vec![1e-8f32; 2];
     for round in 0..6 {
+        alg.begin_round(&info(round), &global).unwrap();
         let (m, v) = local(alg.as_ref(), &[0..1, 1..2], 0, &[3.0, -4.0], 2);
         send(alg.as_mut(), 0, m, v);
         alg.server_update(ServerStep {
@@ -215,6 +216,116 @@ fn skip_sync_holds_vhat_between_syncs() {
             assert!(h[0] > 1e-3, "round {round}: synced at round 2");
         }
     }
+}
+
+/// Mime-LAMB with skip-sync: its clients compute and send the full-data gradient at a sync round
+/// alone (the rounds between would throw it away), and v̂ takes the server's v of it there.
+#[test]
+fn mime_skip_sync_takes_the_full_gradient_at_sync_rounds_alone() {
+    let s = spec(&["fl.algorithm=\"mimelamb\"", "fedlamb.sync_every=3"]);
+    let mut alg = build(&s, 2, &[0..1, 1..2]);
+    let mut agg = Aggregate {
+        mean_delta: vec![0.0; 2],
+        mean_sq_norm: 0.0,
+        clients: 1,
+    };
+    let mut global = vec![0f32; 2];
+    let vhat = |a: &mut dyn Strategy| a.state().checkpoint()[0].1.to_vec();
+    let (m, _) = local(alg.as_ref(), &[0..1, 1..2], 0, &[3.0, -4.0], 1);
+    let report = |full: Option<Vec<f32>>| {
+        let uplink = Uplink {
+            moments: Some(Moments {
+                m: m.clone(),
+                v: vec![0.0; 2],
+            }),
+            full_gradient: full,
+        };
+        (vec![0f32; 2], uplink)
+    };
+    let mut before = vhat(alg.as_mut());
+    for round in 0..6 {
+        let sync = round % 3 == 2;
+        alg.begin_round(&info(round), &global).unwrap();
+        assert_eq!(alg.plan(0).full_gradient, sync, "round {round}");
+        assert_eq!(
+            alg.traffic(&info(round)).up,
+            usize::from(sync),
+            "round {round}"
+        );
+        let info_c = ClientInfo {
+            steps: 1,
+            lr: 0.1,
+            samples: 1,
+        };
+        if sync {
+            // at a sync round the gradient is required
+            let (delta, uplink) = report(None);
+            let e = alg.receive(
+                0,
+                Report {
+                    delta: &delta,
+                    info: info_c,
+                    uplink,
+                },
+            );
+            assert!(format!("{}", e.unwrap_err()).contains("full-data gradient"));
+        }
+        let (delta, uplink) = report(sync.then(|| vec![3.0, -4.0]));
+        let r = Report {
+            delta: &delta,
+            info: info_c,
+            uplink,
+        };
+        alg.receive(0, r).unwrap();
+        alg.server_update(ServerStep {
+            info: &info(round),
+            global: &mut global,
+            agg: &mut agg,
+        });
+        let now = vhat(alg.as_mut());
+        if sync {
+            // the server's v: β2·v + (1 − β2)·g², from 0 at the first sync (β2 = 0.999)
+            assert!(
+                now[0] > before[0] && now[1] > now[0],
+                "round {round}: {now:?}"
+            );
+        } else {
+            assert_eq!(now, before, "round {round}: v̂ held between syncs");
+        }
+        before = now;
+    }
+    // the first sync's v̂ in closed form: (1 − β2)·g² = 0.001·(9, 16)
+    let first = {
+        let mut a = build(&s, 2, &[0..1, 1..2]);
+        for round in 0..3 {
+            a.begin_round(&info(round), &global).unwrap();
+            let (delta, uplink) = report((round == 2).then(|| vec![3.0, -4.0]));
+            let info_c = ClientInfo {
+                steps: 1,
+                lr: 0.1,
+                samples: 1,
+            };
+            a.receive(
+                0,
+                Report {
+                    delta: &delta,
+                    info: info_c,
+                    uplink,
+                },
+            )
+            .unwrap();
+            a.server_update(ServerStep {
+                info: &info(round),
+                global: &mut global,
+                agg: &mut agg,
+            });
+        }
+        vhat(a.as_mut())
+    };
+    assert!(
+        (first[0] - 0.009).abs() < 1e-6 && (first[1] - 0.016).abs() < 1e-6,
+        "{first:?}"
+    );
 }
 
 fn globals(sets: &[&str]) -> Vec<f32> {

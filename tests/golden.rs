@@ -210,6 +210,7 @@ const VARIANTS: &[(&str, &str, &[&str])] = &[
         &["fedlamb.zero_rule=\"paper\""],
     ),
     ("fedlamb/skip-sync", "fedlamb", &["fedlamb.sync_every=2"]),
+    ("mimelamb/skip-sync", "mimelamb", &["fedlamb.sync_every=2"]),
     ("mime/sgdm-lite", "mime", &["mime.base=\"sgdm\""]),
     (
         "mime/sgdm",

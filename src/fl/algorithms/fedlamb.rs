@@ -15,7 +15,9 @@
 //! local loop, and each client also sends the gradient of its whole data at the round's
 //! starting model; the server keeps its own `v` (0 at start): `∇f = mean ∇f_i`,
 //! `v ← β2·v + (1−β2)·(∇f)²`, `v̂ ← max(v̂, v)`; the clients' local v is unused. Skip-sync (§6.2): a sync every
-//! `fedlamb.sync_every` = Z rounds (rounds Z−1, 2Z−1, …); in between v̂ stays as broadcast.
+//! `fedlamb.sync_every` = Z rounds (rounds Z−1, 2Z−1, …); in between v̂ stays as broadcast, and
+//! the clients send up neither their v nor (Mime) the full-data gradient, which they then do not
+//! compute: the server's v is a running average over the sync rounds' gradients alone.
 //!
 //! A tensor whose norm (or whose update's norm) is 0: `fedlamb.zero_rule = "lamb"` takes the
 //! step `α·u` (trust ratio 1, as LAMB implementations do), `"paper"` the literal φ(0) = 0 (the
@@ -27,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report, Rule};
 use crate::fl::strategy::{
-    RoundInfo, ServerLog, ServerStep, Setup, State, Strategy, Traffic, average,
+    RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, State, Strategy, Traffic, average,
 };
 use crate::optim::{
     AddDecayedWeights, LocalLink, ScaleByAmsgrad, ScaleByTrustRatio, SecondMoment, global_norm,
@@ -114,6 +116,8 @@ pub struct FedLamb {
     /// Σ v_i of the round's clients so far, and how many.
     sum_v: Vec<f64>,
     n_v: usize,
+    /// The current round (from `begin_round`), for whether it syncs v̂.
+    round: usize,
 }
 
 impl FedLamb {
@@ -128,8 +132,14 @@ impl FedLamb {
             mi: PerClient::new("m", s.client_sizes.len(), s.dim),
             sum_v: vec![0.0; s.dim],
             n_v: 0,
+            round: 0,
             keys,
         })
+    }
+
+    /// Whether round `round` updates and broadcasts v̂ (rounds Z−1, 2Z−1, …).
+    fn syncs(&self, round: usize) -> bool {
+        (round + 1).is_multiple_of(self.keys.sync_every)
     }
 
     /// `v̂ ← max(v̂, mean v_i)`, or with the server's own v of the mean full-data gradient
@@ -186,6 +196,11 @@ pub fn mimelamb(s: &Setup) -> Result<Box<dyn Strategy>> {
 }
 
 impl Strategy for FedLamb {
+    fn begin_round(&mut self, info: &RoundInfo, _global: &[f32]) -> Result<RoundNeeds> {
+        self.round = info.round;
+        Ok(RoundNeeds::default())
+    }
+
     fn plan(&self, client: usize) -> ClientPlan<'_> {
         let m = self
             .mi
@@ -193,7 +208,7 @@ impl Strategy for FedLamb {
             .map_or_else(|| vec![0.0; self.dim], <[f32]>::to_vec);
         ClientPlan {
             rule: rule(self.step, &self.keys, &self.tensors, m, self.second.vhat()),
-            full_gradient: self.source == Source::FullGradient,
+            full_gradient: self.source == Source::FullGradient && self.syncs(self.round),
             ..ClientPlan::default()
         }
     }
@@ -202,6 +217,9 @@ impl Strategy for FedLamb {
         let missing = |what: &str| Error::Run(format!("client {client} sent no {what}"));
         let moments = report.uplink.moments.ok_or_else(|| missing("moments"))?;
         self.mi.set(client, moments.m)?;
+        if !self.syncs(self.round) {
+            return Ok(());
+        }
         let v = match self.source {
             Source::ClientV => moments.v,
             Source::FullGradient => report
@@ -217,14 +235,13 @@ impl Strategy for FedLamb {
         Ok(())
     }
 
-    /// v̂ down every round; up, v_i at a sync round (Fed-LAMB, Fed-AMS) or the full-data
-    /// gradient every round (Mime-LAMB, Mime).
+    /// v̂ down every round; up, at a sync round, v_i (Fed-LAMB, Fed-AMS) or the full-data
+    /// gradient (Mime-LAMB, Mime).
     fn traffic(&self, info: &RoundInfo) -> Traffic {
-        let up = match self.source {
-            Source::ClientV => usize::from((info.round + 1).is_multiple_of(self.keys.sync_every)),
-            Source::FullGradient => 1,
-        };
-        Traffic { down: 1, up }
+        Traffic {
+            down: 1,
+            up: usize::from(self.syncs(info.round)),
+        }
     }
 
     /// `θ ← θ + η_g·Δ̄`; at a sync round, v̂ from the round's clients. Not a chain on Δ̄: v̂
@@ -232,7 +249,7 @@ impl Strategy for FedLamb {
     fn server_update(&mut self, s: ServerStep) -> ServerLog {
         let ServerStep { info, global, agg } = s;
         let log = average(info, global, agg);
-        if (info.round + 1).is_multiple_of(self.keys.sync_every) && self.n_v > 0 {
+        if self.syncs(info.round) && self.n_v > 0 {
             self.sync();
         }
         self.sum_v.fill(0.0);
