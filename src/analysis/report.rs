@@ -152,7 +152,7 @@ fn row(g: &Group, o: &ReportOptions, dir: Direction) -> Result<Row> {
         horizon = horizon
             .max(r.spec.fl.rounds)
             .max(rounds.last().copied().unwrap_or(0));
-        let e = ema(&vals, o.ema_beta, o.debias);
+        let e = ema(&rounds, &vals, o.ema_beta, o.debias);
         for (i, &a) in o.at.iter().enumerate() {
             match at_round(&rounds, &e, a) {
                 Some(v) => cells[2 + i].values.push(v),
@@ -225,7 +225,7 @@ fn markdown(rows: &[Row], o: &ReportOptions, dir: Direction) -> String {
         Direction::Lower => "first falls to T or less",
     };
     out.push_str(&format!(
-        "\nRounds count rounds completed, from 1, as in rounds.csv: EMA@k is the EMA after k rounds. EMA: s_t = β·s_(t−1) + (1−β)·a_t with β = {b}{d}, over the evaluated rounds of `{m}`; rounds→T counts rounds until the EMA {reach} (`R+`: not in R rounds).",
+        "\nRounds count rounds completed, from 1, as in rounds.csv: EMA@k is the EMA after k rounds. EMA: s_t = β·s_(t−1) + (1−β)·a_t with β = {b}{d}, over the evaluated rounds of `{m}` (a row g rounds after the one before weighs 1 − β^g); rounds→T counts rounds until the EMA {reach} (`R+`: not in R rounds).",
         b = o.ema_beta,
         d = if o.debias { ", de-biased by 1 − β^(t+1)" } else { " with s_(−1) = 0" },
         m = o.metric

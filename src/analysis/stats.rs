@@ -4,22 +4,27 @@
 //! - FedACG Table 1: an exponential moving average of the per-round curve with β = 0.9, read at
 //!   given rounds, and the rounds it needs to reach a target.
 //!
-//! EMA form (FedACG does not state it, §9): plain `s_t = β·s_{t−1} + (1−β)·a_t` with `s_{−1} = 0`
-//! by default (wandb's smoothing before de-biasing); the de-biased form divides by `1 − β^(t+1)`.
+//! EMA form (FedACG does not state it): `s_t = β·s_{t−1} + (1−β)·a_t` with `s_{−1} = 0`,
+//! de-biased by default (`fedrun report`; wandb's display form), that is divided by
+//! `1 − β^(t+1)`; `--no-debias` gives the plain form. The EMA runs over rounds: a row evaluated
+//! g rounds after the one before counts as g rounds at its value (`fl.eval_every > 1`).
 
-/// EMA of `values` (one per evaluated row, in order).
-pub fn ema(values: &[f64], beta: f64, debias: bool) -> Vec<f64> {
-    let mut s = 0.0;
-    values
+/// EMA of `values`, one per evaluated row at `rounds` (increasing, counted from 1): a row g
+/// rounds after the one before weighs `1 − β^g`, as g rounds at its value would
+/// (`s ← β^g·s + (1 − β^g)·a`); de-biased, divided by the weight taken so far. Every round
+/// evaluated, this is `s_t = β·s_{t−1} + (1−β)·a_t` over `1 − β^(t+1)`. A row at or before the
+/// row before it (a round-0 row, say) counts as one round.
+pub fn ema(rounds: &[usize], values: &[f64], beta: f64, debias: bool) -> Vec<f64> {
+    let (mut s, mut w, mut last) = (0.0, 0.0, 0usize);
+    rounds
         .iter()
-        .enumerate()
-        .map(|(t, &a)| {
-            s = beta * s + (1.0 - beta) * a;
-            if debias {
-                s / (1.0 - beta.powi(t as i32 + 1))
-            } else {
-                s
-            }
+        .zip(values)
+        .map(|(&r, &a)| {
+            let keep = beta.powi(r.saturating_sub(last).max(1) as i32);
+            last = r;
+            s = keep * s + (1.0 - keep) * a;
+            w = keep * w + (1.0 - keep);
+            if debias { s / w } else { s }
         })
         .collect()
 }
@@ -138,14 +143,39 @@ mod tests {
     #[test]
     fn ema_plain_and_debiased_by_hand() {
         let a = [10.0, 20.0, 30.0];
-        let p = ema(&a, 0.9, false);
+        let p = ema(&[1, 2, 3], &a, 0.9, false);
         assert!((p[0] - 1.0).abs() < 1e-12);
         assert!((p[1] - (0.9 * 1.0 + 2.0)).abs() < 1e-12);
         assert!((p[2] - (0.9 * 2.9 + 3.0)).abs() < 1e-12);
-        let d = ema(&a, 0.9, true);
+        let d = ema(&[1, 2, 3], &a, 0.9, true);
         assert!((d[0] - 10.0).abs() < 1e-12);
         assert!((d[1] - 2.9 / 0.19).abs() < 1e-12);
         assert!((d[2] - 5.61 / 0.271).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ema_of_rows_every_few_rounds_is_the_ema_of_the_held_curve() {
+        // rows at rounds 5, 10, 15 (`fl.eval_every = 5`): the EMA of the per-round curve that
+        // holds each row's value for the 5 rounds it stands for
+        let (r, a) = ([5, 10, 15], [10.0, 40.0, 25.0]);
+        let held: Vec<f64> = a.iter().flat_map(|&v| [v; 5]).collect();
+        let every: Vec<usize> = (1..=15).collect();
+        for debias in [false, true] {
+            let full = ema(&every, &held, 0.9, debias);
+            let rows = ema(&r, &a, 0.9, debias);
+            for (k, &round) in r.iter().enumerate() {
+                assert!(
+                    (rows[k] - full[round - 1]).abs() < 1e-12,
+                    "{debias} {round}"
+                );
+            }
+            // read as one row a round, the rows would weigh a tenth each: a different curve
+            let naive = ema(&[1, 2, 3], &a, 0.9, debias);
+            assert!((naive[1] - rows[1]).abs() > 1.0, "{debias}");
+        }
+        // a constant curve's de-biased EMA is that constant, at any spacing
+        let d = ema(&[0, 1, 4, 9], &[7.0; 4], 0.9, true);
+        assert!(d.iter().all(|v| (v - 7.0).abs() < 1e-12), "{d:?}");
     }
 
     #[test]
