@@ -1391,3 +1391,32 @@ fn a_grids_floats_read_alike_in_folders_sweep_csv_and_report() {
     );
     assert!(!out.join("t__weight_decay=0.001").exists(), "{said}");
 }
+
+/// A model's own default: the Fed-LAMB MNIST CNN takes dropout 0.5 (the PyTorch MNIST example's)
+/// where the spec sets none, not the transformer's 0.1; a value set in the file or by `--set`
+/// wins, and the run folder's spec records the value taken.
+#[test]
+fn the_mnist_cnn_takes_its_own_dropout_unless_one_is_set() {
+    let parse = |dropout: &str, sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let text = synthetic_spec("").replace("[model]\n", &format!("[model]\n{dropout}"));
+        fedrun::schema::parse(&text, "t", &sets)
+            .unwrap()
+            .model
+            .dropout
+    };
+    let mnist = ["data.dataset=\"mnist\"", "model.kind=\"mnist-cnn\""];
+    assert_eq!(parse("", &mnist), 0.5);
+    assert_eq!(parse("", &[mnist[0], mnist[1], "model.dropout=0.2"]), 0.2);
+    assert_eq!(parse("dropout = 0.3\n", &mnist), 0.3);
+    assert_eq!(
+        parse("", &[]),
+        0.1,
+        "a model that reads no dropout keeps the table's"
+    );
+    // read back from the resolved spec (a run folder's spec.toml), the value stays
+    let sets = mnist.map(String::from);
+    let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &sets).unwrap();
+    let again = fedrun::schema::parse_resolved(&spec.to_toml(), "spec.toml").unwrap();
+    assert_eq!(again.model.dropout, 0.5);
+}

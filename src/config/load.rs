@@ -30,6 +30,7 @@ impl Spec {
             apply_override(&mut table, o, &layout)?;
         }
         resolve_alias(&mut table, schema)?;
+        model_defaults(&mut table);
         let mut tables = toml::Table::new();
         for t in &schema.tables {
             let given = match table.remove(t.name()) {
@@ -127,6 +128,26 @@ impl Spec {
 /// The value at dotted path `key` (`local.steps`) of `v`.
 fn value_at<'a>(v: &'a toml::Value, key: &str) -> Option<&'a toml::Value> {
     key.split('.').try_fold(v, |v, k| v.get(k))
+}
+
+/// The `[model]` keys the spec leaves unset whose default is its model's own
+/// (`ModelKind::own_defaults`); an unknown kind is left for the parse to name.
+fn model_defaults(table: &mut toml::Table) {
+    let Some(model) = table.get_mut("model").and_then(|m| m.as_table_mut()) else {
+        return;
+    };
+    let kind = model
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or_default();
+    let Some(kind) = super::ModelKind::from_name(kind) else {
+        return;
+    };
+    for &(key, value) in kind.own_defaults() {
+        model
+            .entry(key)
+            .or_insert_with(|| toml::Value::Float(value));
+    }
 }
 
 /// Replace an alias in `fl.algorithm` by its algorithm and set the keys it stands for; a key the

@@ -89,6 +89,18 @@ crate::choice! {
     }
 }
 
+impl ModelKind {
+    /// `[model]` keys whose default is this model's own, not `ModelSpec::default`'s: the
+    /// Fed-LAMB MNIST CNN's dropout is the PyTorch MNIST example's 0.5 (the transformer's 0.1
+    /// is the table's default).
+    pub fn own_defaults(self) -> &'static [(&'static str, f64)] {
+        match self {
+            ModelKind::MnistCnn => &[("dropout", 0.5)],
+            _ => &[],
+        }
+    }
+}
+
 crate::choice! {
     /// `model.head` of ResNet-18: `fednar` (avg_pool2d(3) on the 4×4 map, as the FedNAR code) |
     /// `global` (global average pooling).
@@ -212,6 +224,7 @@ pub struct ModelSpec {
     pub d_model: usize,
     pub heads: usize,
     pub d_ff: usize,
+    /// The transformer's (0.1) and the MNIST CNN's (0.5, `ModelKind::own_defaults`) dropout.
     pub dropout: f64,
     /// Transformer: all layers start from identical weights (PyTorch deep-copy quirk, §7.2).
     pub identical_layers: bool,
