@@ -188,28 +188,32 @@ fn moments_persist_per_client_and_vhat_is_the_running_max_of_the_mean() {
     assert!(floors.iter().any(|&f| f < 1.0), "{floors:?}");
 }
 
+/// The server's step at the end of round `round` (a zero update); v̂ after it.
+fn end_round(alg: &mut dyn Strategy, round: usize, global: &mut [f32]) -> Vec<f32> {
+    let mut agg = Aggregate {
+        mean_delta: vec![0.0; global.len()],
+        mean_sq_norm: 0.0,
+        clients: 1,
+    };
+    alg.server_update(ServerStep {
+        info: &info(round),
+        global,
+        agg: &mut agg,
+    });
+    alg.state().checkpoint()[0].1.to_vec()
+}
+
 #[test]
 fn skip_sync_holds_vhat_between_syncs() {
     let s = spec(&["fl.algorithm=\"fedams\"", "fedlamb.sync_every=3"]);
     let mut alg = build(&s, 2, &[0..1, 1..2]);
-    let mut agg = Aggregate {
-        mean_delta: vec![0.0; 2],
-        mean_sq_norm: 0.0,
-        clients: 1,
-    };
     let mut global = vec![0f32; 2];
-    let vhat = |a: &mut dyn Strategy| a.state().checkpoint()[0].1.to_vec();
     let eps = vec![1e-8f32; 2];
     for round in 0..6 {
         alg.begin_round(&info(round), &global).unwrap();
         let (m, v) = local(alg.as_ref(), &[0..1, 1..2], 0, &[3.0, -4.0], 2);
         send(alg.as_mut(), 0, m, v);
-        alg.server_update(ServerStep {
-            info: &info(round),
-            global: &mut global,
-            agg: &mut agg,
-        });
-        let h = vhat(alg.as_mut());
+        let h = end_round(alg.as_mut(), round, &mut global);
         if round < 2 {
             assert_eq!(h, eps, "round {round}: no sync yet");
         } else {
@@ -218,31 +222,44 @@ fn skip_sync_holds_vhat_between_syncs() {
     }
 }
 
+/// Client 0 sends its first moment `m` (v zero) and, where given, its full-data gradient.
+fn send_full(
+    alg: &mut dyn Strategy,
+    m: &[f32],
+    full: Option<Vec<f32>>,
+) -> fedrun::error::Result<()> {
+    let delta = vec![0f32; m.len()];
+    let uplink = Uplink {
+        moments: Some(Moments {
+            m: m.to_vec(),
+            v: vec![0.0; m.len()],
+        }),
+        full_gradient: full,
+    };
+    let info = ClientInfo {
+        steps: 1,
+        lr: 0.1,
+        samples: 1,
+    };
+    alg.receive(
+        0,
+        Report {
+            delta: &delta,
+            info,
+            uplink,
+        },
+    )
+}
+
 /// Mime-LAMB with skip-sync: its clients compute and send the full-data gradient at a sync round
 /// alone (the rounds between would throw it away), and v̂ takes the server's v of it there.
 #[test]
 fn mime_skip_sync_takes_the_full_gradient_at_sync_rounds_alone() {
     let s = spec(&["fl.algorithm=\"mimelamb\"", "fedlamb.sync_every=3"]);
     let mut alg = build(&s, 2, &[0..1, 1..2]);
-    let mut agg = Aggregate {
-        mean_delta: vec![0.0; 2],
-        mean_sq_norm: 0.0,
-        clients: 1,
-    };
     let mut global = vec![0f32; 2];
-    let vhat = |a: &mut dyn Strategy| a.state().checkpoint()[0].1.to_vec();
     let (m, _) = local(alg.as_ref(), &[0..1, 1..2], 0, &[3.0, -4.0], 1);
-    let report = |full: Option<Vec<f32>>| {
-        let uplink = Uplink {
-            moments: Some(Moments {
-                m: m.clone(),
-                v: vec![0.0; 2],
-            }),
-            full_gradient: full,
-        };
-        (vec![0f32; 2], uplink)
-    };
-    let mut before = vhat(alg.as_mut());
+    let mut before = vec![1e-8f32; 2];
     for round in 0..6 {
         let sync = round % 3 == 2;
         alg.begin_round(&info(round), &global).unwrap();
@@ -252,80 +269,24 @@ fn mime_skip_sync_takes_the_full_gradient_at_sync_rounds_alone() {
             usize::from(sync),
             "round {round}"
         );
-        let info_c = ClientInfo {
-            steps: 1,
-            lr: 0.1,
-            samples: 1,
-        };
         if sync {
-            // at a sync round the gradient is required
-            let (delta, uplink) = report(None);
-            let e = alg.receive(
-                0,
-                Report {
-                    delta: &delta,
-                    info: info_c,
-                    uplink,
-                },
-            );
-            assert!(format!("{}", e.unwrap_err()).contains("full-data gradient"));
+            let e = send_full(alg.as_mut(), &m, None).unwrap_err();
+            assert!(e.to_string().contains("full-data gradient"), "{e}");
         }
-        let (delta, uplink) = report(sync.then(|| vec![3.0, -4.0]));
-        let r = Report {
-            delta: &delta,
-            info: info_c,
-            uplink,
-        };
-        alg.receive(0, r).unwrap();
-        alg.server_update(ServerStep {
-            info: &info(round),
-            global: &mut global,
-            agg: &mut agg,
-        });
-        let now = vhat(alg.as_mut());
-        if sync {
-            // the server's v: β2·v + (1 − β2)·g², from 0 at the first sync (β2 = 0.999)
-            assert!(
-                now[0] > before[0] && now[1] > now[0],
-                "round {round}: {now:?}"
-            );
-        } else {
-            assert_eq!(now, before, "round {round}: v̂ held between syncs");
+        send_full(alg.as_mut(), &m, sync.then(|| vec![3.0, -4.0])).unwrap();
+        let now = end_round(alg.as_mut(), round, &mut global);
+        match round {
+            // the first sync: the server's v from 0 is (1 − β2)·g² = 0.001·(9, 16)
+            2 => assert!(
+                (now[0] - 0.009).abs() < 1e-6 && (now[1] - 0.016).abs() < 1e-6,
+                "{now:?}"
+            ),
+            // the second: β2·v + (1 − β2)·g², above the first
+            5 => assert!(now[0] > before[0] && now[1] > before[1], "{now:?}"),
+            _ => assert_eq!(now, before, "round {round}: v̂ held between syncs"),
         }
         before = now;
     }
-    // the first sync's v̂ in closed form: (1 − β2)·g² = 0.001·(9, 16)
-    let first = {
-        let mut a = build(&s, 2, &[0..1, 1..2]);
-        for round in 0..3 {
-            a.begin_round(&info(round), &global).unwrap();
-            let (delta, uplink) = report((round == 2).then(|| vec![3.0, -4.0]));
-            let info_c = ClientInfo {
-                steps: 1,
-                lr: 0.1,
-                samples: 1,
-            };
-            a.receive(
-                0,
-                Report {
-                    delta: &delta,
-                    info: info_c,
-                    uplink,
-                },
-            )
-            .unwrap();
-            a.server_update(ServerStep {
-                info: &info(round),
-                global: &mut global,
-                agg: &mut agg,
-            });
-        }
-        vhat(a.as_mut())
-    };
-    assert!(
-        (first[0] - 0.009).abs() < 1e-6 && (first[1] - 0.016).abs() < 1e-6,
-        "{first:?}"
-    );
 }
 
 fn globals(sets: &[&str]) -> Vec<f32> {
