@@ -21,6 +21,9 @@ pub struct Acg {
     server: ServerChain,
     /// The round's lookahead Φ.
     phi: Vec<f32>,
+    /// Broadcast Φ = θ + λ·m (true), or θ (the momentum server alone: FedACG Table 4's rows
+    /// without the accelerated gradient).
+    lookahead: bool,
 }
 
 impl Acg {
@@ -34,7 +37,15 @@ impl Acg {
             lambda: lambda as f32,
             server: ServerChain::new(vec![Box::new(scale), Box::new(trace)]),
             phi: vec![0.0; dim],
+            lookahead: true,
         }
+    }
+
+    /// The same server, broadcasting θ instead of the lookahead (`lookahead = false`): the
+    /// momentum `m ← λ·m + η_g·Δ̄`, `θ ← θ + m` stays, the clients start from and are anchored
+    /// to θ.
+    pub fn with_lookahead(self, lookahead: bool) -> Self {
+        Acg { lookahead, ..self }
     }
 
     /// The momentum m (the trace link's vector, by name).
@@ -47,9 +58,13 @@ impl Strategy for Acg {
     fn begin_round(&mut self, info: &RoundInfo, global: &[f32]) -> Result<RoundNeeds> {
         let l = self.lambda;
         let mut phi = std::mem::take(&mut self.phi);
-        phi.iter_mut()
-            .zip(global.iter().zip(self.momentum()))
-            .for_each(|(p, (g, m))| *p = g + l * m);
+        if self.lookahead {
+            phi.iter_mut()
+                .zip(global.iter().zip(self.momentum()))
+                .for_each(|(p, (g, m))| *p = g + l * m);
+        } else {
+            phi.copy_from_slice(global);
+        }
         self.phi = phi;
         self.inner.begin_round(info, &self.phi)
     }

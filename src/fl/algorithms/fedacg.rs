@@ -3,7 +3,10 @@
 //! `w·Σ(θ − Φ)²` to its loss (no ½, so the gradient term is `2w·(θ − Φ)`, clipped with the loss
 //! gradient). The evaluated model is θ, not Φ. With the FedACG protocol: uniform aggregation
 //! (`fl.aggregation = "uniform"`) and the per-epoch schedule (`local.lr_schedule = "epoch"`).
-//! ACG around other client-side methods is `fl.acg = true` (Table A's "+ACG").
+//! ACG around other client-side methods is `fl.acg = true` (Table A's "+ACG"). Table 4's
+//! ablation: `fedacg.lookahead = false` keeps the momentum server and broadcasts θ (the client's
+//! term then pulls toward θ), `fedacg.prox = 0` drops the term, `fedacg.lambda = 0` both
+//! momentum and lookahead.
 
 use crate::config::validate::non_negative;
 use crate::error::Result;
@@ -19,6 +22,9 @@ crate::key_table! {
         pub lambda: f64 = 0.85 => non_negative;
         /// w: the code's proximal weight in `w·Σ(θ − Φ)²` (1e-3; the paper's β/2 with β = 2e-3).
         pub prox: f64 = 1e-3 => non_negative;
+        /// Broadcast the lookahead θ + λ·m (true), or θ with the same momentum server (false:
+        /// the paper's Table 4 rows with server momentum and no accelerated gradient).
+        pub lookahead: bool = true;
     }
 }
 
@@ -28,5 +34,6 @@ pub fn build(s: &Setup) -> Result<Box<dyn Strategy>> {
     // w·Σ(θ − Φ)² is FedProx's ½μ‖θ − Φ‖² with μ = 2w
     let client = FedProx::new((2.0 * k.prox) as f32);
     let eta = s.spec.fl.global_lr;
-    Ok(Box::new(Acg::new(Box::new(client), k.lambda, eta, s.dim)))
+    let acg = Acg::new(Box::new(client), k.lambda, eta, s.dim).with_lookahead(k.lookahead);
+    Ok(Box::new(acg))
 }
