@@ -1284,6 +1284,50 @@ fn a_new_users_slips_get_plain_messages() {
     assert!(out.contains(&format!("path = \"{dir}")), "{out}");
 }
 
+/// `check`'s work line counts what a round does beyond the local steps: Mime-LAMB's full-data
+/// gradients at its sync rounds alone, the original Mime's every round (and its correction's
+/// second gradient a step), FedNTD's frozen model; FedAvg has nothing more, and the counts read
+/// in the singular where they are one.
+#[test]
+fn check_says_the_work_beyond_the_local_steps() {
+    let work = |cfg: &str, sets: &[&str]| {
+        let o = check(&config(cfg), sets);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let line = out.lines().find(|l| l.starts_with("# the work:"));
+        line.unwrap_or_else(|| panic!("{out}")).to_string()
+    };
+    let lamb = "fedlamb/mnist_mimelamb.toml";
+    let every = work(lamb, &[]);
+    assert!(
+        every.contains("every round each sampled client takes the gradient of all its samples"),
+        "{every}"
+    );
+    assert!(every.contains("× 1 epoch of batch"), "{every}");
+    let z3 = work(lamb, &["fedlamb.sync_every=3"]);
+    assert!(z3.contains("in one round of every 3"), "{z3}");
+    let frozen = work(
+        "fedlamb/mnist_mime.toml",
+        &["mime.base=\"sgdm\"", "mime.lite=false"],
+    );
+    assert!(
+        frozen.contains("every round") && frozen.contains("a second gradient"),
+        "{frozen}"
+    );
+    let lite = work("fedlamb/mnist_mime.toml", &["mime.base=\"sgdm\""]);
+    assert!(
+        lite.contains("every round") && !lite.contains("second gradient"),
+        "{lite}"
+    );
+    let ntd = work("fedacg/fedntd.toml", &[]);
+    assert!(ntd.contains("through the frozen broadcast model"), "{ntd}");
+    let plain = work("fedacg/fedavg.toml", &["fl.rounds=1"]);
+    assert!(
+        !plain.contains("besides") && plain.contains("; 1 test evaluation;"),
+        "{plain}"
+    );
+}
+
 /// A point whose process is killed outright (SIGKILL: the out-of-memory killer at a job's
 /// memory limit, or a scheduler) is failed with the kill named and what to do, not read from a
 /// summary an earlier attempt left in its folder.

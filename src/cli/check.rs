@@ -102,8 +102,10 @@ fn work_line(spec: &crate::config::Spec) -> String {
         fl.rounds / fl.eval_every.max(1) + usize::from(fl.rounds % fl.eval_every.max(1) != 0);
     let steps = if l.epochs > 0 {
         format!(
-            "{} epochs of batch {} over each client's samples",
-            l.epochs, l.batch_size
+            "{} epoch{} of batch {} over each client's samples",
+            l.epochs,
+            if l.epochs == 1 { "" } else { "s" },
+            l.batch_size
         )
     } else {
         let total = fl.rounds as u128 * fl.clients_per_round as u128 * l.steps as u128;
@@ -112,8 +114,10 @@ fn work_line(spec: &crate::config::Spec) -> String {
             l.steps, l.batch_size
         )
     };
+    let extra = crate::fl::algorithms::extra_work(spec).map_or(String::new(), |e| format!("; {e}"));
+    let plural = if evals == 1 { "" } else { "s" };
     format!(
-        "the work: {} rounds × {} clients × {steps}; {evals} test evaluations; the time a round takes on the machines measured: docs/PERFORMANCE.md",
+        "the work: {} rounds × {} clients × {steps}{extra}; {evals} test evaluation{plural}; the time a round takes on the machines measured: docs/PERFORMANCE.md",
         fl.rounds, fl.clients_per_round
     )
 }

@@ -71,6 +71,12 @@ pub trait FromSetup: Strategy + Sized + 'static {
         Vec::new()
     }
 
+    /// The work its rounds do beyond the local steps of plain training, as `fedrun check`'s work
+    /// line says it (MOON's two frozen models; default: none).
+    fn extra_work(_spec: &Spec) -> Option<String> {
+        None
+    }
+
     fn from_setup(s: &Setup) -> Result<Self>;
 }
 

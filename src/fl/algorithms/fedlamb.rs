@@ -180,6 +180,19 @@ pub fn unread_ams(_spec: &Spec) -> Vec<Unread> {
     trust_keys_unread("by `fl.algorithm = \"fedams\"` (a plain AMSGrad step: no trust ratio)")
 }
 
+/// What Mime-LAMB and the Fed-LAMB paper's Mime do beyond their local steps, for `fedrun
+/// check`: each sampled client's full-data gradient, at the sync rounds alone.
+pub fn full_gradient_work(spec: &Spec) -> Option<String> {
+    let z = spec.keys::<Keys>().map_or(1, |k| k.sync_every);
+    let when = match z {
+        1 => "every round".to_string(),
+        z => format!("in one round of every {z} (the sync rounds of `fedlamb.sync_every`)"),
+    };
+    Some(format!(
+        "besides, {when} each sampled client takes the gradient of all its samples at the model it starts from: one more forward and backward pass over its data"
+    ))
+}
+
 /// Fed-LAMB.
 pub fn lamb(s: &Setup) -> Result<Box<dyn Strategy>> {
     Ok(Box::new(FedLamb::new(Step::Lamb, Source::ClientV, s)?))

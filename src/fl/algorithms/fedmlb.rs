@@ -110,6 +110,13 @@ impl FromSetup for FedMlb {
         Ok(())
     }
 
+    fn extra_work(spec: &Spec) -> Option<String> {
+        let k: Keys = spec.keys().ok()?;
+        k.branches.then(|| {
+            "besides, each local step runs the activations of each of 5 levels through the frozen broadcast model's remaining stages, forward and backward".to_string()
+        })
+    }
+
     fn from_setup(s: &Setup) -> Result<Self> {
         Self::check(s.spec)?;
         Ok(FedMlb { keys: s.keys()? })

@@ -43,6 +43,14 @@ impl LocalLoss for FedNtd {
 impl FromSetup for FedNtd {
     const AVERAGES: bool = true;
 
+    fn extra_work(spec: &crate::config::Spec) -> Option<String> {
+        let k: Keys = spec.keys().ok()?;
+        (k.weight != 0.0).then(|| {
+            "besides, each local step runs its batch forward through the frozen broadcast model"
+                .to_string()
+        })
+    }
+
     fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
         Ok(FedNtd {

@@ -57,6 +57,24 @@ pub fn unread(spec: &Spec) -> Vec<Unread> {
     }
 }
 
+/// What Mime does beyond its local steps, for `fedrun check`: the full-data gradients (at the
+/// sync rounds for the Fed-LAMB paper's Mime, every round for the original one), and Mime's
+/// correction's second gradient each step.
+pub fn extra_work(spec: &Spec) -> Option<String> {
+    let k = spec.keys::<Keys>().ok()?;
+    if k.base == Base::Amsgrad {
+        return super::fedlamb::full_gradient_work(spec);
+    }
+    let correction = if k.lite {
+        ""
+    } else {
+        ", and each local step a second gradient of its batch at that model (Mime's correction g_i(y) − g_i(x) + c)"
+    };
+    Some(format!(
+        "besides, every round each sampled client takes the gradient of all its samples at the broadcast model before any client trains{correction}"
+    ))
+}
+
 /// `fl.algorithm = "mime"`: with `mime.base = "amsgrad"` the Fed-LAMB paper's Mime (the
 /// Fed-LAMB loop with the AMS step and the server's v̂ of full-data gradients), with `"sgdm"` or
 /// `"frozen-amsgrad"` the original Mime ([`MimeFrozen`]).

@@ -46,12 +46,20 @@ pub struct Entry {
     /// The keys of its own tables that a setting of the spec leaves unread, with why (Fed-AMS
     /// reads no trust-ratio key; `mime.base` picks which of `[mime]` and `[fedlamb]` are read).
     pub unread: fn(&Spec) -> Vec<Unread>,
+    /// The work its rounds do beyond plain local steps, for `fedrun check` (Mime's full-data
+    /// gradients).
+    pub extra_work: fn(&Spec) -> Option<String>,
 }
 
 impl Entry {
     /// The same line, with the keys of its tables that a spec leaves unread.
     const fn leaving(self, unread: fn(&Spec) -> Vec<Unread>) -> Entry {
         Entry { unread, ..self }
+    }
+
+    /// The same line, with the work its rounds do beyond plain local steps.
+    const fn costing(self, extra_work: fn(&Spec) -> Option<String>) -> Entry {
+        Entry { extra_work, ..self }
     }
 
     /// The same line, reading `keys` of the five sections besides the common ones.
@@ -90,10 +98,12 @@ pub const REGISTRY: &[Entry] = &[
         .leaving(fedlamb::unread_ams),
     with("mimelamb", &[fedlamb::KEYS], fedlamb::mimelamb)
         .reading(CLIENT_STATE)
-        .leaving(fedlamb::unread_lamb),
+        .leaving(fedlamb::unread_lamb)
+        .costing(fedlamb::full_gradient_work),
     with("mime", &[mime::KEYS, fedlamb::KEYS], mime::build)
         .reading(CLIENT_STATE)
-        .leaving(mime::unread),
+        .leaving(mime::unread)
+        .costing(mime::extra_work),
 ];
 
 /// Other names of algorithms: the papers' names for a variant chosen by a key.
@@ -121,6 +131,7 @@ const fn alg<A: FromSetup>(name: &'static str, tables: &'static [&'static dyn Ke
         check: A::check,
         averages: A::AVERAGES,
         unread: A::unread,
+        extra_work: A::extra_work,
         ..with(name, tables, build_boxed::<A>).reading(A::READS)
     }
 }
@@ -135,6 +146,7 @@ const fn with(name: &'static str, tables: &'static [&'static dyn KeyTable], buil
         build,
         averages: false,
         unread: |_| Vec::new(),
+        extra_work: |_| None,
     }
 }
 
@@ -187,6 +199,11 @@ pub fn tables_of(algorithm: &str) -> Vec<&'static str> {
 /// Whether `algorithm` reads `key` of the five sections beyond what every run reads.
 pub fn reads_key(algorithm: &str, key: &str) -> bool {
     entry(algorithm).is_some_and(|e| e.reads.contains(&key))
+}
+
+/// The work the spec's algorithm does beyond plain local steps, if any.
+pub fn extra_work(spec: &Spec) -> Option<String> {
+    entry(&spec.fl.algorithm).and_then(|e| (e.extra_work)(spec))
 }
 
 /// The keys of its own tables that the spec's algorithm leaves unread in this spec.

@@ -77,6 +77,13 @@ impl FromSetup for Moon {
 
     const AVERAGES: bool = true;
 
+    fn extra_work(spec: &crate::config::Spec) -> Option<String> {
+        let k: Keys = spec.keys().ok()?;
+        (k.mu != 0.0).then(|| {
+            "besides, each local step of a client with a previous model runs its batch forward through two frozen models, the broadcast one and the client's previous one".to_string()
+        })
+    }
+
     fn from_setup(s: &Setup) -> Result<Self> {
         let k: Keys = s.keys()?;
         Ok(Moon {
