@@ -114,7 +114,8 @@ fn work_line(spec: &crate::config::Spec) -> String {
             l.steps, l.batch_size
         )
     };
-    let extra = crate::fl::algorithms::extra_work(spec).map_or(String::new(), |e| format!("; {e}"));
+    let extra =
+        crate::fl::algorithms::extra_work(spec).map_or(String::new(), |e| format!("; {}", e.line));
     let plural = if evals == 1 { "" } else { "s" };
     format!(
         "the work: {} rounds × {} clients × {steps}{extra}; {evals} test evaluation{plural}; the time a round takes on the machines measured: docs/PERFORMANCE.md",

@@ -1,7 +1,9 @@
 //! `fedrun check --time`: how long a spec's run will take on this machine and backend, from a
-//! short timed probe of its model on its data: a warm-up round and a timed round of a few local
-//! steps on as many clients as the run trains at once, and the evaluation of a slice of the
-//! test set, scaled to the spec's work (rounds, each client's steps, evaluations).
+//! short timed probe of its model on its data: a warm-up round and timed rounds of a few local
+//! steps on as many clients as the run trains at once (in a round that has the algorithm's
+//! once-a-round work, and where that comes every few rounds one without it too), and the
+//! evaluation of a slice of the test set, scaled to the spec's work (rounds, each client's
+//! steps, evaluations).
 
 use std::time::Instant;
 
@@ -51,6 +53,16 @@ pub fn expected_max(values: &[usize], k: usize) -> f64 {
         .sum()
 }
 
+/// A chunk's one-off work averaged over the rounds: `with` measured in a round that has the
+/// algorithm's periodic once-a-round work, `without` in one that has not, the work coming every
+/// `every` rounds.
+pub fn periodic_chunk(with: f64, without: Option<f64>, every: usize) -> f64 {
+    match without {
+        None => with,
+        Some(without) => without + (with - without).max(0.0) / every.max(1) as f64,
+    }
+}
+
 /// `(a round's seconds, the run's seconds)`: each round's chunks, each its one-off work and its
 /// longest client's steps; the evaluations on top.
 pub fn run_seconds(w: &Work, p: &Probe) -> (f64, f64) {
@@ -94,8 +106,10 @@ pub fn estimate_seconds(spec: &Spec, mut data: FedData) -> Result<(f64, String)>
     }
     .clamp(1, fl.clients_per_round.max(1));
     ex.spec.fl.clients_per_round = width;
-    // a warm-up round (a GPU backend compiles its kernels in it), then a chunk of the probe's
-    // steps and one of twice as many: what grows with the steps, and what does not
+    // a warm-up round (a GPU backend compiles its kernels in it), then, in one round that has
+    // the algorithm's once-a-round work, a chunk of the probe's steps and one of twice as many:
+    // what grows with the steps, and what does not; where that work comes every few rounds
+    // (Mime-LAMB's syncs), a chunk in a round without it too
     ex.round_stats(0)?;
     let mut timed = |t: usize, steps: usize| -> Result<f64> {
         ex.spec.local.steps = steps;
@@ -103,9 +117,16 @@ pub fn estimate_seconds(spec: &Spec, mut data: FedData) -> Result<(f64, String)>
         ex.round_stats(t)?;
         Ok(clock.elapsed().as_secs_f64())
     };
-    let (short, long) = (timed(1, PROBE_STEPS)?, timed(2, 2 * PROBE_STEPS)?);
+    let every = crate::fl::algorithms::extra_work(spec).map_or(1, |e| e.every.max(1));
+    let with = if every > 1 { every - 1 } else { 1 };
+    let (short, long) = (timed(with, PROBE_STEPS)?, timed(with, 2 * PROBE_STEPS)?);
     let per_step = ((long - short) / PROBE_STEPS as f64).max(0.0);
-    let per_chunk = (short - per_step * PROBE_STEPS as f64).max(0.0);
+    let steps = per_step * PROBE_STEPS as f64;
+    let without = match every {
+        1 => None,
+        _ => Some(timed(with + 1, PROBE_STEPS)? - steps),
+    };
+    let per_chunk = periodic_chunk(short - steps, without, every).max(0.0);
     ex.evaluate()?;
     let t = Instant::now();
     ex.evaluate()?;
@@ -174,6 +195,17 @@ mod tests {
         let mut more = work(vec![4; 5], 1);
         more.rounds = 20;
         assert_eq!(run_seconds(&more, &P).1, 20.0 * r1 + 2.0 * 7.0);
+    }
+
+    /// Work that comes every Z rounds (Mime-LAMB's full-data gradients at the syncs) counts a Z-th
+    /// of itself a round; every round, all of it.
+    #[test]
+    fn periodic_work_counts_its_share_of_the_rounds() {
+        assert_eq!(periodic_chunk(4.0, None, 1), 4.0);
+        assert_eq!(periodic_chunk(4.0, Some(1.0), 3), 2.0);
+        assert_eq!(periodic_chunk(4.0, Some(1.0), 1), 4.0);
+        // a chunk timed a little faster in the round with the work is no negative share
+        assert_eq!(periodic_chunk(1.0, Some(1.2), 5), 1.2);
     }
 
     /// A chunk (a cohort, or the client workers) takes as long as its longest client: with

@@ -71,13 +71,34 @@ pub trait FromSetup: Strategy + Sized + 'static {
         Vec::new()
     }
 
-    /// The work its rounds do beyond the local steps of plain training, as `fedrun check`'s work
-    /// line says it (MOON's two frozen models; default: none).
-    fn extra_work(_spec: &Spec) -> Option<String> {
+    /// The work its rounds do beyond the local steps of plain training, for `fedrun check`
+    /// (MOON's two frozen models; default: none).
+    fn extra_work(_spec: &Spec) -> Option<ExtraWork> {
         None
     }
 
     fn from_setup(s: &Setup) -> Result<Self>;
+}
+
+/// Work an algorithm's rounds do beyond plain local steps, for `fedrun check`: its work line and
+/// its time estimate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExtraWork {
+    /// What it is, in words, for the work line.
+    pub line: String,
+    /// Every how many rounds its once-a-round part comes, at rounds `every − 1`, `2·every − 1`,
+    /// … (Mime-LAMB's full-data gradients at the sync rounds; 1: every round).
+    pub every: usize,
+}
+
+impl ExtraWork {
+    /// Work that comes every round.
+    pub fn every_round(line: impl Into<String>) -> Self {
+        ExtraWork {
+            line: line.into(),
+            every: 1,
+        }
+    }
 }
 
 /// Facts about the round, shared by all hooks.

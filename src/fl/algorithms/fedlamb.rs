@@ -29,7 +29,8 @@ use crate::error::{Error, Result};
 use crate::fl::per_client::PerClient;
 use crate::fl::plan::{ClientPlan, Report, Rule};
 use crate::fl::strategy::{
-    RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, State, Strategy, Traffic, average,
+    ExtraWork, RoundInfo, RoundNeeds, ServerLog, ServerStep, Setup, State, Strategy, Traffic,
+    average,
 };
 use crate::optim::{
     AddDecayedWeights, LocalLink, ScaleByAmsgrad, ScaleByTrustRatio, SecondMoment, global_norm,
@@ -182,15 +183,18 @@ pub fn unread_ams(_spec: &Spec) -> Vec<Unread> {
 
 /// What Mime-LAMB and the Fed-LAMB paper's Mime do beyond their local steps, for `fedrun
 /// check`: each sampled client's full-data gradient, at the sync rounds alone.
-pub fn full_gradient_work(spec: &Spec) -> Option<String> {
+pub fn full_gradient_work(spec: &Spec) -> Option<ExtraWork> {
     let z = spec.keys::<Keys>().map_or(1, |k| k.sync_every);
     let when = match z {
         1 => "every round".to_string(),
         z => format!("in one round of every {z} (the sync rounds of `fedlamb.sync_every`)"),
     };
-    Some(format!(
-        "besides, {when} each sampled client takes the gradient of all its samples at the model it starts from: one more forward and backward pass over its data"
-    ))
+    Some(ExtraWork {
+        line: format!(
+            "besides, {when} each sampled client takes the gradient of all its samples at the model it starts from: one more forward and backward pass over its data"
+        ),
+        every: z,
+    })
 }
 
 /// Fed-LAMB.

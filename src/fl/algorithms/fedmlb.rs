@@ -14,7 +14,7 @@ use crate::config::{ModelKind, Spec};
 use crate::error::{Error, Result};
 use crate::fl::losses::{cross_entropy, kl_divergence};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
-use crate::fl::strategy::{FromSetup, Setup, Strategy};
+use crate::fl::strategy::{ExtraWork, FromSetup, Setup, Strategy};
 
 crate::key_table! {
     /// `[fedmlb]`
@@ -110,10 +110,12 @@ impl FromSetup for FedMlb {
         Ok(())
     }
 
-    fn extra_work(spec: &Spec) -> Option<String> {
+    fn extra_work(spec: &Spec) -> Option<ExtraWork> {
         let k: Keys = spec.keys().ok()?;
         k.branches.then(|| {
-            "besides, each local step runs the activations of each of 5 levels through the frozen broadcast model's remaining stages, forward and backward".to_string()
+            ExtraWork::every_round(
+                "besides, each local step runs the activations of each of 5 levels through the frozen broadcast model's remaining stages, forward and backward",
+            )
         })
     }
 

@@ -9,7 +9,7 @@ use crate::config::validate::{at_most_one, non_negative, positive};
 use crate::error::Result;
 use crate::fl::losses::{cross_entropy, not_true_kl};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput};
-use crate::fl::strategy::{FromSetup, Setup, Strategy};
+use crate::fl::strategy::{ExtraWork, FromSetup, Setup, Strategy};
 
 crate::key_table! {
     /// `[fedntd]`
@@ -43,11 +43,12 @@ impl LocalLoss for FedNtd {
 impl FromSetup for FedNtd {
     const AVERAGES: bool = true;
 
-    fn extra_work(spec: &crate::config::Spec) -> Option<String> {
+    fn extra_work(spec: &crate::config::Spec) -> Option<ExtraWork> {
         let k: Keys = spec.keys().ok()?;
         (k.weight != 0.0).then(|| {
-            "besides, each local step runs its batch forward through the frozen broadcast model"
-                .to_string()
+            ExtraWork::every_round(
+                "besides, each local step runs its batch forward through the frozen broadcast model",
+            )
         })
     }
 

@@ -8,7 +8,7 @@ use super::mime_frozen::MimeFrozen;
 use crate::config::validate::unit_open;
 use crate::config::{Spec, Unread};
 use crate::error::Result;
-use crate::fl::strategy::{Setup, Strategy};
+use crate::fl::strategy::{ExtraWork, Setup, Strategy};
 
 crate::choice! {
     /// `mime.base`, the base optimizer: `amsgrad` (the Fed-LAMB paper's Mime: AMSGrad local
@@ -60,7 +60,7 @@ pub fn unread(spec: &Spec) -> Vec<Unread> {
 /// What Mime does beyond its local steps, for `fedrun check`: the full-data gradients (at the
 /// sync rounds for the Fed-LAMB paper's Mime, every round for the original one), and Mime's
 /// correction's second gradient each step.
-pub fn extra_work(spec: &Spec) -> Option<String> {
+pub fn extra_work(spec: &Spec) -> Option<ExtraWork> {
     let k = spec.keys::<Keys>().ok()?;
     if k.base == Base::Amsgrad {
         return super::fedlamb::full_gradient_work(spec);
@@ -70,9 +70,9 @@ pub fn extra_work(spec: &Spec) -> Option<String> {
     } else {
         ", and each local step a second gradient of its batch at that model (Mime's correction g_i(y) − g_i(x) + c)"
     };
-    Some(format!(
+    Some(ExtraWork::every_round(format!(
         "besides, every round each sampled client takes the gradient of all its samples at the broadcast model before any client trains{correction}"
-    ))
+    )))
 }
 
 /// `fl.algorithm = "mime"`: with `mime.base = "amsgrad"` the Fed-LAMB paper's Mime (the

@@ -24,7 +24,7 @@ pub mod scaffold;
 
 use super::acg::Acg;
 use super::per_client::CLIENT_STATE;
-use super::strategy::{FromSetup, Setup, Strategy};
+use super::strategy::{ExtraWork, FromSetup, Setup, Strategy};
 use crate::config::{Alias, KeyTable, Spec, Unread};
 use crate::error::Result;
 
@@ -48,7 +48,7 @@ pub struct Entry {
     pub unread: fn(&Spec) -> Vec<Unread>,
     /// The work its rounds do beyond plain local steps, for `fedrun check` (Mime's full-data
     /// gradients).
-    pub extra_work: fn(&Spec) -> Option<String>,
+    pub extra_work: fn(&Spec) -> Option<ExtraWork>,
 }
 
 impl Entry {
@@ -58,7 +58,7 @@ impl Entry {
     }
 
     /// The same line, with the work its rounds do beyond plain local steps.
-    const fn costing(self, extra_work: fn(&Spec) -> Option<String>) -> Entry {
+    const fn costing(self, extra_work: fn(&Spec) -> Option<ExtraWork>) -> Entry {
         Entry { extra_work, ..self }
     }
 
@@ -202,7 +202,7 @@ pub fn reads_key(algorithm: &str, key: &str) -> bool {
 }
 
 /// The work the spec's algorithm does beyond plain local steps, if any.
-pub fn extra_work(spec: &Spec) -> Option<String> {
+pub fn extra_work(spec: &Spec) -> Option<ExtraWork> {
     entry(&spec.fl.algorithm).and_then(|e| (e.extra_work)(spec))
 }
 

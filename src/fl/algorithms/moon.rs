@@ -23,7 +23,9 @@ use crate::error::Result;
 use crate::fl::losses::{cross_entropy, model_contrastive};
 use crate::fl::per_client::{CLIENT_STATE, PerClient};
 use crate::fl::plan::{ClientPlan, Frozen, LocalLoss, LossInput, Report};
-use crate::fl::strategy::{FromSetup, InitialModel, RoundInfo, RoundNeeds, Setup, State, Strategy};
+use crate::fl::strategy::{
+    ExtraWork, FromSetup, InitialModel, RoundInfo, RoundNeeds, Setup, State, Strategy,
+};
 
 crate::choice! {
     /// `moon.new_client_prev`, the previous model of a client that has not trained yet: `own`
@@ -77,10 +79,12 @@ impl FromSetup for Moon {
 
     const AVERAGES: bool = true;
 
-    fn extra_work(spec: &crate::config::Spec) -> Option<String> {
+    fn extra_work(spec: &crate::config::Spec) -> Option<ExtraWork> {
         let k: Keys = spec.keys().ok()?;
         (k.mu != 0.0).then(|| {
-            "besides, each local step of a client with a previous model runs its batch forward through two frozen models, the broadcast one and the client's previous one".to_string()
+            ExtraWork::every_round(
+            "besides, each local step of a client with a previous model runs its batch forward through two frozen models, the broadcast one and the client's previous one",
+            )
         })
     }
 
