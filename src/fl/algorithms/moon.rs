@@ -83,7 +83,7 @@ impl FromSetup for Moon {
         let k: Keys = spec.keys().ok()?;
         (k.mu != 0.0).then(|| {
             ExtraWork::every_round(
-            "besides, each local step of a client with a previous model runs its batch forward through two frozen models, the broadcast one and the client's previous one",
+                "besides, each local step of a client with a previous model runs its batch forward through two frozen models, the broadcast one and the client's previous one",
             )
         })
     }
