@@ -677,6 +677,68 @@ fn clip_statistics_count_clipped_steps() {
     assert!((global_norm(&x) - 1.0).abs() < 1e-5);
 }
 
+/// `local.momentum`: PyTorch's `SGD(momentum=β, weight_decay=wd)` after the clip, over steps
+/// by hand: `d = clip(g) + wd·x`, `b ← β·b + d` (b from 0, so the first step's buffer is d),
+/// `x ← x − l·b`, in f32 in that order. A link that dampened, started b at d twice, put the
+/// decay after the buffer or the clip after it fails the bits.
+#[test]
+fn local_momentum_is_torch_sgd_momentum_after_clip_and_decay_by_hand() {
+    let (beta, wd, lr, a) = (0.9f32, 0.01f32, 0.1f32, 2.0f32);
+    let base = sgd(f64::from(wd), f64::from(a), false).with_momentum(f64::from(beta));
+    let ctx = Ctx {
+        lr: f64::from(lr),
+        ..ctx0()
+    };
+    let grads = [
+        [3.0f32, -4.0, 0.5],
+        [0.2, 0.1, -0.3],
+        [-1.0, 2.5, 0.0],
+        [0.4, 0.4, 0.4],
+    ];
+    let x0 = [1.0f32, -2.0, 0.5];
+    let mut chain = RowChain::new(
+        &Term::none(),
+        &x0,
+        base,
+        &Rule::default(),
+        &one_tensor(3),
+        ctx,
+        4,
+    );
+    let (mut x, mut want, mut b) = (x0.to_vec(), x0.to_vec(), [0f32; 3]);
+    for g in &grads {
+        chain.step(&mut x, g);
+        let norm = g.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let coef = (a * (norm + 1e-6).recip()).min(1.0);
+        for j in 0..3 {
+            let d = g[j] * coef + want[j] * wd;
+            b[j] = b[j] * beta + d;
+            want[j] -= b[j] * lr;
+        }
+        let worst = (x.iter().zip(&want))
+            .map(|(p, q)| (p - q).abs())
+            .fold(0f32, f32::max);
+        assert!(worst <= 1e-6, "{x:?} against {want:?}");
+    }
+}
+
+/// The momentum buffer starts at 0 with every client's training (a new optimizer every round,
+/// as MOON's code makes one): one step a round with momentum is the plain SGD round, to the
+/// bit, and more steps are not.
+#[test]
+fn local_momentum_starts_afresh_each_round() {
+    let one = ["local.steps=1"];
+    let with = |m: &str| globals_after(&[one[0], m], 3);
+    assert_eq!(with("local.momentum=0"), with("local.momentum=0.9"));
+    let many = |m: &str| globals_after(&["local.steps=3", m], 2);
+    assert_ne!(many("local.momentum=0"), many("local.momentum=0.9"));
+    for bad in ["1", "-0.1", "nan"] {
+        let set = [format!("local.momentum={bad}")];
+        let e = fedrun::schema::parse(&common::synthetic_spec(""), "test", &set).unwrap_err();
+        assert!(e.to_string().contains("`local.momentum`"), "{e}");
+    }
+}
+
 // ------------------------------------------------------------- the FedACG family
 
 #[test]

@@ -172,8 +172,9 @@ fn clients_with_unequal_data_step_and_weigh_as_alone() {
 }
 
 /// FedDC, Mime's SVRG term (the starting rows' gradients in the step's one backward), unequal
-/// data with Fed-LAMB (clients past their last step keep their moments as they are) and the CNN
-/// in both convolution forms, each client of a cohort as alone.
+/// data with Fed-LAMB and with the local momentum (clients past their last step keep their
+/// moments and buffers as they are) and the CNN in both convolution forms, each client of a
+/// cohort as alone.
 #[test]
 fn more_plans_and_forms_train_each_client_as_alone() {
     agree(&[MLP, "fl.algorithm=\"feddc\""], &[0, 1, 2]);
@@ -186,9 +187,12 @@ fn more_plans_and_forms_train_each_client_as_alone() {
     agree(&mime, &[0, 1, 2]);
     let dir = common::TempDir::new("cohort-device-partition");
     let mut sets = unequal(&dir);
+    let momentum = [&sets[..], &["local.momentum=0.9".to_string()]].concat();
     sets.push("fl.algorithm=\"fedlamb\"".into());
-    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-    agree(&sets, &[0, 1, 2, 3]);
+    for sets in [sets, momentum] {
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        agree(&sets, &[0, 1, 2, 3]);
+    }
     let cnn = "model.kind=\"tiny-cnn\"";
     agree(&[cnn, "fl.algorithm=\"scaffold\""], &[2, 0, 3]);
     agree(&[cnn, "run.kernels=\"burn\""], &[0, 1, 2]);

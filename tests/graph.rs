@@ -175,11 +175,13 @@ fn a_kept_graph_serves_the_trainers_next_trainings() {
     let sets = ["local.steps=9", "local.batch_size=2", "model.kind=\"mlp\""];
     kept_graph_serves_the_next_trainings(&base, &sets, true);
     let with = |a: &'static str| -> Vec<&str> { [&sets[..], &[a]].concat() };
-    // moments, a per-client shift (SCAFFOLD's control variates), the prox term's anchors
+    // moments, a per-client shift (SCAFFOLD's control variates), the prox term's anchors, the
+    // local momentum's buffer (back at 0 for each training)
     for alg in [
         "fl.algorithm=\"fedlamb\"",
         "fl.algorithm=\"scaffold\"",
         "fl.algorithm=\"fedprox\"",
+        "local.momentum=0.9",
     ] {
         kept_graph_serves_the_next_trainings(&base, &with(alg), true);
     }
@@ -201,6 +203,8 @@ fn the_captured_step_gives_the_eager_steps_bits_for_every_plan_family() {
     assert_eq!(replays_as_eager(&base, &aug, &all, &SHORT), 1);
     let nar = with(&["local.nar=true", "local.max_norm=0.05"]);
     replays_as_eager(&base, &nar, &all, &SHORT);
+    let momentum = with(&["local.momentum=0.9"]);
+    assert_eq!(replays_as_eager(&base, &momentum, &all, &SHORT), 1);
     for alg in ["fedams", "fedlamb", "fedacg", "fedcm", "scaffold"] {
         let a = format!("fl.algorithm=\"{alg}\"");
         let a: &'static str = Box::leak(a.into_boxed_str());

@@ -336,6 +336,11 @@ pub struct LocalSpec {
     pub max_norm: f64,
     /// FedNAR: clip g + wd·x jointly instead of clipping g then adding wd·x.
     pub nar: bool,
+    /// Heavy-ball momentum β of the local SGD, after the clip and the decay: `b ← β·b + u`,
+    /// `u ← b` (PyTorch's `SGD(momentum=β)`, no dampening, no Nesterov), b from 0 at each
+    /// client's training (a new optimizer every round, as MOON's code makes one); 0, the
+    /// default, adds no link.
+    pub momentum: f64,
 }
 
 impl Default for LocalSpec {
@@ -352,6 +357,7 @@ impl Default for LocalSpec {
             weight_decay: 0.05,
             max_norm: 10.0,
             nar: false,
+            momentum: 0.0,
         }
     }
 }

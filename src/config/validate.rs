@@ -230,5 +230,6 @@ fn validate_local(s: &Spec) -> Result<()> {
     positive("local.lr_decay", s.local.lr_decay)?;
     positive("local.lr_step_factor", s.local.lr_step_factor)?;
     non_negative("local.weight_decay", s.local.weight_decay)?;
-    non_negative("local.max_norm", s.local.max_norm)
+    non_negative("local.max_norm", s.local.max_norm)?;
+    unit_open("local.momentum", s.local.momentum)
 }

@@ -2,9 +2,10 @@
 //! `init`) and rewrites an update in place; a chain of links is an optimizer, and `x ← x − u`
 //! applies it. The server's chains (scale, momentum, the adaptive rules, keep-last) run over flat
 //! vectors ([`Transform`]). The clients' local chains (clip, weight decay, FedNAR's order of the
-//! two, the rule's links: AMSGrad's moments, the trust ratio, a fixed scale) run over K clients'
-//! rows of device tensors ([`TensorTransform`]), on every backend; a rule's link as a client's
-//! plan gives it is a description with its state ([`LocalLink`]). Each link is written once.
+//! two, the local momentum, the rule's links: AMSGrad's moments, the trust ratio, a fixed
+//! scale) run over K clients' rows of device tensors ([`TensorTransform`]), on every backend; a
+//! rule's link as a client's plan gives it is a description with its state ([`LocalLink`]).
+//! Each link is written once.
 //!
 //! | file | what |
 //! |---|---|
@@ -16,6 +17,7 @@
 //! | `norm.rs` | the global L2 norm, in a fixed order |
 //! | `clip.rs` | `clip_by_global_norm` |
 //! | `decay.rs` | `add_decayed_weights` (coupled L2 weight decay) |
+//! | `heavy_ball.rs` | the local SGD's heavy-ball momentum over K clients' rows (`local.momentum`) |
 //! | `scale.rs` | `scale` by a constant (server), or elementwise by a fixed vector (a local rule) |
 //! | `quantize.rs` | FedPAQ's unbiased stochastic quantizer of an uplink, and its bit count |
 //! | `moments.rs` | the moving-average moment update (`ema`, `ema_sq`) and the server's AMSGrad second moment v̂ |
@@ -30,6 +32,7 @@ mod amsgrad;
 pub mod buffers;
 mod clip;
 mod decay;
+mod heavy_ball;
 mod keep;
 mod moments;
 mod momentum;
@@ -46,6 +49,7 @@ pub use adaptive::{AdaptiveForm, AdaptiveRule, ScaleByAdaptive};
 pub use amsgrad::ScaleByAmsgrad;
 pub use clip::ClipByGlobalNorm;
 pub use decay::AddDecayedWeights;
+pub use heavy_ball::HeavyBall;
 pub use keep::KeepLast;
 pub use moments::{SecondMoment, ema, ema_sq, fraction_at_floor};
 pub use momentum::Momentum;

@@ -3,7 +3,9 @@
 
 use std::ops::Range;
 
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Bool, Device, Tensor, TensorData};
+
+use crate::kernels::capture::in_place;
 
 /// A factor per row of a step's `[K, n]` tensors: one number when all rows share it (a scalar
 /// product, as for one client), else a `[K, 1]` column broadcast over the rows.
@@ -97,4 +99,11 @@ pub fn upload_rows(
             Tensor::<2>::from_data(TensorData::new(flat, [k, r.len()]), device).inner()
         })
         .collect()
+}
+
+/// `old` set to `new` in the rows where `active` (`[K, 1]`) is true, written in place (the same
+/// buffer every step, as a captured step needs): a row that does not step keeps its state.
+pub(super) fn set_rows(old: &mut Tensor<2>, new: Tensor<2>, active: &Tensor<2, Bool>) {
+    let dims = old.dims();
+    in_place(old, |o| o.mask_where(active.clone().expand(dims), new));
 }

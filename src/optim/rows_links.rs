@@ -6,13 +6,12 @@
 
 use std::ops::Range;
 
-use burn::tensor::{Bool, Device, Tensor};
+use burn::tensor::{Device, Tensor};
 
 use super::buffers::{Buf, Buffers, host};
 use super::decay::AddDecayedWeights;
-use super::rows::{row_sums, upload_rows};
+use super::rows::{row_sums, set_rows, upload_rows};
 use super::transform::{RowsForm, TensorStep, TensorTransform};
-use crate::kernels::capture::in_place;
 
 /// The rule links of K clients whose links are `forms[k]` (client k's, in its chain's order)
 /// over the parameter tensors at `ranges`; None when the clients' links differ in kind or
@@ -87,13 +86,6 @@ fn link(
             Some(Box::new(RowsAmsgrad { b1, b2, m, v, inv }))
         }
     }
-}
-
-/// `old` set to `new` in the rows where `active` (`[K, 1]`) is true, written in place (the same
-/// buffer every step, as a captured step needs): a row that does not step keeps its state.
-fn set_rows(old: &mut Tensor<2>, new: Tensor<2>, active: &Tensor<2, Bool>) {
-    let dims = old.dims();
-    in_place(old, |o| o.mask_where(active.clone().expand(dims), new));
 }
 
 /// AMSGrad's moments of K rows: `m ← β1·m + (1−β1)·u`, `v ← β2·v + (1−β2)·u·u`,

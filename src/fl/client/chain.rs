@@ -1,13 +1,15 @@
 //! The local optimizer as a chain of links, in the manner of optax:
 //!
-//! `algorithm term → [clip, decay] → the plan's rule links → scale_by_learning_rate`, then
-//! `x ← x − u`, each link over K clients' rows of device tensors (one row a client)
+//! `algorithm term → [clip, decay] → momentum → the plan's rule links → scale_by_learning_rate`,
+//! then `x ← x − u`, each link over K clients' rows of device tensors (one row a client)
 //!
 //! with the baseline's `[clip_by_global_norm(A), add_decayed_weights(wd)]`
 //! (`x ← x − l·(clip_A(g) + wd·x)`) or FedNAR's `[add_decayed_weights(wd), clip_by_global_norm(A)]`
 //! (`x ← x − l·clip_A(g + wd·x)`): FedNAR is the baseline with two links swapped, so it composes
 //! with every algorithm. The algorithm's term comes first, so it is clipped with the loss
-//! gradient, as in the official code.
+//! gradient, as in the official code. The momentum (`local.momentum`, PyTorch's SGD momentum)
+//! comes after both, as `SGD(momentum, weight_decay)` adds the decay before its buffer; at 0,
+//! the default, there is no such link.
 
 use std::ops::Range;
 
@@ -18,17 +20,20 @@ use crate::fl::plan::Rule;
 use crate::fl::term::{DeviceTerm, Term};
 use crate::kernels::capture::in_place;
 use crate::optim::{
-    AddDecayedWeights, ClipByGlobalNorm, Ctx, Log, RowsForm, Steps, TensorStep, TensorTransform,
-    rows_links,
+    AddDecayedWeights, ClipByGlobalNorm, Ctx, HeavyBall, Log, RowsForm, Steps, TensorStep,
+    TensorTransform, rows_links,
 };
 
-/// The chain's clip and weight decay (`local.max_norm`, `local.weight_decay`, `local.nar`).
+/// The chain's clip, weight decay and momentum (`local.max_norm`, `local.weight_decay`,
+/// `local.nar`, `local.momentum`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ClipDecay {
     pub weight_decay: f32,
     pub max_norm: f32,
     /// FedNAR: decay before the clip, so that `g + wd·x` is clipped jointly.
     pub nar: bool,
+    /// The heavy-ball momentum β after both (0: none).
+    pub momentum: f32,
 }
 
 impl ClipDecay {
@@ -37,22 +42,41 @@ impl ClipDecay {
             weight_decay: weight_decay as f32,
             max_norm: max_norm as f32,
             nar,
+            momentum: 0.0,
+        }
+    }
+
+    /// The same with the heavy-ball momentum β.
+    pub fn with_momentum(self, beta: f64) -> Self {
+        ClipDecay {
+            momentum: beta as f32,
+            ..self
         }
     }
 
     pub fn of(local: &LocalSpec) -> Self {
-        Self::new(local.weight_decay, local.max_norm, local.nar)
+        Self::new(local.weight_decay, local.max_norm, local.nar).with_momentum(local.momentum)
     }
 
-    /// The two links over device tensors, in order.
-    fn device(&self) -> [Box<dyn TensorTransform>; 2] {
+    /// The links over K rows of the parameter tensors at `ranges`, in order: the clip and the
+    /// decay (in FedNAR's order or the baseline's), then the momentum where β > 0, its buffer
+    /// at 0.
+    fn device(
+        &self,
+        k: usize,
+        ranges: &[Range<usize>],
+        device: &Device,
+    ) -> Vec<Box<dyn TensorTransform>> {
         let clip = Box::new(ClipByGlobalNorm(self.max_norm));
         let decay = Box::new(AddDecayedWeights(self.weight_decay));
-        if self.nar {
-            [decay, clip]
-        } else {
-            [clip, decay]
+        let mut links: Vec<Box<dyn TensorTransform>> = match self.nar {
+            true => vec![decay, clip],
+            false => vec![clip, decay],
+        };
+        if self.momentum > 0.0 {
+            links.push(Box::new(HeavyBall::new(self.momentum, k, ranges, device)));
         }
+        links
     }
 }
 
@@ -64,7 +88,7 @@ impl ClipDecay {
 /// on the device, made once per training ([`Steps`]): a step takes no number from the host.
 pub struct DeviceChain {
     term: DeviceTerm,
-    base: [Box<dyn TensorTransform>; 2],
+    base: Vec<Box<dyn TensorTransform>>,
     rule: Vec<Box<dyn TensorTransform>>,
     steps: Steps,
 }
@@ -100,7 +124,7 @@ impl DeviceChain {
         let scaled = rule.iter().any(|l| l.applies_lr());
         DeviceChain {
             term: DeviceTerm::new(&terms, anchors, &plan.ctx, ranges, device),
-            base: base.device(),
+            base: base.device(plans.len(), ranges, device),
             rule,
             steps: Steps::new(&lr_of(&plan.ctx), &plan.active, scaled, device),
         }
@@ -174,7 +198,8 @@ impl DeviceChain {
     /// The chain's buffers and host numbers, in a fixed order ([`crate::optim::buffers`]).
     pub fn buffers<'a>(&'a mut self, out: &mut Vec<crate::optim::buffers::Buf<'a>>) {
         self.term.buffers(out);
-        out.push(crate::optim::buffers::Buf::Host(self.rule.len() as u64));
+        let links = self.base.len() + self.rule.len();
+        out.push(crate::optim::buffers::Buf::Host(links as u64));
         for l in self.base.iter_mut().chain(self.rule.iter_mut()) {
             l.buffers(out);
         }
