@@ -310,9 +310,8 @@ fn femnist_users(test: bool) -> Vec<(&'static str, Vec<String>, Vec<String>)> {
         .collect()
 }
 
-#[test]
-fn femnist_users_are_the_clients_and_its_cnns_learn() {
-    let d = TempDir::new("femnist");
+/// The three users' LEAF FEMNIST folder under `d`.
+fn femnist_dir(d: &TempDir) -> std::path::PathBuf {
     let dir = d.path().join("data");
     write_leaf(
         &dir.join("train/all_data_0_niid_05_keep_0_train_9.json"),
@@ -322,6 +321,13 @@ fn femnist_users_are_the_clients_and_its_cnns_learn() {
         &dir.join("test/all_data_0_niid_05_keep_0_test_9.json"),
         &femnist_users(true),
     );
+    dir
+}
+
+#[test]
+fn femnist_users_are_the_clients() {
+    let d = TempDir::new("femnist");
+    let dir = femnist_dir(&d);
     let s = spec(
         "femnist",
         &dir,
@@ -368,7 +374,25 @@ fn femnist_users_are_the_clients_and_its_cnns_learn() {
         e.contains("data.num_clients") && e.contains("3 LEAF users"),
         "{e}"
     );
-    // learning: LEAF's CNN and FedExP's EMNIST CNN lower the test loss in a few rounds
+    // a label outside FEMNIST's 62 classes names the file and the user
+    let mut bad = femnist_users(false);
+    bad[1].2[0] = "62".into();
+    write_leaf(
+        &dir.join("train/all_data_0_niid_05_keep_0_train_9.json"),
+        &bad,
+    );
+    let e = fedrun::data::load(&s, None).unwrap_err().to_string();
+    assert!(
+        e.contains("train_9.json") && e.contains("f_b") && e.contains("62"),
+        "{e}"
+    );
+}
+
+/// LEAF's CNN and FedExP's EMNIST CNN lower the test loss in a few rounds on the users' data.
+#[test]
+fn femnists_cnns_learn() {
+    let d = TempDir::new("femnist-learn");
+    let dir = femnist_dir(&d);
     for model in ["femnist-cnn", "emnist-cnn"] {
         let sets = [
             "data.num_clients=3",
@@ -383,18 +407,6 @@ fn femnist_users_are_the_clients_and_its_cnns_learn() {
         let rows = run(&spec("femnist", &dir, &sets), &d.path().join(model));
         assert!(rows[3][2] < rows[0][2], "{model}: {rows:?}");
     }
-    // a label outside FEMNIST's 62 classes names the file and the user
-    let mut bad = femnist_users(false);
-    bad[1].2[0] = "62".into();
-    write_leaf(
-        &dir.join("train/all_data_0_niid_05_keep_0_train_9.json"),
-        &bad,
-    );
-    let e = fedrun::data::load(&s, None).unwrap_err().to_string();
-    assert!(
-        e.contains("train_9.json") && e.contains("f_b") && e.contains("62"),
-        "{e}"
-    );
 }
 
 /// A LEAF CelebA folder: two celebrities of 6 training and 2 test faces (178×218 JPEGs under
@@ -636,9 +648,9 @@ fn real_celeba_loads() {
     real_leaf_loads("FEDRUN_CELEBA", "celeba", 2);
 }
 
-#[test]
-fn the_leaf_fetch_script_checks_the_raw_archives_and_moves_leafs_output_whole() {
-    let d = TempDir::new("leaf-fetch");
+/// NIST SD19's two raw archives (`raw/`) and a stand-in for LEAF's checkout (`leaf/`) under `d`,
+/// for the FEMNIST fetch script.
+fn leaf_stand_in(d: &TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
     // NIST SD19's two archives in their layout (by_class/<hex class>/hsf_<n>/…,
     // by_write/hsf_<n>/<writer>/…), as small zips
     let src = d.path().join("src");
@@ -684,6 +696,13 @@ fn the_leaf_fetch_script_checks_the_raw_archives_and_moves_leafs_output_whole() 
         .arg(&script)
         .status()
         .unwrap();
+    (raw, leaf)
+}
+
+#[test]
+fn the_leaf_fetch_script_checks_the_raw_archives_and_moves_leafs_output_whole() {
+    let d = TempDir::new("leaf-fetch");
+    let (raw, leaf) = leaf_stand_in(&d);
     let md5s = format!(
         "by_class.zip={} by_write.zip={}",
         common::md5_of(&raw.join("by_class.zip")),

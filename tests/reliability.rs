@@ -459,10 +459,10 @@ fn a_full_disk_during_a_checkpoint_write_leaves_a_resumable_run() {
 
 /// Resume never splices two runs or pads a file: a `rounds.csv` cut short or with other bytes,
 /// a checkpoint from another run, an edited `spec.toml` given back as the spec, and a missing
-/// `spec.toml` are each refused with an error naming the file (the files left as they were);
-/// rows written after the checkpoint are cut off and run again, each round once in the end.
+/// `spec.toml` are each refused with an error naming the file (the files left as they were), and
+/// the run's own files, put back, resume.
 #[test]
-fn resume_refuses_files_of_another_run_and_cuts_rows_after_the_checkpoint() {
+fn resume_refuses_files_of_another_run() {
     let d = TempDir::new("splice");
     let out = d.path().to_path_buf();
     let spec = half_run(&out);
@@ -535,8 +535,18 @@ fn resume_refuses_files_of_another_run_and_cuts_rows_after_the_checkpoint() {
     std::fs::write(&spec_p, [0xff, 0xfe, 0x00, 0x81]).unwrap();
     refused(&spec, "spec.toml", "not text");
     put_back();
-    // a row written after the checkpoint (a crash before the next one): cut off, run again
-    let mut longer = csv.clone();
+    assert_eq!(resume(&spec, &out).unwrap().status, Status::Complete);
+}
+
+/// A row written after the checkpoint (a crash before the next one) is cut off, and its round
+/// runs again.
+#[test]
+fn resume_cuts_the_rows_written_after_the_checkpoint() {
+    let d = TempDir::new("splice-rows");
+    let out = d.path().to_path_buf();
+    let spec = half_run(&out);
+    let csv_p = out.join("t/rounds.csv");
+    let mut longer = std::fs::read(&csv_p).unwrap();
     longer.extend_from_slice(b"3,99,1,1,0.05,0,0,0,1,,,0,0,1\n");
     std::fs::write(&csv_p, &longer).unwrap();
     assert_eq!(resume(&spec, &out).unwrap().status, Status::Complete);

@@ -507,14 +507,18 @@ fn killed_run_resumes_to_the_same_csv() {
         synthetic_spec("").replace("rounds = 2", "rounds = 12"),
     )
     .unwrap();
+    let go = |out: &Path, more: &[&str]| {
+        bin()
+            .args(["--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(out)
+            .args(more)
+            .output()
+            .unwrap()
+    };
     let full = d.path().join("full");
-    let st = bin()
-        .args(["--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&full)
-        .output()
-        .unwrap();
+    let st = go(&full, &[]);
     assert!(
         st.status.success(),
         "{}",
@@ -548,13 +552,7 @@ fn killed_run_resumes_to_the_same_csv() {
         Status::Interrupted,
         "a killed run never looks complete"
     );
-    let st = bin()
-        .args(["--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&part)
-        .output()
-        .unwrap();
+    let st = go(&part, &[]);
     assert!(
         st.status.success(),
         "{}",
@@ -569,14 +567,7 @@ fn killed_run_resumes_to_the_same_csv() {
         Status::Complete
     );
     // a changed spec is refused, naming the key
-    let st = bin()
-        .args(["--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&part)
-        .args(["--set", "local.lr=0.5"])
-        .output()
-        .unwrap();
+    let st = go(&part, &["--set", "local.lr=0.5"]);
     assert!(!st.status.success());
     assert!(String::from_utf8_lossy(&st.stderr).contains("local.lr"));
 }

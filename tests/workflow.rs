@@ -706,35 +706,7 @@ fn run_json_records_what_ran_and_progress_lines_go_to_a_non_terminal() {
     assert!(!line("round 2/2").contains(" left"), "{e}");
     let p = provenance(&out.join("t"));
     assert!(p["rounds_convention"].as_str().unwrap().contains("from 1"));
-    let inv = &p["invocations"][0];
-    let cmd: Vec<&str> = inv["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    assert!(
-        cmd.contains(&"--data-dir") && cmd.contains(&"fl.rounds=2"),
-        "{cmd:?}"
-    );
-    // the data folder actually used, not the spec's
-    assert_eq!(
-        inv["data_dir"].as_str().unwrap(),
-        std::path::absolute(&data).unwrap().to_str().unwrap()
-    );
-    assert_eq!(inv["fedrun_version"], env!("CARGO_PKG_VERSION"));
-    assert!(!inv["git_commit"].as_str().unwrap().is_empty());
-    assert!(!inv["machine"]["cpu_model"].as_str().unwrap().is_empty());
-    assert!(inv["machine"]["threads"].as_u64().unwrap() >= 1);
-    assert!(inv["machine"]["cpu_features"].is_array());
-    assert_eq!(
-        (inv["first_round"].as_u64(), inv["last_round"].as_u64()),
-        (Some(1), Some(2))
-    );
-    let ph = &inv["phases"];
-    assert!(ph["train_s"].as_f64().unwrap() > 0.0);
-    assert!(ph["eval_s"].as_f64().unwrap() > 0.0);
-    assert!(ph["total_s"].as_f64().unwrap() >= ph["train_s"].as_f64().unwrap());
+    records_the_first_invocation(&p["invocations"][0], &data);
     // a resumed run adds its own invocation
     let o = go("fl.rounds=3");
     assert!(o.status.success(), "{}", stderr(&o));
@@ -756,6 +728,39 @@ fn run_json_records_what_ran_and_progress_lines_go_to_a_non_terminal() {
         .unwrap();
     assert!(o.status.success());
     assert!(!stderr(&o).contains("round 1/"), "{}", stderr(&o));
+}
+
+/// A first invocation of rounds 1–2 with `--data-dir data`: its command, the data folder it
+/// read, fedrun's version and commit, the machine and the phases' times.
+fn records_the_first_invocation(inv: &serde_json::Value, data: &Path) {
+    let cmd: Vec<&str> = inv["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        cmd.contains(&"--data-dir") && cmd.contains(&"fl.rounds=2"),
+        "{cmd:?}"
+    );
+    // the data folder actually used, not the spec's
+    assert_eq!(
+        inv["data_dir"].as_str().unwrap(),
+        std::path::absolute(data).unwrap().to_str().unwrap()
+    );
+    assert_eq!(inv["fedrun_version"], env!("CARGO_PKG_VERSION"));
+    assert!(!inv["git_commit"].as_str().unwrap().is_empty());
+    assert!(!inv["machine"]["cpu_model"].as_str().unwrap().is_empty());
+    assert!(inv["machine"]["threads"].as_u64().unwrap() >= 1);
+    assert!(inv["machine"]["cpu_features"].is_array());
+    assert_eq!(
+        (inv["first_round"].as_u64(), inv["last_round"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let ph = &inv["phases"];
+    assert!(ph["train_s"].as_f64().unwrap() > 0.0);
+    assert!(ph["eval_s"].as_f64().unwrap() > 0.0);
+    assert!(ph["total_s"].as_f64().unwrap() >= ph["train_s"].as_f64().unwrap());
 }
 
 /// `fedrun partition` of a mini CIFAR-10 (40 images a file, 200 in training) with `sets`: the
