@@ -3,7 +3,7 @@
 //! replay) gives every client the Δ, losses and clip counts of the eager device step, bit for
 //! bit, with what changes from step to step: a learning rate that decays each local epoch,
 //! AMSGrad's moments, the trust ratio, FedCM's factor, augmentation maps, dropout masks, clients
-//! that stop early or take a short batch (padded steps, replayed too, within 1e-6 where the
+//! that stop early or take a short batch (padded steps, replayed too, within 1e-4 where the
 //! padding changes a sum's order; or eager steps between replays), and Mime's starting-model
 //! gradient. A closure that kept any of these from when it was made would repeat it at every
 //! replay and fail.
@@ -86,10 +86,14 @@ fn relative(a: &[f32], b: &[f32]) -> f32 {
 
 /// The captured path against the eager one on `base` with `sets`: the same bits, and the
 /// closure ran; for the clients `short`, which take a short batch (a padded step: the padding's
-/// zero rows join the sums of the weights' gradients, in another order), Δ within 1e-5 of its
-/// largest magnitude (measured: 1e-7–3.3e-6 after two epochs, the most with FedNAR's clip and
-/// FedCM's momentum) and the loss within 1e-6. How many steps the captured training ran
-/// eagerly.
+/// zero rows join the sums of the weights' gradients, in another order), Δ within 1e-4 of its
+/// largest magnitude and the loss within 1e-6. Measured after two epochs: Δ 1e-7 to 3.3e-6 on
+/// an AVX-512 EPYC (family 25, Zen 4); on an AVX2-only EPYC (family 25 model 1, Zen 3) 5e-8 to
+/// 4e-6, but 1.3e-5 for FedNAR's clip at 0.05 (every step clipped: the update is the gradient
+/// over its own norm, so a small gradient's rounding reaches Δ whole), at both of its levels,
+/// and Mime's 8.1e-6 at the SSE2 level; the loss at most 1.1e-8. A padding that weighed the
+/// short batches' rows 1 % too much moved Δ by 2.3e-2 (tried there). How many steps the
+/// captured training ran eagerly.
 fn replays_as_eager(base: &str, sets: &[&str], clients: &[usize], short: &[usize]) -> usize {
     let _one = one_at_a_time();
     let (eager, s0) = deltas(base, sets, "off", clients);
@@ -103,7 +107,7 @@ fn replays_as_eager(base: &str, sets: &[&str], clients: &[usize], short: &[usize
         );
         let (d, l0, l1) = (relative(a, b), s0[k].loss_sum, s1[k].loss_sum);
         if short.contains(&clients[k]) {
-            assert!(d <= 1e-5, "{sets:?}: client {k}'s Δ differs by {d:e}");
+            assert!(d <= 1e-4, "{sets:?}: client {k}'s Δ differs by {d:e}");
             assert!((l0 - l1).abs() <= 1e-6 * l0.abs(), "{sets:?}: {l0} ≠ {l1}");
         } else {
             assert!(
