@@ -30,7 +30,9 @@ pub struct SweepArgs {
     #[arg(long)]
     pub stop_on_divergence: bool,
     /// Run nothing: write one complete `fedrun` command per point to FILE, one per line, for a
-    /// scheduler (scripts/slurm_array.sh, GNU parallel).
+    /// scheduler (scripts/slurm_array.sh, GNU parallel). The threads are the scheduler's to set:
+    /// RAYON_NUM_THREADS (slurm_array.sh sets it to --cpus-per-task; with N lines at a time on
+    /// one machine, set it to cores/N, as the sweep's own runs get).
     #[arg(long, value_name = "FILE")]
     pub emit: Option<PathBuf>,
     /// Run nothing: time each point that is not complete as `fedrun check --time` does (its
@@ -74,7 +76,8 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
     if let Some(file) = &a.emit {
         let n = emit(&base, &o, file)?;
         println!(
-            "sweep: {n} commands written to {} (each writes into {}/<point>/)",
+            "sweep: {n} command{} written to {} (each writes into {}/<point>/)",
+            if n == 1 { "" } else { "s" },
             file.display(),
             out.display()
         );

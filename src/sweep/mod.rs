@@ -402,10 +402,6 @@ fn command_line(o: &SweepOptions, sets: &[String]) -> Result<String> {
         .map_err(|e| Error::Config(format!("cannot quote a sweep command: {e}")))
 }
 
-/// `--emit FILE`: validate every point and write one complete `fedrun` command per point, one
-/// per line, for a scheduler (a Slurm job array, GNU parallel). Runs nothing. Each command
-/// writes into the point's folder under `--out`, resumes it when run again, and a later
-/// `fedrun sweep`, `report` or `plot` over the folder sees the points either way.
 /// Each point's folder name and spec, in the grid's order (what `sweep --dry-run` times).
 pub fn point_specs(base: &Spec, o: &SweepOptions) -> Result<Vec<(String, Spec)>> {
     Ok(named_points(base, o)?
@@ -414,6 +410,12 @@ pub fn point_specs(base: &Spec, o: &SweepOptions) -> Result<Vec<(String, Spec)>>
         .collect())
 }
 
+/// `--emit FILE`: validate every point and write one complete `fedrun` command per point, one
+/// per line, for a scheduler (a Slurm job array, GNU parallel). Runs nothing. Each command
+/// writes into the point's folder under `--out`, resumes it when run again, and a later
+/// `fedrun sweep`, `report` or `plot` over the folder sees the points either way.
+/// The commands set no thread count (`RAYON_NUM_THREADS`): where they run is the scheduler's
+/// choice, and `scripts/slurm_array.sh` sets it from the task's cores. How many were written.
 pub fn emit(base: &Spec, o: &SweepOptions, file: &Path) -> Result<usize> {
     let named = named_points(base, o)?;
     let mut text = String::new();
