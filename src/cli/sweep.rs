@@ -74,14 +74,7 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
         return dry_run(&base, &o);
     }
     if let Some(file) = &a.emit {
-        let n = emit(&base, &o, file)?;
-        println!(
-            "sweep: {n} command{} written to {} (each writes into {}/<point>/)",
-            if n == 1 { "" } else { "s" },
-            file.display(),
-            out.display()
-        );
-        return Ok(());
+        return emit_to(&base, &o, file);
     }
     let o = SweepOptions {
         stop: Some(stop_on_signals(SWEEP_STOPS)?),
@@ -123,6 +116,18 @@ pub fn sweep(a: &SweepArgs) -> Result<()> {
             res.len()
         )));
     }
+    Ok(())
+}
+
+/// `sweep --emit FILE`: the points' commands written, and how many.
+fn emit_to(base: &crate::config::Spec, o: &SweepOptions, file: &std::path::Path) -> Result<()> {
+    let n = emit(base, o, file)?;
+    println!(
+        "sweep: {n} command{} written to {} (each writes into {}/<point>/)",
+        if n == 1 { "" } else { "s" },
+        file.display(),
+        o.out.display()
+    );
     Ok(())
 }
 
