@@ -57,7 +57,7 @@ fn the_gpu_lstm_launches_as_many_kernels_at_any_length() {
     the_copies_convolution_launches_as_many_kernels_at_any_k(&dev);
 }
 
-/// A cohort's convolution (the CIFAR CNN's first layer, 3→64, 5×5, batch 10) forward and
+/// A cohort's convolution (the CIFAR CNN's first layer, 3→64, 5×5, batch 2) forward and
 /// backward as batched products launches as many kernels for 50 copies as for one (burn's
 /// grouped convolution: a weight-gradient launch or more per copy). Counted at K = 1, 10, 50;
 /// printed for docs/PERFORMANCE.md.
@@ -68,7 +68,7 @@ fn the_copies_convolution_launches_as_many_kernels_at_any_k(dev: &burn::tensor::
     let dev = dev.clone().autodiff();
     let launches = |k: usize, batched: bool| {
         let u = Distribution::Uniform(-1.0, 1.0);
-        let x = Tensor::<4>::random([10, 3 * k, 32, 32], u, &dev);
+        let x = Tensor::<4>::random([2, 3 * k, 32, 32], u, &dev);
         let w = Tensor::<4>::random([64 * k, 3, 5, 5], u, &dev).require_grad();
         let b = Tensor::<1>::random([64 * k], u, &dev).require_grad();
         let o = ConvOptions::new([1, 1], [0, 0], [1, 1], k);

@@ -14,10 +14,17 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fedrun"))
 }
 
-/// The model an algorithm's end-to-end tests run: FedMLB needs ResNet-18's stages.
+/// The model an algorithm's end-to-end tests run: FedMLB needs ResNet-18's stages (one step of 2
+/// samples a round, which keeps its runs from being most of these tests' time).
 fn model_for(alg: &str) -> Vec<String> {
     if alg == "fedmlb" {
-        vec!["model.kind=\"resnet18\"".into()]
+        [
+            "model.kind=\"resnet18\"",
+            "local.batch_size=2",
+            "local.steps=1",
+        ]
+        .map(String::from)
+        .to_vec()
     } else {
         Vec::new()
     }
