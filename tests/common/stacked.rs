@@ -100,7 +100,8 @@ impl Check<'_> {
     }
 
     /// Three copies of `kind` with different parameters (a small transformer: 2 layers of
-    /// width 32, 4 heads; dropout 0.5 where the model reads it) on `x` (the same number of samples for each copy).
+    /// width 32, 4 heads; dropout 0.5 where the model reads it) on `x`, the same number of
+    /// samples a copy.
     fn on(&self, kind: ModelKind, x: Input, classes: usize) {
         let (c, side) = match &x {
             Input::Images(t) => (t.dims()[1], t.dims()[2]),
