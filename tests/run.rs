@@ -1155,8 +1155,9 @@ fn check_finds_leafs_flat_json_pair_as_the_run_does() {
 }
 
 /// `check --data-dir` finds the Shakespeare plays where the run does, through the reader's own
-/// path-finding: a folder of `.txt` plays passes (and trains), a folder without one fails in
-/// both with the same reason, naming the folder.
+/// path-finding: a folder of `.txt` plays passes (and trains), so does a folder holding
+/// `plays.tar.gz`, and a folder without either fails in both with the same reason, naming the
+/// folder.
 #[test]
 fn check_probes_the_shakespeare_plays_where_the_run_reads_them() {
     let d = TempDir::new("plays-probe");
@@ -1198,6 +1199,15 @@ fn check_probes_the_shakespeare_plays_where_the_run_reads_them() {
         String::from_utf8_lossy(&good.stdout).to_string() + &String::from_utf8_lossy(&good.stderr);
     assert!(good.status.success(), "{out}");
     assert!(out.contains("a folder of 3 plays"), "{out}");
+    // a folder holding only plays.tar.gz (the repository's data/shakespeare) reads the archive
+    let shipped = d.path().join("shipped");
+    std::fs::create_dir_all(&shipped).unwrap();
+    std::fs::copy(&tar, shipped.join("plays.tar.gz")).unwrap();
+    let good = check(&shipped);
+    let out =
+        String::from_utf8_lossy(&good.stdout).to_string() + &String::from_utf8_lossy(&good.stderr);
+    assert!(good.status.success(), "{out}");
+    assert!(out.contains("a folder holding plays.tar.gz"), "{out}");
 }
 
 /// `check` is the run's own gate: a model no machine holds is refused by `check` as by the run,

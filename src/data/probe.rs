@@ -42,13 +42,19 @@ pub fn probe(spec: &Spec, path: &Path) -> Result<String, String> {
 }
 
 /// The plays as the reader finds them (`shakespeare::locate`): the embedded copy, a folder of
-/// `.txt` plays, or an archive (its gzip header read).
+/// `.txt` plays, or an archive, named or in a folder (its gzip header read).
 fn plays(path: &Path) -> Result<String, String> {
     use super::shakespeare::{Plays, locate};
     match locate(path).map_err(|e| e.to_string())? {
         Plays::Embedded => Ok("the plays embedded in the binary".into()),
         Plays::Folder(p) => Ok(format!("a folder of {} plays (.txt files)", p.len())),
-        Plays::Archive => gzip(path).map(|_| "the plays archive (its gzip header read)".into()),
+        Plays::Archive(a) => {
+            let what = match a == path {
+                true => "the plays archive",
+                false => "a folder holding plays.tar.gz",
+            };
+            gzip(&a).map(|_| format!("{what} (its gzip header read)"))
+        }
     }
 }
 

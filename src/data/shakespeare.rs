@@ -226,12 +226,13 @@ pub enum Plays {
     Embedded,
     /// A folder's `.txt` files, one play each.
     Folder(Vec<std::path::PathBuf>),
-    /// A `.tar.gz` of plays.
-    Archive,
+    /// A `.tar.gz` of plays: `path` itself, or the `plays.tar.gz` of a folder without `.txt`
+    /// plays (the repository's `data/shakespeare`).
+    Archive(std::path::PathBuf),
 }
 
 /// The plays at `path`: the embedded copy at the default path when nothing is there, a folder of
-/// `.txt` plays (it must hold one), or an archive.
+/// `.txt` plays, a folder holding `plays.tar.gz`, or an archive.
 pub fn locate(path: &Path) -> Result<Plays> {
     if path == Path::new(DEFAULT_PLAYS) && !path.exists() {
         return Ok(Plays::Embedded);
@@ -244,16 +245,20 @@ pub fn locate(path: &Path) -> Result<Plays> {
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "txt"))
             .collect();
+        let archive = path.join("plays.tar.gz");
+        if plays.is_empty() && archive.is_file() {
+            return Ok(Plays::Archive(archive));
+        }
         if plays.is_empty() {
             return Err(Error::Data(format!(
-                "Shakespeare data {} is a folder without a play (expected .txt files, one play each, or a .tar.gz of them)",
+                "Shakespeare data {} is a folder without a play (expected .txt files, one play each, or plays.tar.gz)",
                 path.display()
             )));
         }
         return Ok(Plays::Folder(plays));
     }
     if path.exists() {
-        return Ok(Plays::Archive);
+        return Ok(Plays::Archive(path.to_path_buf()));
     }
     Err(Error::Data(format!(
         "Shakespeare data {} does not exist (expected a directory of plays or a .tar.gz of them)",
@@ -264,7 +269,7 @@ pub fn locate(path: &Path) -> Result<Plays> {
 fn read_play_files(path: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     match locate(path)? {
         Plays::Embedded => super::tar::read_archive_bytes(EMBEDDED_PLAYS, "the embedded plays"),
-        Plays::Archive => super::tar::read_archive(path),
+        Plays::Archive(archive) => super::tar::read_archive(&archive),
         Plays::Folder(plays) => plays
             .into_iter()
             .map(|p| {
