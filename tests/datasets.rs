@@ -590,30 +590,39 @@ fn every_new_config_runs_a_round_from_the_command_line() {
     write_mini_celeba(&celeba);
     common::write_mini_cifar100(&c100, 200, 50);
     let three = ["data.num_clients=3", "fl.clients_per_round=2"];
-    let runs: [(&str, &Path, [&str; 2]); 7] = [
-        ("paper/fedacg_fedacg_resnet18_tinyimagenet", &tiny, three),
+    let plays = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/shakespeare");
+    let speakers = [
+        "data.num_clients=3",
+        "fl.clients_per_round=2",
+        "data.crop_train=100",
+        "data.crop_test=20",
+    ];
+    let runs: [(&str, &Path, &[&str]); 9] = [
+        ("paper/fedacg_fedacg_resnet18_tinyimagenet", &tiny, &three),
         (
             "paper/fedacg_fedacg_resnet18_tinyimagenet_500",
             &tiny,
-            three,
+            &three,
         ),
-        ("paper/fedlamb_fedlamb_resnet18_tinyimagenet", &tiny, three),
-        ("paper/fedacg_fedacg_femnist", &femnist, three),
-        ("fedacg/femnist_fedacg", &femnist, three),
+        ("paper/fedlamb_fedlamb_resnet18_tinyimagenet", &tiny, &three),
+        ("paper/fedacg_fedacg_femnist", &femnist, &three),
+        ("fedacg/femnist_fedacg", &femnist, &three),
         (
             "paper/fedacg_fedacg_celeba",
             &celeba,
-            ["data.num_clients=2", "fl.clients_per_round=2"],
+            &["data.num_clients=2", "fl.clients_per_round=2"],
         ),
         (
             "paper/fedacg_fedacg_resnet18_cifar100_500",
             &c100,
-            ["data.num_clients=4", "fl.clients_per_round=2"],
+            &["data.num_clients=4", "fl.clients_per_round=2"],
         ),
+        ("paper/fedacg_fedacg_shakespeare", &plays, &speakers),
+        ("paper/fedacg_fedavg_shakespeare", &plays, &speakers),
     ];
     for (config, data, sets) in runs {
         let config = format!("configs/{config}.toml");
-        common::run_config(&config, data, &d.path().join("out"), &sets);
+        common::run_config(&config, data, &d.path().join("out"), sets);
     }
 }
 

@@ -19,7 +19,8 @@ is exact on a CPU, where a step's time grows with its batch, and an upper bound 
 larger batch costs less than in proportion. The aggregation and the server step are left out
 (under 1 % of a round on every model measured). `steps_per_client` is the config's
 `local.steps`, or `local.epochs` × the batches of the mean client (the data set's training
-samples over `data.num_clients`; LEAF users: the LEAF paper's mean user).
+samples over `data.num_clients`; LEAF users: the LEAF paper's mean user; Shakespeare: the
+config's `data.crop_train`).
 
 Only the standard library is needed (Python 3.11: tomllib).
 """
@@ -57,6 +58,7 @@ SETTINGS = [
     ("FedACG, Tiny-ImageNet ResNet-18, 100 clients (Table 1)", "configs/paper/fedacg_fedacg_resnet18_tinyimagenet.toml", "resnet18"),
     ("FedACG, FEMNIST CNN (LEAF)", "configs/paper/fedacg_fedacg_femnist.toml", "femnist-cnn"),
     ("FedACG, CelebA CNN (LEAF)", "configs/paper/fedacg_fedacg_celeba.toml", "celeba-cnn"),
+    ("FedACG, Shakespeare LSTM (Table 8)", "configs/paper/fedacg_fedacg_shakespeare.toml", "lstm-small"),
     ("Fed-LAMB, CIFAR-10 ResNet-18 (Table 1)", "configs/paper/fedlamb_fedlamb_resnet18.toml", "resnet18"),
     ("Fed-LAMB, MNIST CNN", "configs/fedlamb/mnist_fedlamb.toml", "mnist-cnn"),
     ("FedNAR, Shakespeare 2-layer transformer (CPU scale)", "configs/paper/fednar_shakespeare_cpu.toml", "transformer-small"),
@@ -72,7 +74,10 @@ def work(path):
     data, fl, local = c["data"], c["fl"], c["local"]
     ds, batch = data["dataset"], local["batch_size"]
     if local.get("epochs", 0) > 0:
-        per_client = LEAF_USER.get(ds) or TRAIN[ds] / data["num_clients"]
+        if ds == "shakespeare":  # FedDyn's crop: every client the same window
+            per_client = data.get("crop_train", 2000)
+        else:
+            per_client = LEAF_USER.get(ds) or TRAIN[ds] / data["num_clients"]
         steps = local["epochs"] * math.ceil(per_client / batch)
         batch = min(batch, per_client)
     else:
