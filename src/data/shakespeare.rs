@@ -245,17 +245,17 @@ pub fn locate(path: &Path) -> Result<Plays> {
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "txt"))
             .collect();
+        if !plays.is_empty() {
+            return Ok(Plays::Folder(plays));
+        }
         let archive = path.join("plays.tar.gz");
-        if plays.is_empty() && archive.is_file() {
+        if archive.is_file() {
             return Ok(Plays::Archive(archive));
         }
-        if plays.is_empty() {
-            return Err(Error::Data(format!(
-                "Shakespeare data {} is a folder without a play (expected .txt files, one play each, or plays.tar.gz)",
-                path.display()
-            )));
-        }
-        return Ok(Plays::Folder(plays));
+        return Err(Error::Data(format!(
+            "Shakespeare data {} is a folder without a play (expected .txt files, one play each, or plays.tar.gz)",
+            path.display()
+        )));
     }
     if path.exists() {
         return Ok(Plays::Archive(path.to_path_buf()));
