@@ -40,7 +40,7 @@ SIMD = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx5
 
 def cpu_facts():
     """CPU model, vendor and the SIMD features the kernel reports (/proc/cpuinfo)."""
-    model, vendor, family, flags = platform.processor() or "unknown", "unknown", "?", set()
+    model, vendor, family, number, flags = platform.processor() or "unknown", "unknown", "?", "?", set()
     try:
         for line in open("/proc/cpuinfo"):
             k, _, v = line.partition(":")
@@ -53,9 +53,12 @@ def cpu_facts():
                 flags = set(v.split())
             elif k == "cpu family":
                 family = v.strip()
+            elif k == "model":
+                number = v.strip()
     except OSError:
         pass
-    return {"cpu": model, "vendor": vendor, "family": family, "cores": os.cpu_count(),
+    return {"cpu": model, "vendor": vendor, "family": family, "model": number,
+            "cores": os.cpu_count(),
             "simd": [f for f in SIMD if f in flags]}
 
 
@@ -121,7 +124,8 @@ def table(res, facts, meta):
         return f"{v * 1e3:.3g}" if v < 0.1 else f"{v * 1e3:,.0f}"
 
     lines = [f"# fedrun against PyTorch on {facts['cpu']}", "",
-             f"- CPU: {facts['cpu']} ({facts['vendor']}, family {facts['family']}), "
+             f"- CPU: {facts['cpu']} ({facts['vendor']}, family {facts['family']}"
+             f"{', model ' + facts['model'] if facts.get('model', '?') != '?' else ''}), "
              f"{facts['cores']} cores; SIMD: {', '.join(facts['simd'])}",
              f"- date: {meta['date']}; fedrun {meta['commit']}; PyTorch {meta['torch']}; "
              f"{meta['threads']} threads each; median of {meta['triples']} alternating triples",

@@ -96,7 +96,8 @@ def work(path):
 def machines():
     """{machine: {model: {who: (step_s, eval_s)}}} from docs/perf's JSON files."""
     out = {}
-    for name, label in [("cpu_amd_family25_2026-11-25", "AMD EPYC family 25 (2 vCPU)"),
+    for name, label in [("cpu_amd_family25_2026-11-25", "AMD EPYC Zen 4 (2 vCPU, AVX-512)"),
+                        ("cpu_amd_family25_zen3_2026-12-07", "AMD EPYC Zen 3 (2 vCPU, AVX2)"),
                         ("cpu_intel_xeon_2026-11-25", "Intel Xeon (2 vCPU)")]:
         d = json.load(open(os.path.join(PERF, name + ".json")))
         m = {}
