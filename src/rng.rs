@@ -34,6 +34,8 @@ pub enum Stream {
     Quantize = 7,
     /// The dynamic client set: the first active set, and who leaves and joins at a stage.
     Membership = 8,
+    /// The training split dealt anew among round t's clients (`data.deal = "round"`).
+    Deal = 9,
 }
 
 /// A seeded generator: `rand_xoshiro`'s xoshiro256++ (value-stable across platforms and

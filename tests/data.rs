@@ -3,8 +3,11 @@
 mod common;
 
 use common::{TempDir, archive_of, fetch_with, write_mini_cifar, write_mini_cifar100};
+use fedrun::config::{DataSpec, Partition, ShardCut};
 use fedrun::data::cifar::Hold;
-use fedrun::data::partition::{dirichlet_balanced, dirichlet_equal, iid, read_index_file, shards};
+use fedrun::data::partition::{
+    deal, dirichlet_balanced, dirichlet_equal, iid, partition, read_index_file, shards,
+};
 use fedrun::data::{Features, cifar, idx, leaf};
 use fedrun::metrics::summary::Status;
 use fedrun::rng::Rng;
@@ -162,6 +165,40 @@ fn dirichlet_equal_statistics() {
     let c = dirichlet_equal(&y, 10, 20, 0.3, &mut Rng::from_seed(10));
     assert_eq!(a, b);
     assert_ne!(a, c);
+}
+
+#[test]
+fn a_round_deals_the_whole_split_among_its_clients_from_its_own_stream() {
+    // `data.deal = "round"` (the Fed-LAMB protocol read literally): the 5,000 samples go to the
+    // round's 25 clients, 200 each, not 100 each as the fixed 50-client split gives them, and
+    // each still holds one or two classes (class-cut shards, 2 a client)
+    let y = labels(5_000);
+    let d = DataSpec {
+        partition: Partition::Shards,
+        shard_cut: ShardCut::Class,
+        num_clients: 50,
+        ..DataSpec::default()
+    };
+    let fixed = partition(&d, &y, 10, &mut Rng::from_seed(1)).unwrap();
+    check_partition(&fixed, y.len(), 50);
+    let round = deal(&d, (7, 3), &y, 10, 25).unwrap();
+    check_partition(&round, y.len(), 25);
+    for p in &round {
+        let classes = histogram(p, &y).iter().filter(|&&n| n > 0).count();
+        assert!((1..=2).contains(&classes), "{classes} classes");
+    }
+    // the same run and round deal the same lists; another round or seed, others
+    assert_eq!(round, deal(&d, (7, 3), &y, 10, 25).unwrap());
+    assert_ne!(round, deal(&d, (7, 4), &y, 10, 25).unwrap());
+    assert_ne!(round, deal(&d, (8, 3), &y, 10, 25).unwrap());
+    // IID and Dirichlet deal the whole split too
+    for partition in [Partition::Iid, Partition::Dirichlet] {
+        let d = DataSpec {
+            partition,
+            ..d.clone()
+        };
+        check_partition(&deal(&d, (7, 3), &y, 10, 25).unwrap(), y.len(), 25);
+    }
 }
 
 #[test]

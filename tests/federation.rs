@@ -271,6 +271,54 @@ fn a_dynamic_run_resumes_to_the_same_csv_and_keeps_only_its_members_state() {
     );
 }
 
+#[test]
+fn dealing_each_round_is_reproducible_resumes_exactly_and_changes_the_run() {
+    // FedLC: its calibration follows each client's class counts, which the deal changes
+    let sets = [
+        "fl.algorithm=\"fedlc\"",
+        "local.epochs=1",
+        "data.deal=\"round\"",
+    ];
+    let (dealt, _a) = run_csv(&sets, 6);
+    let (two_workers, _b) = run_csv(&[sets[0], sets[1], sets[2], "run.client_workers=2"], 6);
+    assert_eq!(dealt, two_workers);
+    let (fixed, _c) = run_csv(&sets[..2], 6);
+    assert_ne!(column(&dealt, "train_loss"), column(&fixed, "train_loss"));
+    // stopped after round 3 and resumed: the same lists are dealt again, the same CSV
+    let text = synthetic_spec("").replace("rounds = 2", "rounds = 6");
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let spec = fedrun::schema::parse(&text, "t", &sets).unwrap();
+    let d = TempDir::new("deal-resume");
+    let part = RunOptions {
+        out: d.path().to_path_buf(),
+        max_rounds_this_call: Some(3),
+        ..Default::default()
+    };
+    assert_eq!(run(&spec, &part).unwrap().status, Status::Interrupted);
+    let rest = RunOptions {
+        max_rounds_this_call: None,
+        ..part
+    };
+    assert_eq!(run(&spec, &rest).unwrap().status, Status::Complete);
+    assert_eq!(dealt, read_rows(&d.path().join("t/rounds.csv")));
+}
+
+#[test]
+fn dealing_each_round_refuses_a_fixed_split_naming_the_key() {
+    let text = synthetic_spec("");
+    for p in ["natural", "file"] {
+        let sets = [
+            "data.deal=\"round\"".to_string(),
+            format!("data.partition=\"{p}\""),
+            "data.partition_file=\"x.txt\"".into(),
+        ];
+        let e = fedrun::schema::parse(&text, "t", &sets)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`data.deal`") && e.contains(p), "{e}");
+    }
+}
+
 /// (down, up) bytes of each round of a one-round run.
 fn traffic(sets: &[&str]) -> (u64, u64) {
     let (rows, _d) = run_csv(sets, 1);

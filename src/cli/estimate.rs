@@ -87,7 +87,7 @@ pub fn estimate_seconds(spec: &Spec, mut data: FedData) -> Result<(f64, String)>
     let client_steps: Vec<usize> = match l.epochs {
         0 => vec![l.steps; data.client_sizes().len().max(1)],
         e => data
-            .client_sizes()
+            .round_sizes(spec.data.deal, fl.clients_per_round)
             .iter()
             .map(|&n| e * n.div_ceil(l.batch_size.max(1)))
             .collect(),

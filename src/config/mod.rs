@@ -32,7 +32,7 @@ pub mod validate;
 pub use choice::unknown_value;
 pub use schema::{Alias, Schema};
 pub use sections::{
-    Aggregation, Augmentation, Backend, COHORT_AUTO, Cifar100Labels, DataSpec, Dataset,
+    Aggregation, Augmentation, Backend, COHORT_AUTO, Cifar100Labels, DataSpec, Dataset, Deal,
     DirichletVariant, FlSpec, GraphChoice, Head, Init, KernelChoice, LocalSpec, LrSchedule,
     ModelKind, ModelSpec, Partition, RunSpec, ShardCut, UplinkScope,
 };

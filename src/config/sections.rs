@@ -43,6 +43,15 @@ crate::choice! {
 }
 
 crate::choice! {
+    /// `data.deal`, when the training samples go to the clients: `once` (partitioned before
+    /// round 0 and fixed for the run, as in every code base behind the papers' tables) | `round`
+    /// (the Fed-LAMB paper's protocol read literally, "in each round the training samples are
+    /// allocated to the active devices": before each round the whole training split is
+    /// partitioned anew, as `data.partition` says, among that round's sampled clients alone).
+    pub enum Deal { Once = "once", Round = "round" }
+}
+
+crate::choice! {
     /// `fl.uplink_scope`: one quantizer norm for the whole update (`vector`), per parameter
     /// tensor (`tensor`), or per convolution weight with every other tensor sent exact (`conv`).
     pub enum UplinkScope { Vector = "vector", Tensor = "tensor", Conv = "conv" }
@@ -168,6 +177,8 @@ pub struct DataSpec {
     /// with `shard_cut = "class"`).
     pub shards_per_client: usize,
     pub shard_cut: ShardCut,
+    /// Partition once, or deal the training split anew each round among its clients.
+    pub deal: Deal,
     pub augmentation: Augmentation,
     /// Shakespeare: fraction of each role's samples used for training.
     pub train_fraction: f64,
@@ -199,6 +210,7 @@ impl Default for DataSpec {
             num_clients: 100,
             shards_per_client: 2,
             shard_cut: ShardCut::Sorted,
+            deal: Deal::Once,
             augmentation: Augmentation::Batch,
             train_fraction: 0.9,
             min_train_samples: 2000,

@@ -4,7 +4,7 @@
 //! size) happen when the data is loaded.
 
 use super::schema::Schema;
-use super::sections::{Augmentation, COHORT_AUTO, Dataset, ModelSpec, Partition};
+use super::sections::{Augmentation, COHORT_AUTO, Dataset, Deal, ModelSpec, Partition};
 use super::spec::Spec;
 use crate::error::{Error, Result};
 
@@ -153,6 +153,13 @@ fn validate_data(s: &Spec) -> Result<()> {
     }
     at_least_one("data.num_clients", s.data.num_clients)?;
     at_least_one("data.shards_per_client", s.data.shards_per_client)?;
+    let dealt = [Partition::Iid, Partition::Dirichlet, Partition::Shards];
+    if s.data.deal == Deal::Round && !dealt.contains(&s.data.partition) {
+        return Err(Error::Config(format!(
+            "key `data.deal` = \"round\" partitions the training split anew each round among the round's clients, which needs `data.partition` = \"iid\", \"dirichlet\" or \"shards\", not \"{}\" (a published split or the users' own data stay fixed: `data.deal = \"once\"`)",
+            s.data.partition
+        )));
+    }
     if !(s.data.train_fraction > 0.0 && s.data.train_fraction < 1.0) {
         return Err(Error::Config(format!(
             "key `data.train_fraction` must be in (0, 1), got {}",

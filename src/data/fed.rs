@@ -1,6 +1,7 @@
 //! A federated data set in memory: one train split, one test split, and each client's list of
 //! train indices; the input of a batch on the device.
 
+use crate::config::Deal;
 use burn::tensor::{Int, Tensor};
 
 pub use crate::config::Augmentation as Augment;
@@ -168,6 +169,15 @@ impl FedData {
 
     pub fn client_sizes(&self) -> Vec<usize> {
         self.clients.iter().map(|c| c.len()).collect()
+    }
+
+    /// Each client's training samples when it trains: as partitioned, or with `data.deal =
+    /// "round"` the split's share of one of a round's `per_round` clients (rounded up).
+    pub fn round_sizes(&self, deal: Deal, per_round: usize) -> Vec<usize> {
+        match deal {
+            Deal::Once => self.client_sizes(),
+            Deal::Round => vec![self.train.len().div_ceil(per_round.max(1)); self.clients.len()],
+        }
     }
 
     /// Each client's training samples per class.

@@ -76,7 +76,7 @@ fn read(spec: &Spec, path: &Path) -> Result<FedData> {
     let d = &spec.data;
     let mut part_rng = Rng::derive(spec.run.seed, Stream::Partition, &[]);
     let mut split = |name: String, (train, test): (Split, Split), classes, augment| {
-        let clients = partition::partition(spec, &train.y, classes, &mut part_rng)?;
+        let clients = partition::partition(&spec.data, &train.y, classes, &mut part_rng)?;
         Ok(FedData {
             name,
             train,

@@ -1,19 +1,36 @@
 //! Client partitions of a labelled train split: IID, the two Dirichlet variants, and
 //! published index files. All give equal client sizes, sampled without replacement.
 
-use crate::config::{DirichletVariant, Partition, ShardCut, Spec};
+use crate::config::{DataSpec, DirichletVariant, Partition, ShardCut};
 use crate::error::{Error, Result};
-use crate::rng::Rng;
+use crate::rng::{Rng, Stream};
 use std::path::Path;
 
-/// Partition `labels` (values < `classes`) as the spec says.
+/// `data.deal = "round"`: the training split partitioned anew, as `data.partition` says, among
+/// round t's `clients` sampled clients (the lists in sampling order), from the round's own
+/// stream of run `seed`.
+pub fn deal(
+    d: &DataSpec,
+    (seed, t): (u64, usize),
+    labels: &[u8],
+    classes: usize,
+    clients: usize,
+) -> Result<Vec<Vec<usize>>> {
+    let round = DataSpec {
+        num_clients: clients,
+        ..d.clone()
+    };
+    let mut rng = Rng::derive(seed, Stream::Deal, &[t as u64]);
+    partition(&round, labels, classes, &mut rng)
+}
+
+/// Partition `labels` (values < `classes`) as the spec's `[data]` says.
 pub fn partition(
-    spec: &Spec,
+    d: &DataSpec,
     labels: &[u8],
     classes: usize,
     rng: &mut Rng,
 ) -> Result<Vec<Vec<usize>>> {
-    let d = &spec.data;
     let n = labels.len();
     if d.partition != Partition::File && d.num_clients > n {
         return Err(Error::Config(format!(

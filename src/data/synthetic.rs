@@ -41,7 +41,7 @@ pub fn build(spec: &Spec, part_rng: &mut Rng) -> Result<FedData> {
         &mut rng,
     );
     let test = make(spec.data.synthetic_test, &means, &mut rng);
-    let clients = super::partition::partition(spec, &train.y, CLASSES, part_rng)?;
+    let clients = super::partition::partition(&spec.data, &train.y, CLASSES, part_rng)?;
     Ok(FedData {
         name: "synthetic".into(),
         train,

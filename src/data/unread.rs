@@ -85,6 +85,17 @@ fn partition_unread(s: &Spec, out: &mut Vec<Unread>) {
             out.extend(keys.iter().map(|k| Unread::new(*k, why(p.as_str()))));
         }
     }
+    if text || [Partition::Natural, Partition::File].contains(&d.partition) {
+        let why = format!(
+            "because `data.partition = \"{}\"` is fixed (only `iid`, `dirichlet` and `shards` are dealt each round)",
+            if text {
+                "natural"
+            } else {
+                d.partition.as_str()
+            }
+        );
+        out.push(Unread::new("data.deal", why));
+    }
 }
 
 /// The `[data]` keys a spec's run does not read.

@@ -214,6 +214,13 @@ pub trait Strategy: Send + Sync {
         Ok(())
     }
 
+    /// Client `client`'s training samples were dealt anew before this round (`data.deal =
+    /// "round"`); `class_counts` are its samples per class now: update what was derived from
+    /// its data at setup (FedLC's calibration; default: nothing).
+    fn dealt(&mut self, _client: usize, _class_counts: &[usize]) -> Result<()> {
+        Ok(())
+    }
+
     /// What each sampled client of round `info.round` receives and sends besides the model it
     /// starts from and its update, in model-sized vectors, as the algorithm's protocol has it
     /// (SCAFFOLD: the server's c down and Δc_i up, although this implementation keeps the c_i on

@@ -63,6 +63,7 @@ impl LocalLoss for Calibrated {
 }
 
 pub struct FedLc {
+    tau: f64,
     /// Each client's loss; empty when τ = 0 (plain cross-entropy).
     losses: Vec<Calibrated>,
 }
@@ -83,11 +84,21 @@ impl FromSetup for FedLc {
         } else {
             Vec::new()
         };
-        Ok(FedLc { losses })
+        Ok(FedLc { tau, losses })
     }
 }
 
 impl Strategy for FedLc {
+    fn dealt(&mut self, client: usize, class_counts: &[usize]) -> Result<()> {
+        if let Some(l) = self.losses.get_mut(client) {
+            *l = Calibrated {
+                offsets: offsets(self.tau, class_counts),
+                on_device: Default::default(),
+            };
+        }
+        Ok(())
+    }
+
     fn plan(&self, client: usize) -> ClientPlan<'_> {
         ClientPlan {
             loss: self.losses.get(client).map(|l| l as &dyn LocalLoss),

@@ -5,10 +5,10 @@ use burn::tensor::Device;
 
 use super::membership::Membership;
 use super::options::{client_workers, devices_for, graph, shape_of};
-use super::round::{QuantizedUplink, RoundConfig, RoundStats, Stop, run_round};
+use super::round::{QuantizedUplink, RoundConfig, RoundStats, Stop, run_round, sample_active};
 use super::workers::BurnClients;
-use crate::config::{Aggregation, KernelChoice, Spec, UplinkScope};
-use crate::data::FedData;
+use crate::config::{Aggregation, Deal, KernelChoice, Spec, UplinkScope};
+use crate::data::{FedData, partition};
 use crate::error::{Error, Result};
 use crate::fl::algorithms;
 use crate::fl::client::{ClipDecay, Trainer};
@@ -175,21 +175,11 @@ impl Experiment {
     /// Run round t; returns the round's raw statistics, or why it stopped.
     pub fn round_stats(&mut self, t: usize) -> std::result::Result<RoundStats, Stop> {
         let lr = self.lr(t);
-        let sizes = self.data.client_sizes();
         let uplink = self.uplink();
         for c in self.members.begin_round(t) {
             self.alg.leaving(c).map_err(Stop::Failed)?;
             self.alg.state().forget(c).map_err(Stop::Failed)?;
         }
-        let mut client = BurnClients {
-            trainers: &mut self.trainers,
-            pools: &self.pools,
-            cohort: self.cohort,
-            data: &self.data,
-            spec: &self.spec,
-            device: &self.device,
-            stop: self.stop.as_deref(),
-        };
         let cfg = RoundConfig {
             seed: self.spec.run.seed,
             clients_per_round: self.spec.fl.clients_per_round,
@@ -199,6 +189,19 @@ impl Experiment {
             uplink,
             active: self.members.active().map(<[usize]>::to_vec),
         };
+        if self.spec.data.deal == Deal::Round {
+            self.deal(t, &cfg).map_err(Stop::Failed)?;
+        }
+        let sizes = self.data.client_sizes();
+        let mut client = BurnClients {
+            trainers: &mut self.trainers,
+            pools: &self.pools,
+            cohort: self.cohort,
+            data: &self.data,
+            spec: &self.spec,
+            device: &self.device,
+            stop: self.stop.as_deref(),
+        };
         run_round(
             t,
             &cfg,
@@ -207,6 +210,31 @@ impl Experiment {
             self.alg.as_mut(),
             &mut client,
         )
+    }
+
+    /// `data.deal = "round"`: the training split dealt anew among round t's sampled clients (the
+    /// clients `run_round` samples, drawn here the same way), each told its new class counts;
+    /// the other clients hold nothing this round (so the size weights are the round's own). A
+    /// round undone and run again, or resumed from a checkpoint, deals the same lists.
+    fn deal(&mut self, t: usize, cfg: &RoundConfig) -> Result<()> {
+        let sampled = sample_active(cfg, t, self.data.clients.len());
+        let d = &mut self.data;
+        let seed = (self.spec.run.seed, t);
+        let parts = partition::deal(
+            &self.spec.data,
+            seed,
+            &d.train.y,
+            d.num_classes,
+            sampled.len(),
+        )?;
+        d.clients.iter_mut().for_each(Vec::clear);
+        for (&c, p) in sampled.iter().zip(parts) {
+            d.clients[c] = p;
+        }
+        let counts = d.class_counts();
+        sampled
+            .iter()
+            .try_for_each(|&c| self.alg.dealt(c, &counts[c]))
     }
 
     /// Mark where the experiment stands before a round: a round stopped by a signal is undone

@@ -294,7 +294,8 @@ pub fn check_spec(spec: &Spec, budget: u64) -> Result<()> {
 pub fn check_batches(spec: &Spec, data: &FedData, budget: u64) -> Result<()> {
     let (features, classes) = input_of(&spec.data);
     let size = estimate(&spec.model, features, classes);
-    let largest = data.clients.iter().map(Vec::len).max().unwrap_or(0);
+    let sizes = data.round_sizes(spec.data.deal, spec.fl.clients_per_round);
+    let largest = sizes.into_iter().max().unwrap_or(0);
     let train = spec.local.batch_size.min(largest) as u128;
     let eval = spec.fl.eval_batch_size.min(data.test.len()) as u128;
     let (copies, at_once_key) = at_once(spec);

@@ -121,7 +121,7 @@ pub fn sample_clients(seed: u64, t: usize, n: usize, k: usize) -> Vec<usize> {
 
 /// Clients sampled in round t among `active` (all `n` when None): the same draw, over positions
 /// in the active set.
-fn sample_active(cfg: &RoundConfig, t: usize, n: usize) -> Vec<usize> {
+pub fn sample_active(cfg: &RoundConfig, t: usize, n: usize) -> Vec<usize> {
     let k = cfg.clients_per_round;
     match &cfg.active {
         None => sample_clients(cfg.seed, t, n, k),
