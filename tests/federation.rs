@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{TempDir, synthetic_spec, write_mini_cifar};
+use common::{TempDir, run_to_end, stop_after, synthetic_spec, write_mini_cifar};
 use fedrun::fl::engine::membership::Membership;
 use fedrun::fl::engine::{RunOptions, checkpoint, run};
 use fedrun::metrics::summary::Status;
@@ -236,19 +236,11 @@ fn a_dynamic_run_resumes_to_the_same_csv_and_keeps_only_its_members_state() {
     let text = synthetic_spec("").replace("rounds = 2", "rounds = 8");
     let spec = fedrun::schema::parse(&text, "t", &pool_sets("feddyn", 4, 2, 0.5)).unwrap();
     let d = TempDir::new("dynamic-resume");
-    let full = RunOptions {
-        out: d.path().join("full"),
-        ..Default::default()
-    };
-    run(&spec, &full).unwrap();
-    let part = RunOptions {
-        out: d.path().join("part"),
-        max_rounds_this_call: Some(5),
-        ..Default::default()
-    };
-    assert_eq!(run(&spec, &part).unwrap().status, Status::Interrupted);
+    let (full, part) = (d.path().join("full"), d.path().join("part"));
+    run_to_end(&spec, &full).unwrap();
+    stop_after(&spec, &part, 5);
     // the checkpoint holds the federation, and per-client state of its members only
-    let (h, vectors) = checkpoint::read(&part.out.join("t/checkpoint.bin")).unwrap();
+    let (h, vectors) = checkpoint::read(&part.join("t/checkpoint.bin")).unwrap();
     let active = h.active.expect("the checkpoint records the federation");
     assert_eq!(active.len(), 4);
     let kept: Vec<usize> = vectors
@@ -260,14 +252,10 @@ fn a_dynamic_run_resumes_to_the_same_csv_and_keeps_only_its_members_state() {
         kept.iter().all(|c| active.contains(c)),
         "state of {kept:?}, federation {active:?}"
     );
-    let rest = RunOptions {
-        max_rounds_this_call: None,
-        ..part
-    };
-    assert_eq!(run(&spec, &rest).unwrap().status, Status::Complete);
+    assert_eq!(run_to_end(&spec, &part).unwrap().status, Status::Complete);
     assert_eq!(
-        read_rows(&full.out.join("t/rounds.csv")),
-        read_rows(&rest.out.join("t/rounds.csv"))
+        read_rows(&full.join("t/rounds.csv")),
+        read_rows(&part.join("t/rounds.csv"))
     );
 }
 
@@ -289,17 +277,11 @@ fn dealing_each_round_is_reproducible_resumes_exactly_and_changes_the_run() {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     let spec = fedrun::schema::parse(&text, "t", &sets).unwrap();
     let d = TempDir::new("deal-resume");
-    let part = RunOptions {
-        out: d.path().to_path_buf(),
-        max_rounds_this_call: Some(3),
-        ..Default::default()
-    };
-    assert_eq!(run(&spec, &part).unwrap().status, Status::Interrupted);
-    let rest = RunOptions {
-        max_rounds_this_call: None,
-        ..part
-    };
-    assert_eq!(run(&spec, &rest).unwrap().status, Status::Complete);
+    stop_after(&spec, d.path(), 3);
+    assert_eq!(
+        run_to_end(&spec, d.path()).unwrap().status,
+        Status::Complete
+    );
     assert_eq!(dealt, read_rows(&d.path().join("t/rounds.csv")));
 }
 
@@ -425,22 +407,13 @@ fn report_gives_the_megabytes_to_a_target() {
 fn a_rounds_csv_of_an_older_fedrun_is_not_appended_to() {
     let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &[]).unwrap();
     let d = TempDir::new("old-columns");
-    let opts = RunOptions {
-        out: d.path().to_path_buf(),
-        max_rounds_this_call: Some(1),
-        ..Default::default()
-    };
-    assert_eq!(run(&spec, &opts).unwrap().status, Status::Interrupted);
+    stop_after(&spec, d.path(), 1);
     // the header of a fedrun before the communication columns
     let csv = d.path().join("t/rounds.csv");
     let text = std::fs::read_to_string(&csv).unwrap();
     let old = text.replacen(",down_bytes,up_bytes", "", 1);
     std::fs::write(&csv, old).unwrap();
-    let rest = RunOptions {
-        max_rounds_this_call: None,
-        ..opts
-    };
-    let e = run(&spec, &rest).unwrap_err().to_string();
+    let e = run_to_end(&spec, d.path()).unwrap_err().to_string();
     assert!(
         e.contains("rounds.csv") && e.contains("older fedrun") && e.contains("--force"),
         "{e}"

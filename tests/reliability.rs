@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TempDir, synthetic_spec, without_time};
+use common::{TempDir, run_to_end, stop_after, synthetic_spec, without_time};
 use fedrun::fl::engine::{RunOptions, run};
 use fedrun::metrics::summary::{Status, Summary};
 
@@ -109,21 +109,8 @@ fn a_second_process_on_a_run_folder_is_refused_with_the_holders_pid() {
 /// A run of 4 rounds stopped after 2, with its checkpoint at round 2.
 fn half_run(out: &Path) -> fedrun::config::Spec {
     let spec = fedrun::schema::parse(&synthetic_spec(""), "t", &["fl.rounds=4".into()]).unwrap();
-    let opts = RunOptions {
-        out: out.to_path_buf(),
-        max_rounds_this_call: Some(2),
-        ..Default::default()
-    };
-    assert_eq!(run(&spec, &opts).unwrap().status, Status::Interrupted);
+    stop_after(&spec, out, 2);
     spec
-}
-
-fn resume(spec: &fedrun::config::Spec, out: &Path) -> fedrun::error::Result<Summary> {
-    let opts = RunOptions {
-        out: out.to_path_buf(),
-        ..Default::default()
-    };
-    run(spec, &opts)
 }
 
 #[test]
@@ -136,7 +123,7 @@ fn a_damaged_checkpoint_is_refused_not_resumed() {
     let csv = std::fs::read(out.join("t/rounds.csv")).unwrap();
     let refused = |bytes: &[u8], needle: &str| {
         std::fs::write(&ckpt, bytes).unwrap();
-        let e = resume(&spec, &out).expect_err("refused").to_string();
+        let e = run_to_end(&spec, &out).expect_err("refused").to_string();
         assert!(
             e.contains(needle) && e.contains("checkpoint.bin") && e.contains("--force"),
             "{e}"
@@ -164,7 +151,7 @@ fn a_damaged_checkpoint_is_refused_not_resumed() {
     refused(&newer, "version 9");
     // the good checkpoint still resumes to the end
     std::fs::write(&ckpt, &good).unwrap();
-    assert_eq!(resume(&spec, &out).unwrap().status, Status::Complete);
+    assert_eq!(run_to_end(&spec, &out).unwrap().status, Status::Complete);
 }
 
 /// Work that cannot finish (the issue's `local.steps = 1000000000000` ran for minutes before a
@@ -430,7 +417,7 @@ fn a_full_disk_during_a_checkpoint_write_leaves_a_resumable_run() {
     let good = std::fs::read(dir.join("checkpoint.bin")).unwrap();
     // the next checkpoint's temporary file is the full device: every write fails with ENOSPC
     std::os::unix::fs::symlink("/dev/full", dir.join("checkpoint.tmp")).unwrap();
-    let e = resume(&spec, &out)
+    let e = run_to_end(&spec, &out)
         .expect_err("the write fails")
         .to_string();
     assert!(
@@ -448,9 +435,9 @@ fn a_full_disk_during_a_checkpoint_write_leaves_a_resumable_run() {
     );
     assert_eq!(Summary::read(&dir).unwrap().status, Status::Interrupted);
     // with room again the run resumes from the last good checkpoint to the CSV of a whole run
-    assert_eq!(resume(&spec, &out).unwrap().status, Status::Complete);
+    assert_eq!(run_to_end(&spec, &out).unwrap().status, Status::Complete);
     let whole = d.path().join("whole");
-    assert_eq!(resume(&spec, &whole).unwrap().status, Status::Complete);
+    assert_eq!(run_to_end(&spec, &whole).unwrap().status, Status::Complete);
     assert_eq!(
         without_time(&dir.join("rounds.csv")),
         without_time(&whole.join("t/rounds.csv"))
@@ -484,7 +471,7 @@ fn resume_refuses_files_of_another_run() {
     };
     let refused = |spec: &fedrun::config::Spec, file: &str, needle: &str| {
         let before = std::fs::read(&csv_p).ok();
-        let e = resume(spec, &out).expect_err("refused").to_string();
+        let e = run_to_end(spec, &out).expect_err("refused").to_string();
         assert!(
             e.contains(file) && e.contains(needle) && e.contains("--force"),
             "{e}"
@@ -515,12 +502,7 @@ fn resume_refuses_files_of_another_run() {
     let mut theirs = spec.clone();
     theirs.run.name = "u".into();
     theirs.local.lr = 0.07;
-    let opts = RunOptions {
-        out: out.clone(),
-        max_rounds_this_call: Some(2),
-        ..Default::default()
-    };
-    run(&theirs, &opts).unwrap();
+    stop_after(&theirs, &out, 2);
     std::fs::copy(out.join("u/checkpoint.bin"), &ck_p).unwrap();
     refused(&spec, "checkpoint.bin", "local.lr");
     put_back();
@@ -535,7 +517,7 @@ fn resume_refuses_files_of_another_run() {
     std::fs::write(&spec_p, [0xff, 0xfe, 0x00, 0x81]).unwrap();
     refused(&spec, "spec.toml", "not text");
     put_back();
-    assert_eq!(resume(&spec, &out).unwrap().status, Status::Complete);
+    assert_eq!(run_to_end(&spec, &out).unwrap().status, Status::Complete);
 }
 
 /// A row written after the checkpoint (a crash before the next one) is cut off, and its round
@@ -549,7 +531,7 @@ fn resume_cuts_the_rows_written_after_the_checkpoint() {
     let mut longer = std::fs::read(&csv_p).unwrap();
     longer.extend_from_slice(b"3,99,1,1,0.05,0,0,0,1,,,0,0,1\n");
     std::fs::write(&csv_p, &longer).unwrap();
-    assert_eq!(resume(&spec, &out).unwrap().status, Status::Complete);
+    assert_eq!(run_to_end(&spec, &out).unwrap().status, Status::Complete);
     let text = std::fs::read_to_string(&csv_p).unwrap();
     assert!(!text.contains('\0') && !text.contains(",99,"), "{text}");
     let rounds: Vec<&str> = text

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{TempDir, synthetic_spec, write_mini_cifar};
+use common::{TempDir, run_to_end, stop_after, synthetic_spec, write_mini_cifar};
 use fedrun::fl::engine::{RunOptions, run};
 use fedrun::metrics::summary::Status;
 use fedrun::metrics::summary::Summary;
@@ -968,25 +968,13 @@ fn every_algorithm_resumes_with_its_state_to_the_same_csv() {
         set.extend(keys.iter().cloned());
         let spec = fedrun::schema::parse(&text, "t", &set).unwrap();
         let d = TempDir::new("resume-alg");
-        let full = RunOptions {
-            out: d.path().join("full"),
-            ..Default::default()
-        };
-        run(&spec, &full).unwrap();
-        let part = RunOptions {
-            out: d.path().join("part"),
-            max_rounds_this_call: Some(2),
-            ..Default::default()
-        };
-        assert_eq!(run(&spec, &part).unwrap().status, Status::Interrupted);
-        let rest = RunOptions {
-            max_rounds_this_call: None,
-            ..part
-        };
-        assert_eq!(run(&spec, &rest).unwrap().status, Status::Complete);
+        let (full, part) = (d.path().join("full"), d.path().join("part"));
+        run_to_end(&spec, &full).unwrap();
+        stop_after(&spec, &part, 2);
+        assert_eq!(run_to_end(&spec, &part).unwrap().status, Status::Complete);
         assert_eq!(
-            csv_without_time(&full.out.join("t/rounds.csv")),
-            csv_without_time(&rest.out.join("t/rounds.csv")),
+            csv_without_time(&full.join("t/rounds.csv")),
+            csv_without_time(&part.join("t/rounds.csv")),
             "{alg} {keys:?} (nar={nar}) resumed from round 2"
         );
     }

@@ -11,6 +11,7 @@ pub mod stacked;
 use std::path::{Path, PathBuf};
 
 use fedrun::data::cifar;
+use fedrun::metrics::summary::{Status, Summary};
 
 /// A fresh temporary folder, removed when dropped.
 pub struct TempDir(pub PathBuf);
@@ -214,6 +215,31 @@ pub fn run_config(config: &str, data: &Path, out: &Path, sets: &[&str]) {
         "{config}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// `spec` run into `out` for its first `rounds` rounds and stopped there, as a run stops when
+/// asked for fewer rounds this call: its checkpoint at round `rounds`.
+pub fn stop_after(spec: &fedrun::config::Spec, out: &Path, rounds: usize) {
+    let opts = fedrun::fl::engine::RunOptions {
+        out: out.to_path_buf(),
+        max_rounds_this_call: Some(rounds),
+        ..Default::default()
+    };
+    let s = fedrun::fl::engine::run(spec, &opts).unwrap();
+    assert_eq!(
+        s.status,
+        Status::Interrupted,
+        "stopped after round {rounds}"
+    );
+}
+
+/// `spec` run into `out` to its end (resumed from its checkpoint there, if any).
+pub fn run_to_end(spec: &fedrun::config::Spec, out: &Path) -> fedrun::error::Result<Summary> {
+    let opts = fedrun::fl::engine::RunOptions {
+        out: out.to_path_buf(),
+        ..Default::default()
+    };
+    fedrun::fl::engine::run(spec, &opts)
 }
 
 /// The lines of a rounds.csv without its last column (the wall time, `elapsed_s`).
