@@ -75,11 +75,12 @@ impl Check<'_> {
     /// apart by 1.3e-2 of its gradients' scale on lavapipe, so that this test allowed ResNet-18
     /// 5e-2 there; the two copies it runs now (scaled by 1 and 1.2) agree to the test's 1e-4.
     fn copies_of(&self, kind: ModelKind) -> usize {
-        if kind == ModelKind::Resnet18 && !fedrun::kernels::is_flex(self.dev) {
-            2
-        } else {
-            3
-        }
+        if self.lean(kind) { 2 } else { 3 }
+    }
+
+    /// ResNet-18 on a GPU backend: fewer copies and images, for lavapipe's sake.
+    fn lean(&self, kind: ModelKind) -> bool {
+        kind == ModelKind::Resnet18 && !fedrun::kernels::is_flex(self.dev)
     }
 
     /// `kind` on images `c`×`side`×`side` of `classes` classes, two a copy; one for ResNet-18
@@ -87,12 +88,7 @@ impl Check<'_> {
     /// at two (the copies still differ, and each image has its own statistics in GroupNorm
     /// either way).
     fn images(&self, kind: ModelKind, c: usize, side: usize, classes: usize) {
-        let gpu = !fedrun::kernels::is_flex(self.dev);
-        let b = if kind == ModelKind::Resnet18 && gpu {
-            1
-        } else {
-            2
-        };
+        let b = if self.lean(kind) { 1 } else { 2 };
         let k = self.copies_of(kind);
         let n = k * b * c * side * side;
         let pixels: Vec<f32> = (0..n)
@@ -102,9 +98,9 @@ impl Check<'_> {
         self.on(kind, Input::Images(x), classes);
     }
 
-    /// [`Self::copies_of`] copies of `kind` with different parameters (a small transformer: 2 layers of
-    /// width 32, 4 heads; dropout 0.5 where the model reads it) on `x`, the same number of
-    /// samples a copy.
+    /// [`Self::copies_of`] copies of `kind` with different parameters (a small transformer: 2
+    /// layers of width 32, 4 heads; dropout 0.5 where the model reads it) on `x`, the same
+    /// number of samples a copy.
     fn on(&self, kind: ModelKind, x: Input, classes: usize) {
         let (c, side) = match &x {
             Input::Images(t) => (t.dims()[1], t.dims()[2]),
