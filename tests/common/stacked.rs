@@ -102,6 +102,7 @@ impl Check<'_> {
     /// layers of width 32, 4 heads; dropout 0.5 where the model reads it) on `x`, the same
     /// number of samples a copy.
     fn on(&self, kind: ModelKind, x: Input, classes: usize) {
+        let t0 = std::time::Instant::now();
         let (c, side) = match &x {
             Input::Images(t) => (t.dims()[1], t.dims()[2]),
             Input::Tokens(_) => (0, 0),
@@ -163,6 +164,7 @@ impl Check<'_> {
                 "{what}, copy {i}: gradient differs by {d:e}"
             );
         }
+        eprintln!("{what}: {:.1} s", t0.elapsed().as_secs_f64());
     }
 }
 
