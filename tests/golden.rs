@@ -319,17 +319,22 @@ fn golden_path(name: &str) -> PathBuf {
 /// Compare `now` with the golden file `name`: bytes with `FEDRUN_GOLDEN_EXACT`, else values to
 /// 1e-4 relative; `FEDRUN_BLESS` rewrites it.
 fn compare_csv(name: &str, now: &str) {
+    if bless() {
+        std::fs::write(golden_path(name), now).unwrap();
+        return;
+    }
     compare_rows(name, now, |_| true);
 }
 
+/// Whether this run rewrites the golden files (`FEDRUN_BLESS`).
+fn bless() -> bool {
+    std::env::var_os("FEDRUN_BLESS").is_some()
+}
+
 /// [`compare_csv`] for the golden file's rows whose first field `keep` picks (and its header):
-/// `now` holds those rows only. A bless writes `now` as the whole file.
+/// `now` holds those rows only. Never a bless: a part of the rows is not a file.
 fn compare_rows(name: &str, now: &str, keep: impl Fn(&str) -> bool) {
     let path = golden_path(name);
-    if std::env::var_os("FEDRUN_BLESS").is_some() {
-        std::fs::write(&path, now).unwrap();
-        return;
-    }
     let file = std::fs::read_to_string(&path).unwrap();
     let golden: String = (file.lines().enumerate())
         .filter(|(i, l)| *i == 0 || keep(l.split(',').next().unwrap_or("")))
@@ -371,31 +376,33 @@ fn fednar_family_csvs_match_the_golden_file() {
     compare_csv("fednar_family.csv", &family_csv());
 }
 
+/// The rows of `algorithms.csv` of the cases `which` picks (at least one) against the file's.
+fn compare_cases(which: fn(&Case) -> bool) {
+    let picked = labels(which);
+    assert!(!picked.is_empty(), "no case picked");
+    compare_rows("algorithms.csv", &algorithms_csv(which), |l| {
+        picked.iter().any(|p| p == l)
+    });
+}
+
 /// Every case but ResNet-18's; under a bless, every case, to write the whole file.
 #[test]
 fn every_algorithm_and_variant_matches_the_golden_file() {
-    if std::env::var_os("FEDRUN_BLESS").is_some() {
+    if bless() {
         return compare_csv("algorithms.csv", &algorithms_csv(|_| true));
     }
-    let heavy = labels(resnet);
-    compare_rows("algorithms.csv", &algorithms_csv(|c| !resnet(c)), |l| {
-        !heavy.iter().any(|h| h == l)
-    });
+    compare_cases(|c| !resnet(c));
 }
 
 /// FedMLB's rows (its branches through ResNet-18's stages): a test of its own, which the
 /// baseline's rerun leaves out (`common::simd`). A bless writes them with the rest.
 #[test]
 fn fedmlbs_resnet_rows_match_the_golden_file() {
-    if std::env::var_os("FEDRUN_BLESS").is_some() {
+    if bless() {
         eprintln!("a bless: the test of every algorithm writes FedMLB's rows");
         return;
     }
-    let heavy = labels(resnet);
-    assert!(!heavy.is_empty(), "a case that trains ResNet-18");
-    compare_rows("algorithms.csv", &algorithms_csv(resnet), |l| {
-        heavy.iter().any(|h| h == l)
-    });
+    compare_cases(resnet);
 }
 
 /// Every config under `configs/`, in path order.
@@ -437,7 +444,7 @@ fn check_of_every_config_matches_the_golden_file() {
         now.push_str(&format!("== {}\n{}", rel.display(), check(Some(rel))));
     }
     let path = golden_path("check.txt");
-    if std::env::var_os("FEDRUN_BLESS").is_some() {
+    if bless() {
         std::fs::write(&path, &now).unwrap();
         return;
     }
@@ -595,7 +602,7 @@ fn every_models_layout_matches_the_golden_file() {
         }
     }
     let path = golden_path("layouts.txt");
-    if std::env::var_os("FEDRUN_BLESS").is_some() {
+    if bless() {
         std::fs::write(&path, &now).unwrap();
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap(), now);
@@ -670,7 +677,7 @@ fn every_models_initial_vector_matches_the_golden_file() {
         }
     }
     let path = golden_path("init.txt");
-    if std::env::var_os("FEDRUN_BLESS").is_some() {
+    if bless() {
         std::fs::write(&path, &now).unwrap();
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap(), now);
